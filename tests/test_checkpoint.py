@@ -1,0 +1,141 @@
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import load_translator
+from transformer import checkpoint as ckpt
+from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.model import build_model
+from tests.conftest import tiny_config
+
+SENTENCE = "the black cat sleeps."
+
+
+def copy_ckpt(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_round_trip_gives_identical_outputs(translator, tiny_checkpoint):
+    again = load_translator(tiny_checkpoint)
+    assert again.trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+    for a, b in zip(again.model.state_dict().values(), translator.model.state_dict().values()):
+        assert torch.equal(a, b)
+    names = sorted(p.name for p in tiny_checkpoint.iterdir())
+    assert names == ["config.json", "model.safetensors", "tokenizer_src.json", "tokenizer_tgt.json"]
+
+
+def test_joint_vocab_all_tied_bf16_storage(tmp_path, tokenizers_pair):
+    tok = tokenizers_pair[0]
+    torch.manual_seed(1)
+    model = build_model(tiny_config(tok, tok, tie_embeddings="all", storage_dtype="bfloat16",
+                                    src_tokenizer_file="tokenizer.json", tgt_tokenizer_file="tokenizer.json"))
+    d = save_checkpoint(tmp_path / "joint", model, tok, tok)
+    assert sorted(p.name for p in d.iterdir()) == ["config.json", "model.safetensors", "tokenizer.json"]
+    loaded, *_ = load_checkpoint(d)
+    assert loaded.src_embed.weight is loaded.tgt_embed.weight
+    assert loaded.src_embed.weight.dtype == torch.float32
+    torch.testing.assert_close(loaded.src_embed.weight, model.src_embed.weight.to(torch.bfloat16).float())
+
+
+def test_missing_config_names_the_file(tmp_path, tiny_checkpoint):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
+    (d / "config.json").unlink()
+    with pytest.raises(CheckpointError, match=r"config\.json: missing"):
+        load_translator(d)
+
+
+def test_corrupt_config_and_unknown_keys(tmp_path, tiny_checkpoint):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
+    (d / "config.json").write_text("{not json")
+    with pytest.raises(CheckpointError, match=r"config\.json: not valid JSON"):
+        load_translator(d)
+    cfg = json.loads((tiny_checkpoint / "config.json").read_text())
+    cfg["d_modle"] = 3
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match="unknown config keys: d_modle"):
+        load_translator(d)
+
+
+def test_corrupt_weights_name_the_file(tmp_path, tiny_checkpoint):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
+    data = (d / "model.safetensors").read_bytes()
+    (d / "model.safetensors").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: corrupt"):
+        load_translator(d)
+    (d / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: missing"):
+        load_translator(d)
+
+
+def test_config_that_does_not_match_weights(tmp_path, tiny_checkpoint):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["d_ff"] = 48
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match=r"linear1\.weight has shape \(64, 32\) but config\.json implies \(48, 32\)"):
+        load_translator(d)
+    cfg["d_ff"], cfg["n_encoder_layers"] = 64, 3
+    (d / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match="do not match config.json; missing encoder_layers.2"):
+        load_translator(d)
+
+
+def test_missing_or_corrupt_tokenizer(tmp_path, tiny_checkpoint):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
+    (d / "tokenizer_tgt.json").write_text("garbage")
+    with pytest.raises(CheckpointError, match=r"tokenizer_tgt\.json: not a valid tokenizers JSON"):
+        load_translator(d)
+    (d / "tokenizer_tgt.json").unlink()
+    with pytest.raises(CheckpointError, match=r"tokenizer_tgt\.json: tokenizer file not found"):
+        load_translator(d)
+
+
+def test_missing_directory_is_a_clear_error(tmp_path):
+    with pytest.raises(CheckpointError, match="checkpoint directory not found"):
+        load_translator(tmp_path / "nope")
+
+
+def test_hub_repo_id_goes_through_snapshot_download(monkeypatch, tmp_path, tiny_checkpoint, translator):
+    """The network boundary is mocked: snapshot_download 'downloads' from a local folder."""
+    import huggingface_hub
+
+    calls = []
+
+    def fake_snapshot_download(repo_id, revision=None, allow_patterns=None, **kw):
+        calls.append((repo_id, allow_patterns))
+        dest = tmp_path / "hub-cache" / repo_id.replace("/", "--")
+        if not dest.exists():
+            shutil.copytree(tiny_checkpoint, dest)
+        return str(dest)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    monkeypatch.chdir(tmp_path)
+    tr = load_translator("someone/tiny-en-it")
+    assert calls == [("someone/tiny-en-it", ckpt.CHECKPOINT_PATTERNS)]
+    assert tr.trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+
+
+def test_a_write_killed_midway_leaves_the_old_checkpoint(monkeypatch, tmp_path, tiny_checkpoint, translator):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "best")
+    model, src_tok, tgt_tok, _ = load_checkpoint(d)
+
+    def dying_save_file(tensors, path, *a, **k):
+        Path(path).write_bytes(b"half a file")
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(ckpt, "save_file", dying_save_file)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint(d, model, src_tok, tgt_tok)
+    assert load_translator(d).trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+    assert [p.name for p in tmp_path.iterdir()] == ["best"]  # no temp dir left behind
+
+
+def test_killed_between_the_two_renames_still_loads(tmp_path, tiny_checkpoint, translator):
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "best")
+    os.replace(d, tmp_path / f".best.old-{os.getpid()}")  # the old copy was moved aside, new not yet in
+    assert load_translator(d).trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids

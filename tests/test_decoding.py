@@ -1,0 +1,140 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from transformer.decoding import greedy_decode, naive_greedy_decode
+
+SENTENCES = ["the black cat sleeps.", "i see the dog.", "where is the station?", "my sister is tall."]
+
+
+def teacher_forced(translator, trace):
+    """Full forward pass over the generated sequence, attention weights asked for."""
+    src = torch.tensor([trace.src_ids])
+    tgt_in = torch.tensor([trace.tgt_ids[:-1]])
+    with torch.no_grad():
+        return translator.model(src, tgt_in, need_weights=True)
+
+
+@pytest.mark.parametrize("text", SENTENCES)
+def test_cached_decoding_equals_recomputing_the_prefix(translator, text):
+    trace = translator.trace(text)
+    src = torch.tensor([trace.src_ids])
+    naive = naive_greedy_decode(translator.model, src, trace.steps)
+    assert naive == trace.tgt_ids[1:]
+    # and the attention rows of every step equal a recompute over the whole prefix
+    ref = teacher_forced(translator, trace)
+    dec = np.stack([w[0].numpy() for w in ref.decoder_self_attn])
+    cross = np.stack([w[0].numpy() for w in ref.cross_attn])
+    enc = np.stack([w[0].numpy() for w in ref.encoder_attn])
+    np.testing.assert_allclose(trace.decoder_self_attn, dec, atol=1e-5)
+    np.testing.assert_allclose(trace.cross_attn, cross, atol=1e-5)
+    np.testing.assert_allclose(trace.encoder_attn, enc, atol=1e-5)
+
+
+def test_trace_topk_matches_teacher_forced_probabilities(translator):
+    trace = translator.trace(SENTENCES[0], top_k=5)
+    probs = teacher_forced(translator, trace).logits[0].softmax(-1)
+    top_p, top_i = probs.topk(5, dim=-1)
+    np.testing.assert_array_equal(trace.topk_ids, top_i.numpy())
+    np.testing.assert_allclose(trace.topk_probs, top_p.numpy(), atol=1e-5)
+    assert trace.topk_tokens[0][0] == translator.tgt_tok.id_to_token(int(top_i[0, 0]))
+    # greedy: the emitted token is the top candidate at every step
+    assert [int(r[0]) for r in trace.topk_ids] == trace.tgt_ids[1:]
+
+
+def test_attention_rows_sum_to_one_and_causal_rows_are_zero_in_the_future(translator):
+    trace = translator.trace(SENTENCES[1])
+    for attn in (trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn):
+        np.testing.assert_allclose(attn.sum(-1), 1.0, atol=1e-5)
+    T = trace.steps
+    future = np.triu(np.ones((T, T), dtype=bool), k=1)
+    assert np.all(trace.decoder_self_attn[:, :, future] == 0.0)
+
+
+def test_padded_source_positions_get_zero_weight_in_batched_decoding(translator):
+    short, long = (translator.encode_source(s).ids for s in ("the cat sleeps.", "the book is on the table."))
+    src = torch.full((2, len(long)), translator.cfg.src_pad_id)
+    src[0, : len(short)] = torch.tensor(short)
+    src[1] = torch.tensor(long)
+    model = translator.model
+    with torch.no_grad():
+        memory, enc_w = model.encode(src, need_weights=True)
+        dec = model.decode(torch.tensor([[translator.cfg.tgt_sos_id]] * 2), memory, model.src_mask(src),
+                           need_weights=True)
+    for w in enc_w + dec.cross_attn:
+        assert torch.all(w[0, :, :, len(short):] == 0)
+    # padding changes nothing: the short sentence decodes the same alone and in the batch
+    batched = greedy_decode(model, src).ids[0]
+    alone = greedy_decode(model, torch.tensor([short])).ids[0]
+    assert batched == alone
+
+
+def test_batched_translate_equals_one_by_one(translator):
+    together = translator.translate(SENTENCES)
+    assert together == [translator.trace(s).translation for s in SENTENCES]
+
+
+def test_forced_prefix_continues_greedily(translator):
+    trace = translator.trace(SENTENCES[0])
+    # forcing what greedy chose anyway changes nothing
+    same = translator.trace(SENTENCES[0], forced_prefix=trace.tgt_ids[1:3])
+    assert same.tgt_ids == trace.tgt_ids
+    np.testing.assert_allclose(same.cross_attn, trace.cross_attn, atol=1e-6)
+    # "take the 2nd candidate at step 1 and go on greedily"
+    alt_id = int(trace.topk_ids[1][1])
+    alt = translator.trace(SENTENCES[0], forced_prefix=[trace.tgt_ids[1], alt_id])
+    assert alt.tgt_ids[:3] == [trace.tgt_ids[0], trace.tgt_ids[1], alt_id]
+    assert alt.forced_prefix == [trace.tgt_ids[1], alt_id]
+    # after the prefix it is greedy again: each later token is the top candidate
+    assert [int(r[0]) for r in alt.topk_ids[2:]] == alt.tgt_ids[3:]
+    with pytest.raises(ValueError, match="outside the target vocabulary"):
+        translator.trace(SENTENCES[0], forced_prefix=[10**6])
+
+
+def test_trace_layout_and_step_slices(translator):
+    trace = translator.trace(SENTENCES[2])
+    L, H = translator.cfg.n_decoder_layers, translator.cfg.h
+    S, T = len(trace.src_tokens), trace.steps
+    assert trace.encoder_attn.shape == (L, H, S, S)
+    assert trace.decoder_self_attn.shape == (L, H, T, T)
+    assert trace.cross_attn.shape == (L, H, T, S)
+    assert trace.src_tokens[0] == "[SOS]" and trace.src_tokens[-1] == "[EOS]" and trace.tgt_tokens[0] == "[SOS]"
+    assert trace.src_special_mask()[0] and not trace.src_special_mask()[1]
+    assert trace.positional_encoding.shape == (translator.cfg.max_positions, translator.cfg.d_model)
+    s = trace.step(2)
+    assert s.prefix_tokens == trace.tgt_tokens[:3] and s.output_token == trace.tgt_tokens[3]
+    assert s.decoder_self_attn.shape == (L, H, 3)
+    np.testing.assert_array_equal(s.cross_attn, trace.cross_attn[:, :, 2])
+    with pytest.raises(IndexError):
+        trace.step(T)
+    d = json.loads(json.dumps(trace.to_dict()))
+    assert d["schema"] == "transformer-trace/1"
+    assert np.array(d["cross_attn"]).shape == (L, H, T, S)
+    assert len(d["positional_encoding"]) == S and len(d["topk"]) == T
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\t", "\x00\x07"])
+def test_empty_input_is_a_clear_value_error(translator, text):
+    with pytest.raises(ValueError, match="empty sentence"):
+        translator.trace(text)
+    with pytest.raises(ValueError, match="sentence 1: empty"):
+        translator.translate(["the cat sleeps.", text])
+
+
+@pytest.mark.parametrize("text", ["the cat 😺 sleeps 🎉", "ça c'est très élégant", "the\x00 cat\u200b\u202e sleeps\r\n",
+                                  "<script>alert('x')</script>", "مرحبا بالعالم", "东京"])
+def test_odd_characters_do_not_crash(translator, text):
+    trace = translator.trace(text)
+    assert trace.steps >= 1 and isinstance(trace.translation, str)
+    assert not any(c in tok for tok in trace.src_tokens for c in "\x00\u200b\u202e\r\n")
+
+
+def test_long_input_is_truncated_and_says_so(translator):
+    text = " ".join(["the black cat sleeps."] * 40)
+    trace = translator.trace(text)
+    assert trace.truncated and trace.n_src_tokens_dropped > 0
+    assert len(trace.src_ids) == translator.cfg.max_positions
+    assert trace.steps <= translator.cfg.max_positions
+    assert not translator.trace("the cat sleeps.").truncated

@@ -1,0 +1,118 @@
+"""End-to-end runs of train.py and the evaluate CLI on the tiny fixture corpus."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import load_translator
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run(*args, cwd=ROOT, timeout=600):
+    return subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("run") / "tiny"
+    r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--epochs", "4",
+            "--keep-epochs", "3")
+    assert r.returncode == 0, r.stderr[-3000:]
+    return out, r
+
+
+def test_tiny_training_end_to_end(tiny_run):
+    out, r = tiny_run
+    history = json.loads((out / "history.json").read_text())
+    epochs = [h for h in history if "epoch" in h]
+    assert [h["epoch"] for h in epochs] == [1, 2, 3, 4]
+    assert epochs[-1]["val_loss"] < epochs[0]["val_loss"]  # it learns
+    assert sorted(p.name for p in (out / "epochs").iterdir()) == ["epoch-002", "epoch-003", "epoch-004"]
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "metrics.json", "README.md"):
+        assert (out / "best" / name).is_file(), name
+    assert "Training history" in (out / "best" / "README.md").read_text()
+    assert list((out / "tensorboard").glob("events.out.tfevents.*"))
+    assert json.loads(r.stdout.strip().splitlines()[-1])["best"].endswith("best")
+    tr = load_translator(out / "best")
+    assert isinstance(tr.translate(["the cat sleeps."])[0], str)
+    state = torch.load(out / "epochs" / "epoch-004" / "train_state.pt", weights_only=True)
+    assert state["epoch"] == 4 and state["step"] > 0
+
+
+def test_resume_continues_from_the_last_epoch(tiny_run, data_dir):
+    out, _ = tiny_run
+    r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--epochs", "5",
+            "--resume", "--keep-epochs", "3")
+    assert r.returncode == 0, r.stderr[-3000:]
+    history = json.loads((out / "history.json").read_text())
+    assert [h["epoch"] for h in history if "epoch" in h] == [1, 2, 3, 4, 5]
+    s4 = torch.load(out / "epochs" / "epoch-004" / "train_state.pt", weights_only=True)
+    s5 = torch.load(out / "epochs" / "epoch-005" / "train_state.pt", weights_only=True)
+    assert s5["step"] > s4["step"] and s5["elapsed"] > s4["elapsed"]
+
+
+def test_evaluate_cli_prints_a_json_last_line(tiny_run, data_dir):
+    out, _ = tiny_run
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
+            "--limit", "4")
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["n"] == 4 and 0 <= result["bleu"] <= 100 and 0 <= result["chrf"] <= 100 and result["seconds"] >= 0
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir))
+    assert json.loads(r.stdout.strip().splitlines()[-1])["n"] == 6  # a directory: its test split
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--dataset", "/no/such/dir"], "no such file or directory"),
+    (["--src", "xx"], "language 'xx' or 'it' not found"),
+    (["--epochs", "0"], "--epochs must be positive"),
+    (["--lr", "-1"], "--lr must be positive"),
+])
+def test_bad_train_arguments_exit_2_with_one_line(tmp_path, data_dir, args, message):
+    full = ["--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path / "o"), *args]
+    r = run("train.py", *full)
+    assert r.returncode == 2
+    assert message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_empty_file_and_unwritable_out_dir(tmp_path, data_dir):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    r = run("train.py", "--preset", "tiny", "--dataset", str(empty), "--out", str(tmp_path / "o"))
+    assert r.returncode == 2 and "file is empty" in r.stderr and "Traceback" not in r.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(blocker / "out"))
+    assert r.returncode == 2 and "not writable" in r.stderr and "Traceback" not in r.stderr
+    r = run("train.py", "--preset", "huge")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+    r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path / "fresh"), "--resume")
+    assert r.returncode == 2 and "no epoch checkpoint" in r.stderr
+
+
+def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(tmp_path / "none"), "--data", str(data_dir))
+    assert r.returncode == 2 and "checkpoint directory not found" in r.stderr
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(tmp_path / "x.jsonl"))
+    assert r.returncode == 2 and "no such file" in r.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"translation": {"de": "a", "fr": "b"}}\n')
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(bad))
+    assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_bench_prints_its_ratios(tiny_checkpoint, data_dir):
+    r = run("-m", "transformer.bench", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir / "train.jsonl"),
+            "--repeat", "1", "--train-steps", "1", "--batch-tokens", "400")
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    for key in ("trace_ms", "naive_ms", "decode_speedup", "ours_tok_s", "seed_tok_s", "torch_tok_s",
+                "train_speedup", "vs_torch"):
+        assert result[key] > 0, key

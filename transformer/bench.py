@@ -1,0 +1,206 @@
+"""Side-by-side speed benchmark, all in one run on the same weights and data.
+
+    python -m transformer.bench [--checkpoint checkpoints/en-it] [--data TRAIN.jsonl]
+
+Decoding (same sentences, same weights):
+  trace  our cached greedy trace (KV cache, attention recorded)
+  naive  the seed tutorial's loop: source padded to a fixed length, the whole prefix
+         re-decoded at every step, explicit attention
+Training (same dims, same pairs; real non-pad tokens per second over timed steps):
+  ours   our train step: token-budget batches, bf16 autocast, fused attention
+  seed   every pair padded to 350 tokens, batch size 8, float32, explicit attention
+  torch  torch's nn.Transformer on the same token-budget batches and precision
+The last stdout line is one JSON object with every figure and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from dataclasses import replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .checkpoint import CheckpointError
+from .data import DataError, Batch, encode_pairs, load_split, make_batch, token_budget_batches
+from .decoding import naive_greedy_decode
+from .model import build_model, sinusoidal_table
+from .training import TrainSettings, autocast, make_optimizer, make_scheduler, train_step
+from .translator import load_translator
+
+SENTENCES = [
+    "The black cat sleeps.",
+    "I don't know where he lives.",
+    "Tom bought a new car last week for his daughter.",
+    "She said that she would come back tomorrow morning after work.",
+    "We were very tired, so we went to bed early and slept until noon.",
+    "My brother and I used to play football in the park near our house every Sunday afternoon.",
+    "If you had told me the truth from the beginning, I would have helped you with all my heart and we would be friends.",
+]
+TEN_WORDS = "My sister bought a beautiful red dress for the party."
+SEED_SEQ_LEN, SEED_BATCH = 350, 8
+
+
+def _ms(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
+
+
+def bench_decode(tr, repeat: int, pad_to: int) -> dict:
+    model = tr.model
+    trace_ms, naive_ms = [], []
+    for s in SENTENCES:
+        src = tr.encode_source(s).ids
+        trace = tr.trace(s)  # warm-up, and the number of steps both paths will run
+        steps = trace.steps
+        padded = torch.full((1, max(pad_to, len(src))), tr.cfg.src_pad_id, dtype=torch.long)
+        padded[0, : len(src)] = torch.tensor(src)
+        trace_ms.append(_ms(lambda: tr.trace(s), repeat))
+        naive_ms.append(_ms(lambda: naive_greedy_decode(model, padded, steps), repeat))
+    ten = _ms(lambda: tr.trace(TEN_WORDS), repeat)
+    t, n = statistics.mean(trace_ms), statistics.mean(naive_ms)
+    return {"trace_ms": round(t, 2), "naive_ms": round(n, 2), "decode_speedup": round(n / t, 2),
+            "trace_10_words_ms": round(ten, 2)}
+
+
+class TorchBaseline(nn.Module):
+    """The same model dims on torch's nn.Transformer: the practical speed limit here."""
+
+    def __init__(self, cfg) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model)
+        self.tgt_embed = self.embed if cfg.tie_embeddings == "all" else nn.Embedding(cfg.tgt_vocab_size, cfg.d_model)
+        self.register_buffer("pe", sinusoidal_table(cfg.max_positions, cfg.d_model), persistent=False)
+        self.core = nn.Transformer(cfg.d_model, cfg.h, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff,
+                                   cfg.dropout, batch_first=True, norm_first=cfg.norm_placement == "pre")
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, src, tgt):
+        scale = math.sqrt(self.cfg.d_model)
+        s = self.drop(self.embed(src) * scale + self.pe[: src.shape[1]])
+        t = self.drop(self.tgt_embed(tgt) * scale + self.pe[: tgt.shape[1]])
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=s.dtype)
+        h = self.core(s, t, tgt_mask=causal, src_key_padding_mask=src == self.cfg.src_pad_id,
+                      tgt_key_padding_mask=tgt == self.cfg.tgt_pad_id, memory_key_padding_mask=src == self.cfg.src_pad_id,
+                      tgt_is_causal=True)
+        return F.linear(h, self.tgt_embed.weight)
+
+
+def _time_steps(step_fn, batches: list[Batch], warmup: int) -> float:
+    """Real (non-pad) tokens per second over ``batches`` after ``warmup`` untimed steps."""
+    for b in batches[:warmup]:
+        step_fn(b)
+    tokens, t0 = 0, time.perf_counter()
+    for b in batches[warmup:]:
+        step_fn(b)
+        tokens += b.n_src_tokens + b.n_tgt_tokens
+    return tokens / (time.perf_counter() - t0)
+
+
+def bench_train(cfg, encoded, steps: int, batch_tokens: int) -> dict:
+    cfg = replace(cfg, dropout=0.1, attn_dropout=0.1)
+    budget_batches = [make_batch([encoded[i] for i in idx], cfg)
+                      for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0)[: steps + 1]]
+    s = TrainSettings(bf16=True, warmup_steps=10)
+
+    torch.manual_seed(0)
+    ours = build_model(cfg)
+    opt = make_optimizer(ours, s)
+    sched = make_scheduler(opt, s, 1000)
+    ours_tps = _time_steps(lambda b: train_step(ours, b, opt, sched, s, "cpu"), budget_batches, 1)
+
+    # the seed: fixed 350-token padding, 8 pairs a batch, fp32, attention computed explicitly
+    seed_cfg = replace(cfg, max_positions=SEED_SEQ_LEN)
+    seed_model = build_model(seed_cfg).train()
+    seed_opt = torch.optim.Adam(seed_model.parameters(), lr=1e-4, eps=1e-9)
+    seed_batches = []
+    for k in range(steps + 1):
+        ex = encoded[k * SEED_BATCH : (k + 1) * SEED_BATCH]
+        b = make_batch(ex, seed_cfg)
+        src = F.pad(b.src, (0, SEED_SEQ_LEN - b.src.shape[1]), value=cfg.src_pad_id)
+        tin = F.pad(b.tgt_in, (0, SEED_SEQ_LEN - b.tgt_in.shape[1]), value=cfg.tgt_pad_id)
+        tout = F.pad(b.tgt_out, (0, SEED_SEQ_LEN - b.tgt_out.shape[1]), value=cfg.tgt_pad_id)
+        seed_batches.append(Batch(src, tin, tout, b.n_tgt_tokens, b.n_src_tokens))
+
+    def seed_step(b: Batch):
+        out = seed_model(b.src, b.tgt_in, need_weights=True)  # explicit softmax(QK^T)V path
+        loss = F.cross_entropy(out.logits.reshape(-1, out.logits.shape[-1]), b.tgt_out.reshape(-1),
+                               ignore_index=cfg.tgt_pad_id, label_smoothing=0.1)
+        seed_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        seed_opt.step()
+
+    seed_tps = _time_steps(seed_step, seed_batches, 1)
+
+    torch.manual_seed(0)
+    base = TorchBaseline(cfg).train()
+    base_opt = torch.optim.AdamW(base.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
+
+    def torch_step(b: Batch):
+        with autocast(True, "cpu"):
+            logits = base(b.src, b.tgt_in)
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), b.tgt_out.reshape(-1),
+                                   ignore_index=cfg.tgt_pad_id, label_smoothing=0.1)
+        base_opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(base.parameters(), 1.0)
+        base_opt.step()
+
+    torch_tps = _time_steps(torch_step, budget_batches, 1)
+    return {"ours_tok_s": round(ours_tps, 1), "seed_tok_s": round(seed_tps, 1), "torch_tok_s": round(torch_tps, 1),
+            "train_speedup": round(ours_tps / seed_tps, 2), "vs_torch": round(ours_tps / torch_tps, 3)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m transformer.bench", description="Decode and training speed, side by side.")
+    p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
+    p.add_argument("--data", default="../shared/data/tatoeba-en-it/train.jsonl",
+                   help="JSONL pairs for the training benchmark")
+    p.add_argument("--repeat", type=int, default=5, help="timed repeats per sentence (median is kept)")
+    p.add_argument("--train-steps", type=int, default=3, help="timed training steps per approach")
+    p.add_argument("--batch-tokens", type=int, default=3000, help="token budget of our batches")
+    p.add_argument("--pad-to", type=int, default=None,
+                   help="fixed source length of the naive decode (default: the model's max_positions)")
+    p.add_argument("--skip-train", action="store_true", help="only the decoding benchmark")
+    args = p.parse_args(argv)
+    if args.repeat < 1 or args.train_steps < 1:
+        print("error: --repeat and --train-steps must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        tr = load_translator(args.checkpoint)
+    except (CheckpointError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"threads: {torch.get_num_threads()}; model: d_model {tr.cfg.d_model}, h {tr.cfg.h}, "
+          f"{tr.cfg.n_encoder_layers}+{tr.cfg.n_decoder_layers} layers", file=sys.stderr)
+    result = bench_decode(tr, args.repeat, args.pad_to or tr.cfg.max_positions)
+    print(f"decode: trace {result['trace_ms']} ms/sentence, naive {result['naive_ms']} ms/sentence, "
+          f"speedup {result['decode_speedup']}x; 10-word trace {result['trace_10_words_ms']} ms")
+    if not args.skip_train:
+        try:
+            pairs = load_split(args.data, "train", tr.cfg.src_lang, tr.cfg.tgt_lang)
+        except DataError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        encoded = encode_pairs(pairs[:20000], tr.src_tok, tr.tgt_tok, tr.cfg)
+        train = bench_train(tr.cfg, encoded, args.train_steps, args.batch_tokens)
+        print(f"train: ours {train['ours_tok_s']} tok/s, seed {train['seed_tok_s']} tok/s, "
+              f"torch {train['torch_tok_s']} tok/s; ours/seed {train['train_speedup']}x, ours/torch {train['vs_torch']}")
+        result.update(train)
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

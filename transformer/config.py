@@ -1,0 +1,86 @@
+"""One typed config for the whole model, saved as ``config.json`` beside the weights.
+
+The checkpoint directory alone must be enough to rebuild the model, so everything that
+shapes a tensor or changes the forward pass lives here, including the special-token ids
+of *each* tokenizer (source and target ids are never assumed to be the same).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class TransformerConfig:
+    # sizes (paper names)
+    d_model: int = 256
+    h: int = 8
+    d_ff: int = 1024
+    n_encoder_layers: int = 3
+    n_decoder_layers: int = 3
+    dropout: float = 0.1
+    attn_dropout: float = 0.1
+    max_positions: int = 128
+    # "pre": x + sublayer(norm(x)) (trains faster, needs a final norm);
+    # "post": norm(x + sublayer(x)) as in the paper.
+    norm_placement: str = "pre"
+    layer_norm_eps: float = 1e-6
+    # vocabularies and their special-token ids, one set per tokenizer
+    src_vocab_size: int = 8000
+    tgt_vocab_size: int = 8000
+    src_pad_id: int = 0
+    src_unk_id: int = 1
+    src_sos_id: int = 2
+    src_eos_id: int = 3
+    tgt_pad_id: int = 0
+    tgt_unk_id: int = 1
+    tgt_sos_id: int = 2
+    tgt_eos_id: int = 3
+    # weight tying: "none", "decoder" (target embedding = output projection) or
+    # "all" (source, target and output share one matrix; needs a joint vocabulary).
+    tie_embeddings: str = "decoder"
+    # languages and tokenizer files, so a checkpoint says what it translates
+    src_lang: str = "en"
+    tgt_lang: str = "it"
+    src_tokenizer_file: str = "tokenizer_src.json"
+    tgt_tokenizer_file: str = "tokenizer_tgt.json"
+    # dtype the weights are stored in on disk; the model always runs in float32
+    storage_dtype: str = "float32"
+    extra: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.d_model % self.h != 0:
+            raise ValueError(f"d_model ({self.d_model}) must be divisible by h ({self.h})")
+        if self.norm_placement not in ("pre", "post"):
+            raise ValueError(f"norm_placement must be 'pre' or 'post', got {self.norm_placement!r}")
+        if self.tie_embeddings not in ("none", "decoder", "all"):
+            raise ValueError(f"tie_embeddings must be none/decoder/all, got {self.tie_embeddings!r}")
+        if self.tie_embeddings == "all" and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("tie_embeddings='all' needs a joint vocabulary (equal vocab sizes)")
+        if self.storage_dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"storage_dtype must be float32/bfloat16/float16, got {self.storage_dtype!r}")
+
+    @property
+    def d_k(self) -> int:
+        return self.d_model // self.h
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def to_json(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "TransformerConfig":
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown config keys: {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "TransformerConfig":
+        return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))

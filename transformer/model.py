@@ -1,0 +1,363 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need", written out by hand.
+
+No ``nn.Transformer*`` or ``nn.MultiheadAttention``: every block is here so a reader can
+follow one sentence from token ids to logits. Attention weights are *returned* by the
+forward pass when asked for (never stored on a module), so two concurrent users can never
+see each other's maps. When nobody asks, attention runs through the fused
+``F.scaled_dot_product_attention``; ``tests/test_model.py`` checks both paths agree.
+
+Masks are boolean and mean "may attend" (True = keep), the convention of
+``F.scaled_dot_product_attention``. The explicit path fills blocked scores with
+``torch.finfo(dtype).min`` so a blocked key gets exactly zero weight after softmax.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import TransformerConfig
+
+
+class LayerNorm(nn.Module):
+    """(x - mean) / sqrt(var + eps) * gain + bias over the last dim.
+
+    ``F.layer_norm`` computes exactly that formula in one fused kernel; the learnable
+    gain and bias are ours. ``tests/test_model.py`` checks it against the formula.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-6) -> None:
+        super().__init__()
+        self.gain = nn.Parameter(torch.ones(d_model))
+        self.bias = nn.Parameter(torch.zeros(d_model))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, (x.shape[-1],), self.gain, self.bias, self.eps)
+
+
+def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
+    position = torch.arange(max_positions, dtype=torch.float32).unsqueeze(1)  # (P, 1)
+    div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    pe = torch.zeros(max_positions, d_model)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+    return pe
+
+
+class PositionalEncoding(nn.Module):
+    """Adds the fixed sinusoidal table. It is a buffer (not a parameter, not saved): it is
+    a pure function of the config, and the viewer reads this exact tensor."""
+
+    def __init__(self, d_model: int, max_positions: int, dropout: float) -> None:
+        super().__init__()
+        self.register_buffer("pe", sinusoidal_table(max_positions, d_model), persistent=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        T = x.shape[1]
+        if offset + T > self.pe.shape[0]:
+            raise ValueError(f"sequence of {offset + T} positions exceeds max_positions={self.pe.shape[0]}")
+        return self.dropout(x + self.pe[offset : offset + T])
+
+
+class TokenEmbedding(nn.Module):
+    """Embedding multiplied by sqrt(d_model), so token vectors and the PE (amplitude 1)
+    have comparable scale (section 3.4 of the paper)."""
+
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
+        self.pad_id = pad_id
+        self.scale = math.sqrt(d_model)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return F.embedding(ids, self.weight) * self.scale
+
+
+class MultiHeadAttention(nn.Module):
+    """Scaled dot-product attention over ``h`` heads with separate Q/K/V/O projections.
+
+    Keys and values are projected by :meth:`project_kv` separately from the query so the
+    caller can cache them: cross-attention K/V once per sentence, decoder self-attention
+    K/V growing one step at a time.
+    """
+
+    def __init__(self, d_model: int, h: int, attn_dropout: float) -> None:
+        super().__init__()
+        self.h = h
+        self.d_k = d_model // h
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.o_proj = nn.Linear(d_model, d_model)
+        self.attn_dropout = attn_dropout
+
+    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.h, self.d_k).transpose(1, 2)  # (B, H, T, d_k)
+
+    def project_kv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self._split_heads(self.k_proj(x)), self._split_heads(self.v_proj(x))
+
+    def forward(
+        self,
+        x_q: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """x_q: (B, T, D); k, v: (B, H, S, d_k); mask: bool, broadcastable to (B, H, T, S).
+
+        Returns the output (B, T, D) and, if asked, the post-softmax weights (B, H, T, S)
+        taken before dropout.
+        """
+        B, T, D = x_q.shape
+        q = self._split_heads(self.q_proj(x_q))  # (B, H, T, d_k)
+        p = self.attn_dropout if self.training else 0.0
+        weights = None
+        if need_weights:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T, S)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            weights = scores.softmax(dim=-1)
+            out = F.dropout(weights, p=p, training=self.training) @ v  # (B, H, T, d_k)
+        else:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
+        return self.o_proj(out), weights
+
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alone."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)
+        self.linear2 = nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+
+
+class Residual(nn.Module):
+    """A sublayer wrapped with its residual connection and layer norm.
+
+    pre-norm:  x + dropout(sublayer(norm(x)))
+    post-norm: norm(x + dropout(sublayer(x)))   (the paper's original placement)
+    The sublayer may return extra values (attention weights); they pass through.
+    """
+
+    def __init__(self, d_model: int, dropout: float, pre_norm: bool, eps: float) -> None:
+        super().__init__()
+        self.norm = LayerNorm(d_model, eps)
+        self.dropout = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, tuple]:
+        if self.pre_norm:
+            y, *extra = sublayer(self.norm(x))
+            return x + self.dropout(y), tuple(extra)
+        y, *extra = sublayer(x)
+        return self.norm(x + self.dropout(y)), tuple(extra)
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        pre = cfg.norm_placement == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.self_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
+        self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
+
+    def forward(self, x, src_mask, need_weights=False):
+        def attend(h):
+            k, v = self.self_attn.project_kv(h)
+            return self.self_attn(h, k, v, src_mask, need_weights)
+
+        x, (weights,) = self.self_attn_block(x, attend)
+        x, _ = self.ffn_block(x, lambda h: (self.ffn(h),))
+        return x, weights
+
+
+@dataclass
+class LayerCache:
+    """K/V of one decoder layer, each (B, H, len, d_k). Self-attention K/V grow by one
+    position per decoding step; cross-attention K/V are computed once per sentence."""
+
+    self_k: torch.Tensor
+    self_v: torch.Tensor
+    cross_k: torch.Tensor
+    cross_v: torch.Tensor
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        pre = cfg.norm_placement == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.self_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
+        self.cross_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
+        self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
+
+    def forward(self, x, memory, self_mask, cross_mask, cache: LayerCache | None = None, need_weights=False):
+        """x: (B, T, D) new target positions; memory: (B, S, D) encoder output.
+
+        With a cache, ``x`` holds only the new positions and the cached self K/V are the
+        earlier ones; cross K/V come from the cache instead of re-projecting ``memory``.
+        Returns (x, self_weights, cross_weights, new_cache).
+        """
+        new = {}
+
+        def self_attend(h):
+            k, v = self.self_attn.project_kv(h)
+            if cache is not None:
+                k = torch.cat([cache.self_k, k], dim=2)  # (B, H, past + T, d_k)
+                v = torch.cat([cache.self_v, v], dim=2)
+            new["self_k"], new["self_v"] = k, v
+            return self.self_attn(h, k, v, self_mask, need_weights)
+
+        def cross_attend(h):
+            if cache is not None:
+                k, v = cache.cross_k, cache.cross_v
+            else:
+                k, v = self.cross_attn.project_kv(memory)
+            new["cross_k"], new["cross_v"] = k, v
+            return self.cross_attn(h, k, v, cross_mask, need_weights)
+
+        x, (self_w,) = self.self_attn_block(x, self_attend)
+        x, (cross_w,) = self.cross_attn_block(x, cross_attend)
+        x, _ = self.ffn_block(x, lambda h: (self.ffn(h),))
+        return x, self_w, cross_w, LayerCache(**new)
+
+
+@dataclass
+class DecoderOutput:
+    hidden: torch.Tensor  # (B, T, D) after the final norm
+    cache: list[LayerCache]
+    self_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, past + T)
+    cross_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, S)
+
+
+@dataclass
+class Seq2SeqOutput:
+    logits: torch.Tensor  # (B, T, V_tgt)
+    encoder_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, S, S)
+    decoder_self_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, T)
+    cross_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, S)
+
+
+def causal_mask(T: int, offset: int = 0, device=None) -> torch.Tensor:
+    """Bool (T, offset + T): query at position offset+i may see keys 0..offset+i."""
+    return torch.ones(T, offset + T, dtype=torch.bool, device=device).tril(diagonal=offset)
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: TransformerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, cfg.src_pad_id)
+        if cfg.tie_embeddings == "all":
+            self.tgt_embed = self.src_embed
+        else:
+            self.tgt_embed = TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.tgt_pad_id)
+        self.pos_encoding = PositionalEncoding(cfg.d_model, cfg.max_positions, cfg.dropout)
+        self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
+        self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        pre = cfg.norm_placement == "pre"
+        # pre-norm leaves the residual stream un-normalised, so each stack ends with a norm
+        self.encoder_norm = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if pre else nn.Identity()
+        self.decoder_norm = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if pre else nn.Identity()
+        if cfg.tie_embeddings == "none":
+            self.proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
+        else:
+            self.proj = None  # logits = hidden @ tgt_embed.weight^T
+        self._init_weights()
+
+    def _init_weights(self) -> None:
+        """Xavier-uniform for every matrix (as the paper's reference code), zeros for biases."""
+        for name, p in self.named_parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+            elif name.endswith("bias") and "norm" not in name:
+                nn.init.zeros_(p)
+
+    # masks -----------------------------------------------------------------------
+    def src_mask(self, src: torch.Tensor) -> torch.Tensor:
+        return (src != self.cfg.src_pad_id)[:, None, None, :]  # (B, 1, 1, S)
+
+    def tgt_mask(self, tgt: torch.Tensor) -> torch.Tensor:
+        T = tgt.shape[1]
+        pad = (tgt != self.cfg.tgt_pad_id)[:, None, None, :]  # (B, 1, 1, T)
+        return pad & causal_mask(T, device=tgt.device)  # (B, 1, T, T)
+
+    # stacks ----------------------------------------------------------------------
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
+        """src: (B, S) ids. Returns memory (B, S, D) and per-layer weights (B, H, S, S)."""
+        if src_mask is None:
+            src_mask = self.src_mask(src)
+        x = self.pos_encoding(self.src_embed(src))
+        weights = []
+        for layer in self.encoder_layers:
+            x, w = layer(x, src_mask, need_weights)
+            if need_weights:
+                weights.append(w)
+        return self.encoder_norm(x), weights
+
+    def decode(
+        self,
+        tgt: torch.Tensor,
+        memory: torch.Tensor,
+        src_mask: torch.Tensor,
+        tgt_mask: torch.Tensor | None = None,
+        cache: list[LayerCache] | None = None,
+        need_weights: bool = False,
+    ) -> DecoderOutput:
+        """tgt: (B, T) ids of the *new* positions. With ``cache`` the earlier positions'
+        K/V are reused and positions start after them; without, positions start at 0."""
+        offset = 0 if cache is None else cache[0].self_k.shape[2]
+        if tgt_mask is None:
+            tgt_mask = causal_mask(tgt.shape[1], offset, device=tgt.device)
+        x = self.pos_encoding(self.tgt_embed(tgt), offset=offset)
+        out = DecoderOutput(hidden=x, cache=[])
+        for i, layer in enumerate(self.decoder_layers):
+            x, sw, cw, layer_cache = layer(
+                x, memory, tgt_mask, src_mask, None if cache is None else cache[i], need_weights
+            )
+            out.cache.append(layer_cache)
+            if need_weights:
+                out.self_attn.append(sw)
+                out.cross_attn.append(cw)
+        out.hidden = self.decoder_norm(x)
+        return out
+
+    def project(self, hidden: torch.Tensor) -> torch.Tensor:
+        if self.proj is not None:
+            return self.proj(hidden)
+        return F.linear(hidden, self.tgt_embed.weight)  # (B, T, V_tgt)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False) -> Seq2SeqOutput:
+        """Teacher-forced pass: src (B, S), tgt (B, T) decoder inputs ([SOS] y1 ... )."""
+        src_mask = self.src_mask(src)
+        memory, enc_w = self.encode(src, src_mask, need_weights)
+        dec = self.decode(tgt, memory, src_mask, self.tgt_mask(tgt), need_weights=need_weights)
+        return Seq2SeqOutput(self.project(dec.hidden), enc_w, dec.self_attn, dec.cross_attn)
+
+
+def build_model(cfg: TransformerConfig) -> Transformer:
+    """The one factory: config in, freshly initialised model out."""
+    return Transformer(cfg)
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,85 @@
+"""Subword tokenizers built with the ``tokenizers`` library.
+
+BPE over SentencePiece-style "▁word" pieces (Metaspace pre-tokenizer), so tokens read as
+text in the viewer and decode back to the sentence without guesswork. The normaliser
+NFC-normalises and turns control and format characters into spaces, so any input string
+encodes; characters never seen in training (most emoji) become ``[UNK]``.
+
+Every tokenizer has the same four specials, trained first so their ids are fixed:
+``[PAD]=0 [UNK]=1 [SOS]=2 [EOS]=3``. The ids are still read from each tokenizer and kept
+per side in the config, never assumed to be shared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+
+PAD, UNK, SOS, EOS = "[PAD]", "[UNK]", "[SOS]", "[EOS]"
+SPECIAL_TOKENS = [PAD, UNK, SOS, EOS]
+
+
+def _normalizer():
+    return normalizers.Sequence(
+        [
+            normalizers.NFC(),
+            # control (Cc) and format (Cf, e.g. zero-width, bidi marks) characters -> space
+            normalizers.Replace(Regex(r"[\p{Cc}\p{Cf}]"), " "),
+            normalizers.Replace(Regex(r"\s+"), " "),
+            normalizers.Strip(),
+        ]
+    )
+
+
+def new_bpe_tokenizer() -> Tokenizer:
+    tok = Tokenizer(models.BPE(unk_token=UNK))
+    tok.normalizer = _normalizer()
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.Metaspace(), pre_tokenizers.Digits(individual_digits=True)]
+    )
+    tok.decoder = decoders.Metaspace()
+    return tok
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
+    """Train a BPE tokenizer; ``texts`` is any iterable of sentences (one or both languages)."""
+    tok = new_bpe_tokenizer()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=min_frequency,
+        special_tokens=SPECIAL_TOKENS,
+        show_progress=False,
+    )
+    tok.train_from_iterator(texts, trainer=trainer)
+    return tok
+
+
+def special_ids(tok: Tokenizer) -> dict[str, int]:
+    ids = {name: tok.token_to_id(t) for name, t in zip(("pad", "unk", "sos", "eos"), SPECIAL_TOKENS)}
+    missing = [SPECIAL_TOKENS[i] for i, v in enumerate(ids.values()) if v is None]
+    if missing:
+        raise ValueError(f"tokenizer lacks special tokens: {', '.join(missing)}")
+    return ids
+
+
+def load_tokenizer(path: str | Path) -> Tokenizer:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: tokenizer file not found")
+    try:
+        tok = Tokenizer.from_file(str(path))
+    except Exception as exc:  # the Rust side raises a bare Exception on bad JSON
+        raise ValueError(f"{path}: not a valid tokenizers JSON file ({exc})") from exc
+    special_ids(tok)
+    return tok
+
+
+def encode(tok: Tokenizer, text: str) -> list[int]:
+    """Subword ids of ``text`` without specials (callers add [SOS]/[EOS] themselves)."""
+    return tok.encode(text, add_special_tokens=False).ids
+
+
+def is_special(token: str) -> bool:
+    return token in SPECIAL_TOKENS

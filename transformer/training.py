@@ -1,0 +1,172 @@
+"""Training pieces: presets, the optimiser and schedule, one training step, validation,
+and checkpoint averaging. ``train.py`` drives them and owns all printing and files."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import random
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import sacrebleu
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
+
+from .data import Batch, make_batch
+from .model import Transformer
+
+
+@dataclass
+class TrainSettings:
+    """Optimisation settings (model shape lives in ``TransformerConfig``)."""
+
+    epochs: int = 20
+    batch_tokens: int = 6000
+    lr: float = 1e-3
+    warmup_steps: int = 800
+    min_lr_ratio: float = 0.05
+    weight_decay: float = 0.01
+    label_smoothing: float = 0.1
+    clip_norm: float = 1.0
+    bf16: bool = True
+    seed: int = 0
+    max_minutes: float | None = None
+    average_last: int = 5
+
+
+PRESETS: dict[str, dict] = {
+    # a smoke run for tests: tiny model, a few epochs, seconds on a laptop CPU
+    "tiny": dict(
+        model=dict(d_model=32, h=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.1,
+                   attn_dropout=0.0, max_positions=64),
+        vocab_size=200, joint_vocab=True,
+        train=dict(epochs=3, batch_tokens=600, lr=3e-3, warmup_steps=10, bf16=False, average_last=2),
+    ),
+    # the shipped en->it model (see checkpoints/en-it/README.md for the measured run)
+    "base": dict(
+        model=dict(d_model=256, h=8, d_ff=1024, n_encoder_layers=3, n_decoder_layers=3, dropout=0.25,
+                   attn_dropout=0.1, max_positions=128, norm_placement="pre", tie_embeddings="all"),
+        vocab_size=8000, joint_vocab=True,
+        train=dict(epochs=20, batch_tokens=3000, lr=1e-3, warmup_steps=400, bf16=True, max_minutes=60,
+                   average_last=5),
+    ),
+}
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def make_optimizer(model: Transformer, s: TrainSettings) -> torch.optim.Optimizer:
+    """AdamW with the paper's betas; no weight decay on biases, norms or embeddings."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() == 2 and "embed" not in name else no_decay).append(p)
+    groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.98), eps=1e-9)
+
+
+def make_scheduler(opt, s: TrainSettings, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """Linear warmup, then cosine decay to ``min_lr_ratio * lr`` at ``total_steps``."""
+
+    def factor(step: int) -> float:
+        if step < s.warmup_steps:
+            return (step + 1) / s.warmup_steps
+        progress = min(1.0, (step - s.warmup_steps) / max(1, total_steps - s.warmup_steps))
+        return s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
+
+
+def autocast(enabled: bool, device: str):
+    if not enabled:
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=device, dtype=torch.bfloat16)
+
+
+def batch_loss(model: Transformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
+    """Mean label-smoothed cross-entropy over real target tokens (the *target* pad id is
+    ignored, never the source's)."""
+    out = model(batch.src, batch.tgt_in)
+    return F.cross_entropy(
+        out.logits.float().reshape(-1, out.logits.shape[-1]),
+        batch.tgt_out.reshape(-1),
+        ignore_index=model.cfg.tgt_pad_id,
+        label_smoothing=label_smoothing,
+    )
+
+
+def train_step(model, batch: Batch, opt, sched, s: TrainSettings, device: str) -> tuple[float, float]:
+    """One optimiser step; returns (loss, grad norm)."""
+    model.train()
+    batch = to_device(batch, device)
+    with autocast(s.bf16, device):
+        loss = batch_loss(model, batch, s.label_smoothing)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), s.clip_norm)
+    opt.step()
+    sched.step()
+    return loss.item(), norm.item()
+
+
+def to_device(batch: Batch, device: str) -> Batch:
+    if device == "cpu":
+        return batch
+    return Batch(batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device),
+                 batch.n_tgt_tokens, batch.n_src_tokens)
+
+
+@torch.no_grad()
+def validation_loss(model, encoded, cfg, batch_tokens: int, device: str) -> float:
+    """Token-averaged cross-entropy (no label smoothing) over a whole split."""
+    model.eval()
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]) + len(encoded[i][1]))
+    total, count = 0.0, 0
+    start = 0
+    while start < len(order):
+        longest = len(encoded[order[min(len(order) - 1, start)]][0]) + len(encoded[order[start]][1]) + 3
+        n = max(1, batch_tokens // max(1, longest))
+        idx = order[start : start + n]
+        start += n
+        batch = to_device(make_batch([encoded[i] for i in idx], cfg), device)
+        logits = model(batch.src, batch.tgt_in).logits
+        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
+                               ignore_index=cfg.tgt_pad_id, reduction="sum")
+        total += float(loss)
+        count += batch.n_tgt_tokens
+    return total / max(1, count)
+
+
+def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, float]:
+    """sacrebleu's corpus BLEU (13a tokenisation) and chrF, as reported in papers."""
+    return {
+        "bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
+        "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2),
+    }
+
+
+def average_checkpoints(paths: list) -> dict[str, torch.Tensor]:
+    """Element-wise mean of several safetensors weight files (float32)."""
+    avg: dict[str, torch.Tensor] = {}
+    for p in paths:
+        for k, v in load_file(str(p)).items():
+            v = v.float()
+            avg[k] = avg[k] + v if k in avg else v.clone()
+    return {k: v / len(paths) for k, v in avg.items()}
+
+
+class Stopwatch:
+    """Wall-clock budget that survives --resume (elapsed time is carried over)."""
+
+    def __init__(self, already: float = 0.0) -> None:
+        self.start = time.monotonic() - already
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start

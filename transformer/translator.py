@@ -1,0 +1,129 @@
+"""The public API: ``load_translator(path_or_hub_id)`` -> :class:`Translator`.
+
+    tr = load_translator("checkpoints/en-it")
+    tr.translate(["The black cat sleeps."])   # batched greedy decoding
+    tr.trace("The black cat sleeps.")         # everything the viewer shows, in one call
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer
+
+from .checkpoint import load_checkpoint, read_metrics
+from .decoding import Trace, greedy_decode
+from .model import Transformer
+from .tokenizer import SPECIAL_TOKENS, encode
+
+
+@dataclass
+class EncodedSource:
+    ids: list[int]  # [SOS] ... [EOS]
+    truncated: bool
+    n_dropped: int
+
+
+class Translator:
+    """A loaded model plus its two tokenizers. Read-only after construction, so one
+    instance can serve many concurrent users."""
+
+    def __init__(self, model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, directory: Path | None = None):
+        self.model = model.eval()
+        self.cfg = model.cfg
+        self.src_tok = src_tok
+        self.tgt_tok = tgt_tok
+        self.directory = directory
+        self.metrics = read_metrics(directory) if directory is not None else {}
+
+    @property
+    def max_source_tokens(self) -> int:
+        """Subword tokens a source may have before truncation ([SOS]/[EOS] take two)."""
+        return self.cfg.max_positions - 2
+
+    def encode_source(self, text: str) -> EncodedSource:
+        if not isinstance(text, str):
+            raise TypeError(f"expected a string, got {type(text).__name__}")
+        ids = encode(self.src_tok, text)
+        if not ids:
+            raise ValueError("empty sentence: type some text to translate")
+        n_dropped = max(0, len(ids) - self.max_source_tokens)
+        ids = ids[: self.max_source_tokens]
+        return EncodedSource([self.cfg.src_sos_id, *ids, self.cfg.src_eos_id], n_dropped > 0, n_dropped)
+
+    def _decode_text(self, ids: list[int]) -> str:
+        specials = {self.cfg.tgt_pad_id, self.cfg.tgt_sos_id, self.cfg.tgt_eos_id}
+        return self.tgt_tok.decode([i for i in ids if i not in specials], skip_special_tokens=False)
+
+    @torch.no_grad()
+    def translate(self, sentences: list[str], batch_size: int = 64) -> list[str]:
+        """Batched greedy translation. Sentences are sorted by length so each batch pads
+        little; results come back in input order. Empty sentences raise ``ValueError``."""
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        encoded = []
+        for i, s in enumerate(sentences):
+            try:
+                encoded.append(self.encode_source(s).ids)
+            except ValueError as exc:
+                raise ValueError(f"sentence {i}: {exc}") from None
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        results: list[str] = [""] * len(encoded)
+        for start in range(0, len(order), batch_size):
+            idx = order[start : start + batch_size]
+            S = max(len(encoded[i]) for i in idx)
+            src = torch.full((len(idx), S), self.cfg.src_pad_id, dtype=torch.long)
+            for row, i in enumerate(idx):
+                src[row, : len(encoded[i])] = torch.tensor(encoded[i])
+            out = greedy_decode(self.model, src)
+            for row, i in enumerate(idx):
+                results[i] = self._decode_text(out.ids[row])
+        return results
+
+    @torch.no_grad()
+    def trace(self, text: str, forced_prefix: list[int] | None = None, top_k: int = 10) -> Trace:
+        """Decode one sentence greedily and record everything (see ``decoding.Trace``).
+
+        ``forced_prefix``: target ids to emit first, e.g. the original output up to step
+        t with the 2nd candidate at step t, after which decoding goes on greedily.
+        """
+        src = self.encode_source(text)
+        for i in forced_prefix or []:
+            if not 0 <= int(i) < self.cfg.tgt_vocab_size:
+                raise ValueError(f"forced token id {i} is outside the target vocabulary")
+        res = greedy_decode(
+            self.model, torch.tensor([src.ids]), forced_prefix=forced_prefix, need_trace=True, top_k=top_k
+        )
+        out_ids = res.ids[0]
+        T = res.self_attn.shape[2]
+        # a forced [EOS] (or pad) can end the ids list before the recorded steps do
+        tgt_ids = [self.cfg.tgt_sos_id, *out_ids][: T + 1]
+        T = len(tgt_ids) - 1
+        return Trace(
+            src_text=text,
+            translation=self._decode_text(out_ids),
+            src_tokens=[self.src_tok.id_to_token(i) for i in src.ids],
+            src_ids=src.ids,
+            tgt_tokens=[self.tgt_tok.id_to_token(i) for i in tgt_ids],
+            tgt_ids=tgt_ids,
+            special_tokens=list(SPECIAL_TOKENS),
+            encoder_attn=res.encoder_attn,
+            decoder_self_attn=res.self_attn[:, :, :T, :T],
+            cross_attn=res.cross_attn[:, :, :T],
+            topk_ids=res.topk_ids[:T],
+            topk_tokens=[[self.tgt_tok.id_to_token(int(i)) for i in row] for row in res.topk_ids[:T]],
+            topk_probs=res.topk_probs[:T],
+            positional_encoding=self.model.pos_encoding.pe.numpy(),
+            truncated=src.truncated,
+            n_src_tokens_dropped=src.n_dropped,
+            finished=bool(out_ids) and out_ids[-1] == self.cfg.tgt_eos_id,
+            forced_prefix=list(forced_prefix or []),
+        )
+
+
+def load_translator(name_or_path: str | Path = "checkpoints/en-it") -> Translator:
+    """Load a checkpoint from a local directory or a hub repo id ('owner/name')."""
+    model, src_tok, tgt_tok, directory = load_checkpoint(name_or_path)
+    return Translator(model, src_tok, tgt_tok, directory)
