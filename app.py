@@ -13,6 +13,7 @@ import argparse
 import json
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -26,6 +27,7 @@ from transformer.translator import Translator, load_translator
 
 log = logging.getLogger("app")
 MAX_CHARS = 2000
+TRACE_DIR = Path(tempfile.gettempdir()) / "attention-explorer-traces"
 DEFAULT_CHECKPOINT = "checkpoints/en-it"
 EXAMPLES = [
     ["The black cat is sleeping on the red chair.", "Adjective-noun reordering: in cross-attention, 'nero' looks back at 'black' after 'gatto' looked at 'cat'."],
@@ -99,13 +101,13 @@ class App:
             viewer.token_chips(trace.src_tokens, trace.special_tokens),
             viewer.token_chips(trace.tgt_tokens, trace.special_tokens),
             gr.Dropdown(choices=viewer.layer_choices(trace.n_layers), value=min(int(layer), trace.n_layers - 1)),
-            gr.Dropdown(choices=viewer.head_choices(trace.n_heads)),
+            gr.Dropdown(choices=viewer.head_choices(trace.n_heads), value=head),
             self.trace_file(trace),
             gr.Slider(minimum=0, maximum=max(1, last), value=0, step=1, interactive=last > 0),
             *step_out,
             *self.pe(trace, len(trace.src_tokens), 0),
-            gr.Slider(maximum=trace.positional_encoding.shape[0], value=len(trace.src_tokens)),
-            gr.Slider(maximum=len(trace.src_tokens) - 1, value=0),
+            len(trace.src_tokens),  # positions shown: the sentence's length
+            0,  # position followed
         )
 
     def _failed(self, message: str):
@@ -147,8 +149,8 @@ class App:
     def tick(self, trace, t, view, layer, head, hide_special):
         """Play: advance one step per timer tick, stop at the end."""
         if trace is None or int(t) >= trace.steps - 1:
-            return (gr.Timer(active=False), "▶ Play", *(gr.skip(),) * 7)
-        return (gr.skip(), gr.skip(), *self.step(trace, int(t) + 1, view, layer, head, hide_special))
+            return (gr.Timer(active=False), "▶ Play", False, *(gr.skip(),) * 7)
+        return (gr.skip(), gr.skip(), gr.skip(), *self.step(trace, int(t) + 1, view, layer, head, hide_special))
 
     @staticmethod
     def toggle_play(trace, playing):
@@ -189,14 +191,24 @@ class App:
     # --- export / API ---------------------------------------------------------------------
     @staticmethod
     def trace_file(trace) -> str:
-        fd, path = tempfile.mkstemp(prefix="trace-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(trace.to_dict(), f, ensure_ascii=False)
-        return path
+        """Write the trace JSON for the download button (``trace.json`` in a fresh folder);
+        folders older than an hour are removed so a long-running Space does not fill up."""
+        TRACE_DIR.mkdir(parents=True, exist_ok=True)
+        cutoff = time.time() - 3600
+        for old in TRACE_DIR.iterdir():
+            if old.stat().st_mtime < cutoff:
+                shutil.rmtree(old, ignore_errors=True)
+        folder = Path(tempfile.mkdtemp(dir=TRACE_DIR))
+        path = folder / "trace.json"
+        path.write_text(json.dumps(trace.to_dict(), ensure_ascii=False), encoding="utf-8")
+        return str(path)
 
     def api_translate(self, text: str) -> tuple[str, dict]:
         """Translate one English sentence; returns (translation, trace as JSON: schema in README)."""
-        trace = self.tr.trace(self.check_text(text))
+        try:
+            trace = self.tr.trace(self.check_text(text))
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from None
         return trace.translation, trace.to_dict()
 
     def from_url(self, view, layer, head, hide_special, request: gr.Request):
@@ -291,20 +303,23 @@ def build_ui(tr: Translator) -> gr.Blocks:
         go_btn.click(app.translate, [text, *view_inputs], trace_outputs, api_name="show")
         text.submit(app.translate, [text, *view_inputs], trace_outputs, api_name="show_on_enter",
                     api_visibility="private")
-        step.release(app.step, [trace_state, step, *view_inputs], step_outputs, api_name="step")
+        step.input(app.step, [trace_state, step, *view_inputs], step_outputs, api_name="step",
+                   trigger_mode="always_last")
         prev_btn.click(lambda tr, t, *v: app.move(tr, t, -1, *v), [trace_state, step, *view_inputs], step_outputs,
                        api_visibility="private")
         next_btn.click(lambda tr, t, *v: app.move(tr, t, +1, *v), [trace_state, step, *view_inputs], step_outputs,
                        api_visibility="private")
         for control in view_inputs:
-            control.change(app.step, [trace_state, step, *view_inputs], step_outputs, api_visibility="private")
+            control.input(app.step, [trace_state, step, *view_inputs], step_outputs, api_visibility="private",
+                          trigger_mode="always_last")
         play_btn.click(app.toggle_play, [trace_state, playing], [playing, timer, play_btn], api_visibility="private")
-        timer.tick(app.tick, [trace_state, step, *view_inputs], [timer, play_btn, *step_outputs],
+        timer.tick(app.tick, [trace_state, step, *view_inputs], [timer, play_btn, playing, *step_outputs],
                    api_visibility="private")
         whatif_btn.click(app.whatif, [trace_state, step, candidate], [alt_state, whatif_md], api_name="whatif")
         open_btn.click(app.open_whatif, [alt_state, *view_inputs], trace_outputs, api_visibility="private")
         for control in (pe_len, pe_pos):
-            control.release(app.pe, [trace_state, pe_len, pe_pos], pe_outputs, api_visibility="private")
+            control.input(app.pe, [trace_state, pe_len, pe_pos], pe_outputs, api_visibility="private",
+                          trigger_mode="always_last")
         demo.load(app.from_url, view_inputs, [text, *trace_outputs], api_visibility="private")
         gr.api(app.api_translate, api_name="translate")
     return demo

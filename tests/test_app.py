@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import gradio as gr
 import pytest
 
 import app as app_module
@@ -99,15 +100,15 @@ def test_play_timer_stops_at_the_end(app):
     playing, timer, label = app.toggle_play(trace, False)
     assert playing and "Pause" in label
     out = app.tick(trace, trace.steps - 1, *VIEW)
-    assert "Play" in out[1]
+    assert "Play" in out[1] and out[2] is False  # stopped at the end, play state reset
     out = app.tick(trace, 0, *VIEW)
-    assert out[2] == 1
+    assert out[3] == 1
 
 
 def test_api_translate_returns_translation_and_trace(app):
     translation, trace = app.api_translate("the black cat sleeps.")
     assert translation == trace["translation"] and trace["schema"] == "transformer-trace/1"
-    with pytest.raises(ValueError):
+    with pytest.raises(gr.Error, match="Please type"):
         app.api_translate("")
 
 

@@ -285,9 +285,18 @@ class Transformer(nn.Module):
         self._init_weights()
 
     def _init_weights(self) -> None:
-        """Xavier-uniform for every matrix (as the paper's reference code), zeros for biases."""
+        """Xavier-uniform for every projection matrix, zeros for biases.
+
+        Embeddings get N(0, d_model^-0.5) instead: they are multiplied by sqrt(d_model), so
+        token vectors start with unit variance, on the scale of the positional encoding. With
+        Xavier on a (vocab, d_model) matrix they would start 4x smaller than the PE, and the
+        tied output projection would start near zero: training then crawls for epochs.
+        """
+        embeddings = {id(self.src_embed.weight), id(self.tgt_embed.weight)}
         for name, p in self.named_parameters():
-            if p.dim() > 1:
+            if id(p) in embeddings:
+                nn.init.normal_(p, mean=0.0, std=self.cfg.d_model**-0.5)
+            elif p.dim() > 1:
                 nn.init.xavier_uniform_(p)
             elif name.endswith("bias") and "norm" not in name:
                 nn.init.zeros_(p)

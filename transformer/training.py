@@ -47,10 +47,10 @@ PRESETS: dict[str, dict] = {
     ),
     # the shipped en->it model (see checkpoints/en-it/README.md for the measured run)
     "base": dict(
-        model=dict(d_model=256, h=8, d_ff=1024, n_encoder_layers=3, n_decoder_layers=3, dropout=0.25,
+        model=dict(d_model=256, h=8, d_ff=1024, n_encoder_layers=3, n_decoder_layers=3, dropout=0.15,
                    attn_dropout=0.1, max_positions=128, norm_placement="pre", tie_embeddings="all"),
         vocab_size=8000, joint_vocab=True,
-        train=dict(epochs=20, batch_tokens=3000, lr=1e-3, warmup_steps=400, bf16=True, max_minutes=60,
+        train=dict(epochs=22, batch_tokens=2000, lr=2e-3, warmup_steps=300, bf16=True, max_minutes=60,
                    average_last=5),
     ),
 }

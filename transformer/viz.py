@@ -17,7 +17,7 @@ COLORSCALE = "Blues"
 MASK_COLOR = "#c8c8c8"
 DIM_COLOR = "rgba(255,255,255,0.75)"
 HIGHLIGHT = "#e4572e"
-GRID_CELL_BUDGET = 60_000  # beyond this many cells the all-heads grid shows one layer
+GRID_CELL_BUDGET = 20_000  # beyond this many cells the all-heads grid shows one layer
 
 
 def token_label(i: int, tok: str) -> str:
@@ -159,7 +159,7 @@ def heads_grid_figure(
             mask[r0 : r0 + Q, c0 : c0 + K] = np.where(future, 1.0, np.nan)
             for i in range(Q):
                 for j in range(K):
-                    custom[r0 + i, c0 + j] = f"layer {layer + 1}, head {h + 1}<br>query {q_lab[i]}<br>key {k_lab[j]}"
+                    custom[r0 + i, c0 + j] = f"L{layer + 1} H{h + 1}<br>q {q_lab[i]}<br>k {k_lab[j]}"
     traces = [
         go.Heatmap(z=z, customdata=custom, zmin=0, zmax=1, colorscale=COLORSCALE, hoverongaps=False,
                    colorbar=dict(title=dict(text="weight"), thickness=12, len=0.9),
