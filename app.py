@@ -30,12 +30,18 @@ MAX_CHARS = 2000
 TRACE_DIR = Path(tempfile.gettempdir()) / "attention-explorer-traces"
 DEFAULT_CHECKPOINT = "checkpoints/en-it"
 EXAMPLES = [
-    ["The black cat is sleeping on the red chair.", "Adjective-noun reordering: in cross-attention, 'nero' looks back at 'black' after 'gatto' looked at 'cat'."],
-    ["My sister is tall and my brothers are tall too.", "Agreement: 'alta' vs 'alti' - which source words does the adjective attend to?"],
-    ["I don't like coffee.", "Negation: 'non' is emitted before the verb; see where it attends in the source."],
-    ["The book that I bought yesterday is very interesting.", "Long-range dependency: the verb 'è' must find 'book' across the relative clause."],
-    ["Tom gave Mary a beautiful present for her birthday.", "Names are copied: cross-attention is sharp on 'Tom' and 'Mary'."],
-    ["We will go to the beach tomorrow if it doesn't rain.", "Word order and future tense: one English auxiliary 'will' becomes a verb ending."],
+    ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'macchina rossa'. In cross-attention, "
+     "which source token does each Italian word look at? 'rossa' also agrees with the feminine 'macchina'."],
+    ["I don't like coffee.", "Negation and restructuring: 'non' comes first, and 'I like' becomes 'mi piace' "
+     "(coffee is the subject in Italian). Follow the rows of cross-attention."],
+    ["The book that I bought yesterday is very interesting.", "Long-range dependency: at the step that emits 'è', "
+     "does any head still look at 'book' across the relative clause?"],
+    ["Tom gave Mary a beautiful present for her birthday.", "Names are copied: cross-attention is sharp on 'Tom' "
+     "and 'Mary' at the steps that emit them."],
+    ["We will go to the beach tomorrow if it doesn't rain.", "'will go' becomes one word, 'Andremo'; "
+     "and this model drops 'tomorrow': which source tokens get little cross-attention?"],
+    ["My sister is tall.", "A mistake to study: the model says 'alto' instead of 'alta'. Use What if? to force 'alta' "
+     "and see how likely the model found it."],
 ]
 N_TRACE_OUTPUTS = 21  # components a full render updates: see trace_outputs in build_ui
 CHIP_COLORS = {"special": "#d0d0d0", "current": "#ffb347"}
@@ -240,7 +246,7 @@ def build_ui(tr: Translator) -> gr.Blocks:
             "Type a sentence, translate it, then step through greedy decoding and look at every attention map."
         )
         with gr.Row():
-            text = gr.Textbox(label="English sentence", placeholder="The black cat is sleeping on the red chair.",
+            text = gr.Textbox(label="English sentence", placeholder="I have a red car.",
                               scale=5, max_lines=3, elem_id="src-text")
             go_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
         hint = gr.Textbox(label="What to look for", interactive=False, visible=True, max_lines=2)

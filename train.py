@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, WEIGHTS_FILE
+from transformer.checkpoint import WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, save_checkpoint
 from transformer.config import TransformerConfig
 from transformer.data import DataError, encode_pairs, load_parallel, make_batch, token_budget_batches
 from transformer.model import build_model, count_parameters
@@ -296,7 +296,7 @@ def main(argv=None) -> int:
     # average the last few epochs' weights: a cheap ensemble that usually beats each one
     recent = sorted((out / "epochs").glob("epoch-*"))[-settings.average_last:] if settings.average_last > 1 else []
     if len(recent) > 1:
-        model.cpu().load_state_dict(average_checkpoints([d / WEIGHTS_FILE for d in recent]), strict=False)
+        assign_weights(model.cpu(), average_checkpoints([d / WEIGHTS_FILE for d in recent]), "averaged weights")
         model.eval()
         translator = Translator(model, src_tok, tgt_tok)
         val_loss = validation_loss(model, val_enc, cfg, settings.batch_tokens, "cpu")

@@ -104,37 +104,50 @@ class TorchBaseline(nn.Module):
         return F.linear(h, self.tgt_embed.weight)
 
 
-def _time_steps(step_fn, batches: list[Batch], warmup: int) -> float:
-    """Real (non-pad) tokens per second over ``batches`` after ``warmup`` untimed steps."""
-    for b in batches[:warmup]:
-        step_fn(b)
+def _tokens_per_s(step_fn, batches: list[Batch]) -> float:
+    """Real (non-pad) tokens per second over ``batches``."""
     tokens, t0 = 0, time.perf_counter()
-    for b in batches[warmup:]:
+    for b in batches:
         step_fn(b)
         tokens += b.n_src_tokens + b.n_tgt_tokens
     return tokens / (time.perf_counter() - t0)
 
 
-def bench_train(cfg, encoded, steps: int, batch_tokens: int) -> dict:
+def _side_by_side(steps: dict, batches: dict, rounds: int) -> dict[str, float]:
+    """Median tokens/s of each approach over ``rounds`` interleaved rounds.
+
+    Every approach first runs once, untimed, over its own batches: oneDNN builds and
+    caches kernels per shape on first use, and the approach timed second would otherwise
+    inherit the first one's warm caches. Interleaving spreads machine noise evenly.
+    """
+    for name, fn in steps.items():
+        for b in batches[name]:
+            fn(b)
+    results: dict[str, list[float]] = {name: [] for name in steps}
+    for _ in range(rounds):
+        for name, fn in steps.items():
+            results[name].append(_tokens_per_s(fn, batches[name]))
+    return {name: statistics.median(v) for name, v in results.items()}
+
+
+def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) -> dict:
     cfg = replace(cfg, dropout=0.1, attn_dropout=0.1)
     budget_batches = [make_batch([encoded[i] for i in idx], cfg)
-                      for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0)[: steps + 1]]
+                      for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0)[:steps]]
     s = TrainSettings(bf16=True, warmup_steps=10)
 
     torch.manual_seed(0)
     ours = build_model(cfg)
     opt = make_optimizer(ours, s)
     sched = make_scheduler(opt, s, 1000)
-    ours_tps = _time_steps(lambda b: train_step(ours, b, opt, sched, s, "cpu"), budget_batches, 1)
     s32 = replace(s, bf16=False)
-    ours_fp32_tps = _time_steps(lambda b: train_step(ours, b, opt, sched, s32, "cpu"), budget_batches, 1)
 
     # the seed: fixed 350-token padding, 8 pairs a batch, fp32, attention computed explicitly
     seed_cfg = replace(cfg, max_positions=SEED_SEQ_LEN)
     seed_model = build_model(seed_cfg).train()
     seed_opt = torch.optim.Adam(seed_model.parameters(), lr=1e-4, eps=1e-9)
     seed_batches = []
-    for k in range(steps + 1):
+    for k in range(steps):
         ex = encoded[k * SEED_BATCH : (k + 1) * SEED_BATCH]
         b = make_batch(ex, seed_cfg)
         src = F.pad(b.src, (0, SEED_SEQ_LEN - b.src.shape[1]), value=cfg.src_pad_id)
@@ -150,8 +163,6 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int) -> dict:
         loss.backward()
         seed_opt.step()
 
-    seed_tps = _time_steps(seed_step, seed_batches, 1)
-
     torch.manual_seed(0)
     base = TorchBaseline(cfg).train()
     base_opt = torch.optim.AdamW(base.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9)
@@ -166,9 +177,17 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int) -> dict:
         torch.nn.utils.clip_grad_norm_(base.parameters(), 1.0)
         base_opt.step()
 
-    torch_tps = _time_steps(torch_step, budget_batches, 1)
+    tps = _side_by_side(
+        {"ours": lambda b: train_step(ours, b, opt, sched, s, "cpu"),
+         "ours_fp32": lambda b: train_step(ours, b, opt, sched, s32, "cpu"),
+         "seed": seed_step, "torch": torch_step},
+        {"ours": budget_batches, "ours_fp32": budget_batches, "seed": seed_batches, "torch": budget_batches},
+        rounds,
+    )
+    ours_tps, ours_fp32_tps, seed_tps, torch_tps = tps["ours"], tps["ours_fp32"], tps["seed"], tps["torch"]
     return {"ours_tok_s": round(ours_tps, 1), "ours_fp32_tok_s": round(ours_fp32_tps, 1),
-            "bf16_speedup": round(ours_tps / ours_fp32_tps, 2), "seed_tok_s": round(seed_tps, 1), "torch_tok_s": round(torch_tps, 1),
+            "bf16_speedup": round(ours_tps / ours_fp32_tps, 2), "seed_tok_s": round(seed_tps, 1),
+            "torch_tok_s": round(torch_tps, 1),
             "train_speedup": round(ours_tps / seed_tps, 2), "vs_torch": round(ours_tps / torch_tps, 3)}
 
 
@@ -178,14 +197,15 @@ def main(argv=None) -> int:
     p.add_argument("--data", default="../shared/data/tatoeba-en-it/train.jsonl",
                    help="JSONL pairs for the training benchmark")
     p.add_argument("--repeat", type=int, default=5, help="timed repeats per sentence (median is kept)")
-    p.add_argument("--train-steps", type=int, default=3, help="timed training steps per approach")
+    p.add_argument("--train-steps", type=int, default=3, help="timed training steps per approach and round")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (the median is kept)")
     p.add_argument("--batch-tokens", type=int, default=3000, help="token budget of our batches")
     p.add_argument("--pad-to", type=int, default=SEED_SEQ_LEN,
                    help="fixed source length of the naive decode (the seed's dataset pads to 350)")
     p.add_argument("--skip-train", action="store_true", help="only the decoding benchmark")
     args = p.parse_args(argv)
-    if args.repeat < 1 or args.train_steps < 1:
-        print("error: --repeat and --train-steps must be at least 1", file=sys.stderr)
+    if min(args.repeat, args.train_steps, args.rounds) < 1:
+        print("error: --repeat, --train-steps and --rounds must be at least 1", file=sys.stderr)
         return 2
     try:
         tr = load_translator(args.checkpoint)
@@ -204,7 +224,7 @@ def main(argv=None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         encoded = encode_pairs(pairs[:20000], tr.src_tok, tr.tgt_tok, tr.cfg)
-        train = bench_train(tr.cfg, encoded, args.train_steps, args.batch_tokens)
+        train = bench_train(tr.cfg, encoded, args.train_steps, args.batch_tokens, args.rounds)
         print(f"train: ours {train['ours_tok_s']} tok/s, seed {train['seed_tok_s']} tok/s, "
               f"torch {train['torch_tok_s']} tok/s; ours/seed {train['train_speedup']}x, ours/torch {train['vs_torch']}")
         result.update(train)

@@ -184,6 +184,12 @@ def load_weights(model: Transformer, path: Path) -> None:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError) as exc:
         raise CheckpointError(f"{path}: corrupt or not a safetensors file ({exc})") from exc
+    assign_weights(model, tensors, path)
+
+
+def assign_weights(model: Transformer, tensors: dict[str, torch.Tensor], path: Path | str) -> None:
+    """Copy ``tensors`` into ``model``; names and shapes must match exactly (tied aliases
+    excepted). ``path`` only names the source in error messages."""
     expected = weights_state_dict(model)
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
