@@ -280,8 +280,8 @@ def main(argv=None) -> int:
             "settings": asdict(settings), "history": json.dumps(history),
         }
         model.cpu()
-        epoch_dir = save_checkpoint(out / "epochs" / f"epoch-{epoch + 1:03d}", model, src_tok, tgt_tok,
-                                    metrics=metrics, extra_files={STATE_FILE: train_state})
+        save_checkpoint(out / "epochs" / f"epoch-{epoch + 1:03d}", model, src_tok, tgt_tok,
+                        metrics=metrics, extra_files={STATE_FILE: train_state})
         if is_best:
             card = model_card(cfg, n_params, command, history, metrics, samples[:10], data.source)
             save_checkpoint(out / "best", model, src_tok, tgt_tok, metrics=metrics, model_card=card)

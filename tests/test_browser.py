@@ -116,8 +116,8 @@ def test_translate_step_views_and_empty_input(server, page):
     heat_before = plot_data(page, "attn-plot")
     page.click("#next-btn")
     page.wait_for_function("(before) => document.querySelector('#prefix').innerText !== before", arg=prefix_before)
-    page.wait_for_function(f"""(before) => {{ const gd = document.querySelector('#attn-plot .js-plotly-plot');
-        return gd && JSON.stringify(gd.data.map(d => d.z || d.x)) !== before; }}""", arg=heat_before)
+    page.wait_for_function("""(before) => { const gd = document.querySelector('#attn-plot .js-plotly-plot');
+        return gd && JSON.stringify(gd.data.map(d => d.z || d.x)) !== before; }""", arg=heat_before)
     assert "Step 2 of" in page.locator("#step-text").inner_text()
 
     # switch attention types: encoder self-attention, then cross-attention again

@@ -52,7 +52,7 @@ def load_raw(dataset: str, config: str | None = None):
     path = Path(dataset).expanduser()
     if path.exists():
         files = _local_data_files(path)
-        for split, f in files.items():
+        for f in files.values():
             if Path(f).stat().st_size == 0:
                 raise DataError(f"{f}: file is empty")
         try:

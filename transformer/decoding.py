@@ -86,9 +86,8 @@ def greedy_decode(
     cache = None
     out_ids: list[torch.Tensor] = []
     self_rows, cross_rows, tk_ids, tk_probs = [], [], [], []
-    step_mask = None  # a single new query may see every cached key: no mask needed
     for t in range(max_steps):
-        dec = model.decode(ys[:, -1:], memory, src_mask, tgt_mask=step_mask, cache=cache, need_weights=need_trace)
+        dec = model.decode(ys[:, -1:], memory, src_mask, cache=cache, need_weights=need_trace)
         cache = dec.cache
         logits = model.project(dec.hidden[:, -1])  # (B, V)
         if t < len(forced_prefix):

@@ -335,7 +335,8 @@ class Transformer(nn.Module):
         """tgt: (B, T) ids of the *new* positions. With ``cache`` the earlier positions'
         K/V are reused and positions start after them; without, positions start at 0."""
         offset = 0 if cache is None else cache[0].self_k.shape[2]
-        if tgt_mask is None:
+        if tgt_mask is None and tgt.shape[1] > 1:
+            # one new position (a cached decoding step) may see every key: no mask needed
             tgt_mask = causal_mask(tgt.shape[1], offset, device=tgt.device)
         x = self.pos_encoding(self.tgt_embed(tgt), offset=offset)
         out = DecoderOutput(hidden=x, cache=[])
