@@ -148,8 +148,6 @@ class App:
             return (gr.skip(),) * 7
 
     def move(self, trace, t, delta, view, layer, head, hide_special):
-        if trace is None:
-            return (gr.skip(),) * 7
         return self.step(trace, int(t) + delta, view, layer, head, hide_special)
 
     def tick(self, trace, t, view, layer, head, hide_special):

@@ -79,7 +79,3 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
 def encode(tok: Tokenizer, text: str) -> list[int]:
     """Subword ids of ``text`` without specials (callers add [SOS]/[EOS] themselves)."""
     return tok.encode(text, add_special_tokens=False).ids
-
-
-def is_special(token: str) -> bool:
-    return token in SPECIAL_TOKENS
