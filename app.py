@@ -2,224 +2,69 @@
 
     python app.py [--checkpoint checkpoints/en-it] [--host 127.0.0.1] [--port 7860]
 
-The model is loaded once and only read afterwards; each visitor's trace lives in their
-own ``gr.State``. Every figure comes from ``transformer/viewer.py`` (built on
-``transformer/viz.py``) out of the trace that ``Translator.trace`` returns.
+The server computes, the browser draws. Python runs the model once per Translate or
+What-if and sends one compact payload (``transformer/payload.py``) to the ``#viewer``
+block; the viewer's ES modules (``transformer/web/``, served as static files, no CDN)
+draw every view, so stepping, Play and view changes never call the server. Each
+visitor's trace lives in their own ``gr.State``; the model is only read.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import logging
 import os
-import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import gradio as gr
 
+from panels.analysis import AnalysisPanel
+from panels.beam import BeamPanel
 from transformer import viewer
 from transformer.checkpoint import CheckpointError
+from transformer.payload import encode_trace
 from transformer.translator import Translator, load_translator
 
 log = logging.getLogger("app")
-MAX_CHARS = 2000
+WEB = Path(__file__).resolve().parent / "transformer" / "web"
 TRACE_DIR = Path(tempfile.gettempdir()) / "attention-explorer-traces"
+TRACE_MAX_AGE_S = 24 * 3600  # pruned at start-up only, when no visitor can be waiting for a file
 DEFAULT_CHECKPOINT = "checkpoints/en-it"
+CHARS_PER_TOKEN = 16  # a subword token covers at most about this many characters of real text
+GREEDY_LABEL = "Italian translation (greedy)"
+GENERIC_ERROR = "Something went wrong on the server; the error has been logged. Please try another sentence."
 EXAMPLES = [
     ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'macchina rossa'. In cross-attention, "
-     "which source token does each Italian word look at? 'rossa' also agrees with the feminine 'macchina'."],
+     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 1 and 3 look "
+     "only at the token just read (same-token heads)."],
     ["I don't like coffee.", "Negation and restructuring: 'non' comes first, and 'I like' becomes 'mi piace' "
      "(coffee is the subject in Italian). Follow the rows of cross-attention."],
     ["The book that I bought yesterday is very interesting.", "Long-range dependency: at the step that emits 'è', "
      "does any head still look at 'book' across the relative clause?"],
     ["Tom gave Mary a beautiful present for her birthday.", "Names are copied: cross-attention is sharp on 'Tom' "
-     "and 'Mary' at the steps that emit them."],
+     "and 'Mary'. Head importance ranks cross-attention layer 1, head 1 first: knock it out and 'a Mary' disappears. "
+     "At step 7 the logit lens shows 'bel' only in the last layer (layers 1-2 say \"po'\")."],
     ["We will go to the beach tomorrow if it doesn't rain.", "'will go' becomes one word, 'Andremo'; "
      "and this model drops 'tomorrow': which source tokens get little cross-attention?"],
     ["My sister is tall.", "A mistake to study: the model says 'alto' instead of 'alta'. Use What if? to force 'alta' "
      "and see how likely the model found it."],
 ]
-N_TRACE_OUTPUTS = 21  # components a full render updates: see trace_outputs in build_ui
-CHIP_COLORS = {"special": "#d0d0d0", "current": "#ffb347"}
 
 
-GENERIC_ERROR = "Something went wrong on the server; the error has been logged. Please try another sentence."
+def web_file(name: str) -> str:
+    return (WEB / name).read_text(encoding="utf-8")
 
 
-class App:
-    """Callbacks for the UI. Holds only the read-only translator; per-user data is passed
-    in and out through ``gr.State``."""
-
-    def __init__(self, tr: Translator) -> None:
-        self.tr = tr
-
-    # --- translate ---------------------------------------------------------------------
-    def check_text(self, text: str | None) -> str:
-        text = text or ""
-        if not text.strip():
-            raise ValueError("Please type an English sentence to translate.")
-        if len(text) > MAX_CHARS:
-            raise ValueError(f"That text has {len(text):,} characters; paste at most {MAX_CHARS:,} "
-                             f"(the model reads up to {self.tr.max_source_tokens} subword tokens).")
-        return text
-
-    def translate(self, text, view, layer, head, hide_special):
-        """Run the model once, then draw step 0."""
-        t0 = time.perf_counter()
-        try:
-            trace = self.tr.trace(self.check_text(text))
-        except ValueError as exc:  # bad input: say what is wrong
-            return self._failed(str(exc))
-        except Exception:  # a bug: log it, never show a stack trace on the page
-            log.exception("translate failed for input of %d chars", len(text or ""))
-            return self._failed(GENERIC_ERROR)
-        try:
-            out = self._render_trace(trace, view, layer, head, hide_special)
-        except Exception:
-            log.exception("rendering failed for input of %d chars", len(text or ""))
-            return self._failed(GENERIC_ERROR)
-        log.info("translate: %d src tokens, %d steps, %.0f ms", len(trace.src_tokens), trace.steps,
-                 (time.perf_counter() - t0) * 1000)
-        return out
-
-    def _notice(self, trace) -> str:
-        notes = []
-        if trace.truncated:
-            notes.append(f"⚠️ The sentence was too long: only its first {self.tr.max_source_tokens} subword tokens "
-                         f"were translated ({trace.n_src_tokens_dropped} dropped).")
-        if not trace.finished:
-            notes.append("⚠️ Decoding stopped at the length limit before the model emitted [EOS].")
-        if "[UNK]" in trace.src_tokens:
-            notes.append("Some characters are unknown to the tokenizer and were read as [UNK].")
-        return "\n\n".join(notes)
-
-    def _render_trace(self, trace, view, layer, head, hide_special):
-        last = trace.steps - 1
-        _, *step_out = self.render_step(trace, 0, view, layer, head, hide_special)
-        return (
-            trace,
-            trace.translation,
-            self._notice(trace),
-            viewer.token_chips(trace.src_tokens, trace.special_tokens),
-            viewer.token_chips(trace.tgt_tokens, trace.special_tokens),
-            gr.Dropdown(choices=viewer.layer_choices(trace.n_layers), value=min(int(layer), trace.n_layers - 1)),
-            gr.Dropdown(choices=viewer.head_choices(trace.n_heads), value=head),
-            self.trace_file(trace),
-            gr.Slider(minimum=0, maximum=max(1, last), value=0, step=1, interactive=last > 0),
-            *step_out,
-            *self.pe(trace, len(trace.src_tokens), 0),
-            len(trace.src_tokens),  # positions shown: the sentence's length
-            0,  # position followed
-        )
-
-    def _failed(self, message: str):
-        # keep whatever the user had on screen; only the notice changes
-        skip = gr.skip()
-        return (skip, skip, f"⚠️ {message}") + (skip,) * (N_TRACE_OUTPUTS - 3)
-
-    # --- one step ------------------------------------------------------------------------
-    def render_step(self, trace, t, view, layer, head, hide_special):
-        """Step t: prefix chips, explanation, top-k bars, attention views, what-if choices.
-        Pure slicing of the stored trace; the model does not run."""
-        t = int(min(max(0, int(t)), trace.steps - 1))
-        layer = int(min(int(layer), trace.n_layers - 1))
-        head = head if head in ("mean", "max") else str(min(int(head), trace.n_heads - 1))
-        return (
-            t,
-            viewer.token_chips(trace.tgt_tokens[: t + 2], trace.special_tokens, current=t + 1),
-            viewer.step_text(trace, t),
-            viewer.topk_figure(trace, t),
-            viewer.attention_figure(trace, view, t, layer, head, hide_special),
-            viewer.grid_figure(trace, view, t, layer),
-            gr.Dropdown(choices=viewer.candidate_choices(trace, t), value=min(1, len(trace.topk_tokens[t]) - 1)),
-        )
-
-    def step(self, trace, t, view, layer, head, hide_special):
-        if trace is None:
-            return (gr.skip(),) * 7
-        try:
-            return self.render_step(trace, t, view, layer, head, hide_special)
-        except Exception:
-            log.exception("step render failed")
-            return (gr.skip(),) * 7
-
-    def move(self, trace, t, delta, view, layer, head, hide_special):
-        return self.step(trace, int(t) + delta, view, layer, head, hide_special)
-
-    def tick(self, trace, t, view, layer, head, hide_special):
-        """Play: advance one step per timer tick, stop at the end."""
-        if trace is None or int(t) >= trace.steps - 1:
-            return (gr.Timer(active=False), "▶ Play", False, *(gr.skip(),) * 7)
-        return (gr.skip(), gr.skip(), gr.skip(), *self.step(trace, int(t) + 1, view, layer, head, hide_special))
-
-    @staticmethod
-    def toggle_play(trace, playing):
-        if trace is None:
-            return False, gr.Timer(active=False), "▶ Play"
-        playing = not playing
-        return playing, gr.Timer(active=playing), "⏸ Pause" if playing else "▶ Play"
-
-    # --- what if ---------------------------------------------------------------------------
-    def whatif(self, trace, t, rank):
-        if trace is None or rank is None:
-            return None, "Translate a sentence first, then pick a candidate."
-        try:
-            prefix = viewer.whatif_prefix(trace, int(t), int(rank))
-            alt = self.tr.trace(trace.src_text, forced_prefix=prefix)
-        except ValueError as exc:
-            return None, f"⚠️ {exc}"
-        except Exception:
-            log.exception("what-if failed")
-            return None, f"⚠️ {GENERIC_ERROR}"
-        chosen = trace.topk_tokens[int(t)][int(rank)]
-        return alt, (f"**Original:** {gr_escape(trace.translation)}\n\n"
-                     f"**If step {int(t) + 1} had emitted `{chosen}`:** {gr_escape(alt.translation)}")
-
-    def open_whatif(self, alt, view, layer, head, hide_special):
-        if alt is None:
-            return self._failed("Compute a what-if translation first.")
-        return self._render_trace(alt, view, layer, head, hide_special)
-
-    # --- positional encoding ---------------------------------------------------------------
-    def pe(self, trace, length, position):
-        if trace is None:
-            return (gr.skip(),) * 4
-        length = int(min(max(1, int(length)), trace.positional_encoding.shape[0]))
-        position = int(min(max(0, int(position)), length - 1))
-        return (*viewer.pe_figures(trace, length, position), viewer.position_text(trace, position))
-
-    # --- export / API ---------------------------------------------------------------------
-    @staticmethod
-    def trace_file(trace) -> str:
-        """Write the trace JSON for the download button (``trace.json`` in a fresh folder);
-        folders older than an hour are removed so a long-running Space does not fill up."""
-        TRACE_DIR.mkdir(parents=True, exist_ok=True)
-        cutoff = time.time() - 3600
-        for old in TRACE_DIR.iterdir():
-            if old.stat().st_mtime < cutoff:
-                shutil.rmtree(old, ignore_errors=True)
-        folder = Path(tempfile.mkdtemp(dir=TRACE_DIR))
-        path = folder / "trace.json"
-        path.write_text(json.dumps(trace.to_dict(), ensure_ascii=False), encoding="utf-8")
-        return str(path)
-
-    def api_translate(self, text: str) -> tuple[str, dict]:
-        """Translate one English sentence; returns (translation, trace as JSON: schema in README)."""
-        try:
-            trace = self.tr.trace(self.check_text(text))
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        return trace.translation, trace.to_dict()
-
-    def from_url(self, view, layer, head, hide_special, request: gr.Request):
-        text = (request.query_params.get("text") if request is not None else None) or ""
-        if not text.strip():
-            return (gr.skip(),) * (N_TRACE_OUTPUTS + 1)
-        return (text, *self.translate(text, view, layer, head, hide_special))
+def payload_json(trace, origin: str) -> str:
+    """The viewer's value: the payload as JSON, with '<' escaped so no text can look like markup."""
+    return json.dumps(encode_trace(trace, origin=origin), ensure_ascii=False, separators=(",", ":")).replace(
+        "<", "\\u003c")
 
 
 def gr_escape(text: str) -> str:
@@ -228,105 +73,229 @@ def gr_escape(text: str) -> str:
     return "".join("\\" + c if c in "\\`*_{}[]<>()#+-!|~" else c for c in text)
 
 
+def write_trace_file(trace) -> str:
+    """The full-precision trace JSON for the download button.
+
+    The name is the hash of the content, and files are never deleted while the app runs
+    (only at start-up, see :func:`prune_trace_files`), so a file another visitor is about
+    to download can never disappear; identical traces share one file. Written to a
+    temporary name and renamed, so a reader never sees half a file."""
+    data = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    path = TRACE_DIR / f"trace-{hashlib.sha256(data).hexdigest()[:24]}.json"
+    if not path.exists():
+        TRACE_DIR.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=TRACE_DIR, suffix=".part")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    return str(path)
+
+
+def prune_trace_files(max_age_s: float = TRACE_MAX_AGE_S) -> int:
+    """Remove old trace files; called once before the server starts serving."""
+    removed, cutoff = 0, time.time() - max_age_s
+    if TRACE_DIR.is_dir():
+        for old in TRACE_DIR.iterdir():
+            if old.is_file() and old.stat().st_mtime < cutoff:
+                old.unlink(missing_ok=True)
+                removed += 1
+    return removed
+
+
+class App:
+    """The UI and its callbacks. Holds only the read-only translator; per-visitor data goes
+    in and out through ``gr.State``. Callbacks return dicts keyed by component."""
+
+    def __init__(self, tr: Translator) -> None:
+        self.tr = tr
+
+    @property
+    def max_chars(self) -> int:
+        """Character limit that agrees with the token cap: text this long always has more
+        than ``max_source_tokens`` subwords, so nothing under it is refused that the model could read."""
+        return CHARS_PER_TOKEN * self.tr.max_source_tokens
+
+    # --- translate ---------------------------------------------------------------------
+    def check_text(self, text: str | None) -> str:
+        text = text or ""
+        if not text.strip():
+            raise ValueError("Please type an English sentence to translate.")
+        if len(text) > self.max_chars:
+            raise ValueError(f"That text has {len(text):,} characters, far more than the model can read: it takes at "
+                             f"most {self.tr.max_source_tokens} subword tokens (about {self.max_chars:,} characters "
+                             "at the very most). Paste a sentence or two.")
+        return text
+
+    def translate(self, text: str | None) -> dict:
+        """Run the model once and send the whole trace to the browser."""
+        t0 = time.perf_counter()
+        try:
+            trace = self.tr.trace(self.check_text(text))
+            out = self.show(trace, origin="translate")
+        except ValueError as exc:  # bad input: say what is wrong
+            return self.failed(str(exc))
+        except Exception:  # a bug: log it, never show a stack trace on the page
+            log.exception("translate failed for input of %d chars", len(text or ""))
+            return self.failed(GENERIC_ERROR)
+        log.info("translate: %d src tokens, %d steps, %.0f ms", len(trace.src_tokens), trace.steps,
+                 (time.perf_counter() - t0) * 1000)
+        return out
+
+    def show(self, trace, origin: str) -> dict:
+        """Everything a new trace changes; the previous sentence's What-if is dropped."""
+        forced = viewer.forced_label(trace)
+        return {
+            self.trace_state: trace,
+            self.alt_state: None,
+            self.translation: gr.Textbox(value=trace.translation,
+                                         label=f"Italian translation ({forced})" if forced else GREEDY_LABEL),
+            self.notice: "\n\n".join(viewer.notices(trace, self.tr.max_source_tokens)),
+            self.viewer: payload_json(trace, origin),
+            self.download: gr.DownloadButton(value=write_trace_file(trace), interactive=True),
+            self.whatif_btn: gr.Button(interactive=True),
+            self.open_btn: gr.Button(interactive=False),
+            self.whatif_md: "",
+        }
+
+    def failed(self, message: str) -> dict:
+        """Bad input clears the previous sentence's results, so nothing stale looks current."""
+        return {
+            self.trace_state: None,
+            self.alt_state: None,
+            self.translation: gr.Textbox(value="", label=GREEDY_LABEL),
+            self.notice: f"⚠️ {message}",
+            self.viewer: "",
+            self.download: gr.DownloadButton(value=None, interactive=False),
+            self.whatif_btn: gr.Button(interactive=False),
+            self.open_btn: gr.Button(interactive=False),
+            self.whatif_md: "",
+        }
+
+    # --- what if ---------------------------------------------------------------------------
+    def whatif(self, trace, step, rank) -> dict:
+        """Decode again with candidate ``rank`` (0-based) forced at ``step`` (1-based)."""
+        if trace is None:
+            return {self.alt_state: None, self.whatif_md: "Translate a sentence first, then pick a candidate.",
+                    self.open_btn: gr.Button(interactive=False)}
+        try:
+            step = min(max(1, int(step)), trace.steps)
+            rank = min(max(0, int(rank)), len(trace.topk_tokens[step - 1]) - 1)
+            alt = self.tr.trace(trace.src_text, forced_prefix=viewer.whatif_prefix(trace, step, rank))
+        except (TypeError, ValueError) as exc:
+            return {self.alt_state: None, self.whatif_md: f"⚠️ {gr_escape(str(exc))}",
+                    self.open_btn: gr.Button(interactive=False)}
+        except Exception:
+            log.exception("what-if failed")
+            return {self.alt_state: None, self.whatif_md: f"⚠️ {GENERIC_ERROR}",
+                    self.open_btn: gr.Button(interactive=False)}
+        chosen = viewer.display_token(trace.topk_tokens[step - 1][rank])
+        return {
+            self.alt_state: alt,
+            self.whatif_md: f"**Original:** {gr_escape(trace.translation)}\n\n"
+                            f"**Step {step} forced to “{gr_escape(chosen)}”:** {gr_escape(alt.translation)}",
+            self.open_btn: gr.Button(interactive=True),
+        }
+
+    def open_whatif(self, alt) -> dict:
+        if alt is None:
+            return {self.notice: "⚠️ Compute a What-if translation first."}
+        return self.show(alt, origin="whatif")
+
+    # --- API and links -----------------------------------------------------------------------
+    def api_translate(self, text: str) -> tuple[str, dict]:
+        """Translate one English sentence; returns (translation, trace as JSON: schema in README)."""
+        try:
+            trace = self.tr.trace(self.check_text(text))
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from None
+        return trace.translation, trace.to_dict()
+
+    def from_url(self, text: str | None, request: gr.Request) -> dict:
+        """A shared link: the fragment's text (handed over by web/url-text.js) or ``?text=``."""
+        text = text or (request.query_params.get("text") if request is not None else None) or ""
+        if not text.strip():
+            return {self.src_text: gr.skip()}  # nothing to open (Gradio reads an empty dict as one value)
+        return {self.src_text: text, **self.translate(text)}
+
+    # --- layout -------------------------------------------------------------------------------
+    def build(self) -> gr.Blocks:
+        cfg, n_tok = self.tr.cfg, self.tr.max_source_tokens
+        metrics = self.tr.metrics.get("test") or self.tr.metrics.get("validation") or {}
+        score = f" Test BLEU {metrics['bleu']}, chrF {metrics['chrf']}." if metrics else ""
+        gr.set_static_paths([str(WEB)])  # the viewer's modules, served as files (offline, cacheable)
+        with gr.Blocks(title="Inside the Transformer: en→it attention explorer") as demo:
+            self.trace_state = gr.State(None)
+            self.alt_state = gr.State(None)
+            gr.Markdown(
+                "# Inside the Transformer\n"
+                f"A {cfg.n_encoder_layers}+{cfg.n_decoder_layers}-layer, {cfg.h}-head encoder-decoder Transformer "
+                f"(d_model {cfg.d_model}) trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}.{score} "
+                "Type a sentence, translate it, then step through greedy decoding and look at every attention map."
+            )
+            with gr.Row():
+                self.src_text = gr.Textbox(
+                    label="English sentence", placeholder="I have a red car.", scale=5, max_lines=3,
+                    elem_id="src-text", max_length=self.max_chars,
+                    info=f"The model reads up to {n_tok} subword tokens (roughly {n_tok * 3 // 4} words); "
+                         "longer text is cut there and the notice says how many tokens were dropped.")
+                translate_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
+            hint = gr.Textbox(label="What to look for", interactive=False, max_lines=3, elem_id="hint",
+                              placeholder=" ")  # hidden by app.css while empty
+            gr.Examples(EXAMPLES, inputs=[self.src_text, hint], label="Examples (click one, then Translate)")
+            self.notice = gr.Markdown(elem_id="notice")
+            self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation")
+            gr.Markdown("## Step through decoding")
+            self.viewer = gr.HTML(
+                "", html_template='<div class="ax-host"></div>', js_on_load=web_file("gradio-on-load.js"),
+                apply_default_css=False, elem_id="viewer",
+                module_url="gradio_api/file=" + quote(str(WEB / "viewer.js")),
+            )
+            with gr.Accordion("What if? Force another candidate at this step", open=True):
+                with gr.Row(equal_height=True):
+                    gr.HTML("", html_template='<label class="ax-cand">Candidate at the current step '
+                                              '<select aria-label="Candidate at the current step" disabled></select>'
+                                              '</label>', js_on_load=None, elem_id="candidate", scale=3)
+                    self.whatif_btn = gr.Button("Decode with this token", scale=1, interactive=False,
+                                                elem_id="whatif-btn")
+                    self.open_btn = gr.Button("Explore that version", scale=1, interactive=False,
+                                              elem_id="open-whatif-btn")
+                self.whatif_md = gr.Markdown(elem_id="whatif-text")
+                # filled in the browser by web/whatif-inputs.js from the viewer's step and the candidate list
+                whatif_step = gr.Number(1, visible=False, precision=0, label="step (1-based)")
+                whatif_rank = gr.Number(1, visible=False, precision=0, label="candidate rank (0 = most likely)")
+            self.download = gr.DownloadButton("Download trace (JSON, full precision)", value=None,
+                                              interactive=False, elem_id="download-trace")
+
+            outputs = [self.trace_state, self.alt_state, self.translation, self.notice, self.viewer, self.download,
+                       self.whatif_btn, self.open_btn, self.whatif_md]
+            translate_btn.click(self.translate, [self.src_text], outputs, api_name="show", api_visibility="private")
+            self.src_text.submit(self.translate, [self.src_text], outputs, api_name="show_on_enter",
+                                 api_visibility="private")  # named, or it would take the name "translate"
+            self.whatif_btn.click(self.whatif, [self.trace_state, whatif_step, whatif_rank],
+                                  [self.alt_state, self.whatif_md, self.open_btn], js=web_file("whatif-inputs.js"),
+                                  api_name="whatif")
+            self.open_btn.click(self.open_whatif, [self.alt_state], outputs, api_name="open_whatif",
+                                api_visibility="private")
+            demo.load(self.from_url, [self.src_text], [self.src_text, *outputs], js=web_file("url-text.js"),
+                      api_visibility="private")
+            gr.api(self.api_translate, api_name="translate")
+            self.outputs = outputs  # what App.show / App.failed update, for the panels' own handlers
+            self.analysis_panel = AnalysisPanel(self)
+            self.analysis_panel.build()
+            self.beam_panel = BeamPanel(self)
+            self.beam_panel.build()
+        return demo
+
+
 def build_ui(tr: Translator) -> gr.Blocks:
-    app = App(tr)
-    cfg = tr.cfg
-    metrics = tr.metrics.get("test") or tr.metrics.get("validation") or {}
-    score = f" Test BLEU {metrics['bleu']}, chrF {metrics['chrf']}." if metrics else ""
-    with gr.Blocks(title="Inside the Transformer: en→it attention explorer") as demo:
-        trace_state = gr.State(None)
-        alt_state = gr.State(None)
-        playing = gr.State(False)
-        gr.Markdown(
-            "# Inside the Transformer\n"
-            f"A {cfg.n_encoder_layers}+{cfg.n_decoder_layers}-layer, {cfg.h}-head encoder-decoder Transformer "
-            f"(d_model {cfg.d_model}) trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}.{score} "
-            "Type a sentence, translate it, then step through greedy decoding and look at every attention map."
-        )
-        with gr.Row():
-            text = gr.Textbox(label="English sentence", placeholder="I have a red car.",
-                              scale=5, max_lines=3, elem_id="src-text")
-            go_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
-        hint = gr.Textbox(label="What to look for", interactive=False, visible=True, max_lines=2)
-        gr.Examples(EXAMPLES, inputs=[text, hint], label="Examples (click one, then Translate)")
-        notice = gr.Markdown(elem_id="notice")
-        translation = gr.Textbox(label="Italian translation (greedy)", interactive=False, elem_id="translation")
-        with gr.Row():
-            src_chips = gr.HighlightedText(label="Source tokens", color_map=CHIP_COLORS, elem_id="src-chips")
-            tgt_chips = gr.HighlightedText(label="Target tokens", color_map=CHIP_COLORS, elem_id="tgt-chips")
+    return App(tr).build()
 
-        gr.Markdown("## Step through decoding")
-        with gr.Row(equal_height=True):
-            prev_btn = gr.Button("◀", scale=0, min_width=60, elem_id="prev-btn")
-            step = gr.Slider(0, 1, value=0, step=1, label="Step", interactive=False, scale=6, elem_id="step")
-            next_btn = gr.Button("▶", scale=0, min_width=60, elem_id="next-btn")
-            play_btn = gr.Button("▶ Play", scale=0, min_width=100, elem_id="play-btn")
-        timer = gr.Timer(0.9, active=False)
-        prefix = gr.HighlightedText(label="Generated so far (the token emitted at this step is highlighted)",
-                                    color_map=CHIP_COLORS, elem_id="prefix")
-        step_md = gr.Markdown(elem_id="step-text")
-        topk = gr.Plot(show_label=False, elem_id="topk")
 
-        gr.Markdown("## Attention")
-        with gr.Row():
-            view = gr.Radio(viewer.VIEWS, value=viewer.CROSS, label="Attention type", elem_id="view", scale=3)
-            layer = gr.Dropdown(viewer.layer_choices(cfg.n_encoder_layers), value=0, label="Layer", scale=1)
-            head = gr.Dropdown(viewer.head_choices(cfg.h), value="mean", label="Head", scale=1)
-            hide_special = gr.Checkbox(False, label="Hide [SOS] [EOS] [PAD]", scale=1,
-                                       info="weights of hidden tokens are not renormalised")
-        attn_plot = gr.Plot(show_label=False, elem_id="attn-plot")
-        grid_plot = gr.Plot(show_label=False, elem_id="grid-plot")
-
-        with gr.Accordion("What if? Force another candidate at this step", open=True):
-            with gr.Row():
-                candidate = gr.Dropdown([], label="Candidate at the current step", scale=3, elem_id="candidate")
-                whatif_btn = gr.Button("Decode with this token", scale=1, elem_id="whatif-btn")
-                open_btn = gr.Button("Explore that version", scale=1)
-            whatif_md = gr.Markdown(elem_id="whatif-text")
-
-        with gr.Accordion("Positional encoding", open=False, elem_id="pe-accordion"):
-            with gr.Row():
-                pe_len = gr.Slider(1, cfg.max_positions, value=12, step=1, label="Positions shown")
-                pe_pos = gr.Slider(0, cfg.max_positions - 1, value=0, step=1, label="Position to follow")
-            pe_pos_md = gr.Markdown()
-            pe_heat = gr.Plot(show_label=False, elem_id="pe-heat")
-            with gr.Row():
-                pe_sim = gr.Plot(show_label=False, elem_id="pe-sim")
-                pe_curves = gr.Plot(show_label=False, elem_id="pe-curves")
-
-        with gr.Row():
-            download = gr.DownloadButton("Download trace (JSON)", value=None, elem_id="download-trace")
-
-        view_inputs = [view, layer, head, hide_special]
-        step_outputs = [step, prefix, step_md, topk, attn_plot, grid_plot, candidate]
-        pe_outputs = [pe_heat, pe_sim, pe_curves, pe_pos_md]
-        trace_outputs = [trace_state, translation, notice, src_chips, tgt_chips, layer, head, download,
-                         *step_outputs, *pe_outputs, pe_len, pe_pos]
-
-        assert len(trace_outputs) == N_TRACE_OUTPUTS
-        go_btn.click(app.translate, [text, *view_inputs], trace_outputs, api_name="show")
-        text.submit(app.translate, [text, *view_inputs], trace_outputs, api_name="show_on_enter",
-                    api_visibility="private")
-        step.input(app.step, [trace_state, step, *view_inputs], step_outputs, api_name="step",
-                   trigger_mode="always_last")
-        prev_btn.click(lambda tr, t, *v: app.move(tr, t, -1, *v), [trace_state, step, *view_inputs], step_outputs,
-                       api_visibility="private")
-        next_btn.click(lambda tr, t, *v: app.move(tr, t, +1, *v), [trace_state, step, *view_inputs], step_outputs,
-                       api_visibility="private")
-        for control in view_inputs:
-            control.input(app.step, [trace_state, step, *view_inputs], step_outputs, api_visibility="private",
-                          trigger_mode="always_last")
-        play_btn.click(app.toggle_play, [trace_state, playing], [playing, timer, play_btn], api_visibility="private")
-        timer.tick(app.tick, [trace_state, step, *view_inputs], [timer, play_btn, playing, *step_outputs],
-                   api_visibility="private")
-        whatif_btn.click(app.whatif, [trace_state, step, candidate], [alt_state, whatif_md], api_name="whatif")
-        open_btn.click(app.open_whatif, [alt_state, *view_inputs], trace_outputs, api_visibility="private")
-        for control in (pe_len, pe_pos):
-            control.input(app.pe, [trace_state, pe_len, pe_pos], pe_outputs, api_visibility="private",
-                          trigger_mode="always_last")
-        demo.load(app.from_url, view_inputs, [text, *trace_outputs], api_visibility="private")
-        gr.api(app.api_translate, api_name="translate")
-    return demo
+def page_css() -> str:
+    """The page's styles: app.css and viewer.css first, then each panel's own stylesheet."""
+    first = ["app.css", "viewer.css"]
+    rest = sorted(p.name for p in WEB.glob("*.css") if p.name not in first)
+    return "".join(web_file(name) for name in first + rest)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -337,21 +306,34 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="interface to listen on (env GRADIO_SERVER_NAME; 0.0.0.0 for all)")
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                    help="port to listen on (env GRADIO_SERVER_PORT)")
+    p.add_argument("--concurrency", type=int, default=int(os.environ.get("APP_CONCURRENCY", "2")),
+                   help="model requests run at once (env APP_CONCURRENCY); more queue up")
+    p.add_argument("--torch-threads", type=int, default=int(os.environ.get("APP_TORCH_THREADS", "0")),
+                   help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
+    if args.concurrency < 1 or args.torch_threads < 0:
+        print("error: --concurrency must be >= 1 and --torch-threads >= 0", file=sys.stderr)
+        return 2
     try:
         tr = load_translator(args.checkpoint)
     except (CheckpointError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.torch_threads:
+        import torch
+
+        torch.set_num_threads(args.torch_threads)
+    pruned = prune_trace_files()
+    if pruned:
+        log.info("removed %d trace files older than a day", pruned)
     demo = build_ui(tr)
-    demo.queue(default_concurrency_limit=4)
-    demo.launch(server_name=args.host, server_port=args.port, show_error=False,
-                css=".gradio-container {max-width: 1280px !important}")
+    demo.queue(default_concurrency_limit=args.concurrency)
+    demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css())
     return 0
 
 

@@ -1,12 +1,23 @@
-"""Server-side timings of the app, measured on this machine.
+"""Server-side cost of the app's callbacks, measured in-process (no browser, no HTTP).
 
-    python benchmarks/app_timing.py [--checkpoint checkpoints/en-it]
+    python benchmarks/app_timing.py [--checkpoint checkpoints/en-it] [--repeat 7] [--skip-startup]
 
-- translate: one full Translate (trace + every figure + trace file), figures serialised
-  to JSON as Gradio sends them;
-- step: one step update (prefix, top-k, attention view, all-heads grid, candidates);
-- startup: from `python app.py` to the first HTTP answer.
-The last line is one JSON object.
+Since issue 7 the server only runs the model and sends one compact payload; stepping and view
+changes are drawn in the browser and cost the server nothing (benchmarks/ui_latency.py checks
+that no request is made). What is left to time, for a 10-word and a 126-token sentence:
+
+- translate: the whole Translate callback (``App.translate``): trace, payload JSON, trace file
+  for the download button, notices; and its parts:
+  - trace: ``Translator.trace`` alone (the model, greedy decoding with every weight kept);
+  - payload: ``payload_json`` (quantised payload the viewer draws from) and its size;
+  - trace_file: ``write_trace_file`` (full-precision JSON, hashed; written once per content);
+- api: the public ``/translate`` API (``App.api_translate``) plus ``json.dumps`` of what it
+  returns, as Gradio must serialise it;
+- *_extra: the same callbacks with ``Translator.trace`` answered from memory, i.e. their cost
+  besides the model; ``api_extra_vs_model`` = api_extra / trace (issue 7: the JSON must not
+  cost more than the model does, i.e. <= 1);
+- startup: from ``python app.py`` to the first HTTP answer.
+Medians over --repeat runs. The last line is one JSON object.
 """
 
 from __future__ import annotations
@@ -21,33 +32,37 @@ import time
 import urllib.request
 from pathlib import Path
 
-import plotly.graph_objects as go
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import app as app_module  # noqa: E402
-from transformer import load_translator, viewer  # noqa: E402
-
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
-
-
-def serialise(outputs) -> int:
-    """Bytes Gradio would send for the figures among ``outputs``."""
-    return sum(len(o.to_json()) for o in outputs if isinstance(o, go.Figure))
+LONG_FILLER = ("The book that I bought yesterday is very interesting, and my friends want to read it "
+               "before we go to the sea with our parents next summer. ")
 
 
 def timed(fn, repeat: int) -> tuple[float, object]:
+    """(median ms, last result) of fn() over repeat runs."""
     times, out = [], None
     for _ in range(repeat):
         t0 = time.perf_counter()
         out = fn()
-        serialise(out)
         times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times), out
+    return round(statistics.median(times), 1), out
 
 
-def startup_seconds(checkpoint: str) -> float:
+def long_sentence(tr, n_tokens: int) -> str:
+    """Text the source tokenizer reads as exactly n_tokens subwords (the app's cap is 126)."""
+    from transformer.tokenizer import encode
+
+    words = (LONG_FILLER * 20).split()
+    n = next(k for k in range(1, len(words) + 1) if len(encode(tr.src_tok, " ".join(words[:k]))) >= n_tokens)
+    text = " ".join(words[:n])
+    while len(encode(tr.src_tok, text)) > n_tokens:
+        text = text[:-1]
+    return text
+
+
+def startup_seconds(checkpoint: str, timeout: float) -> float:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -55,7 +70,9 @@ def startup_seconds(checkpoint: str) -> float:
     proc = subprocess.Popen([sys.executable, "app.py", "--checkpoint", checkpoint, "--port", str(port)], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        while time.perf_counter() - t0 < 120:
+        while time.perf_counter() - t0 < timeout:
+            if proc.poll() is not None:
+                return float("nan")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
                 return time.perf_counter() - t0
@@ -67,31 +84,68 @@ def startup_seconds(checkpoint: str) -> float:
         proc.wait(timeout=20)
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def measure(app, app_module, text: str, repeat: int) -> dict:
+    tr = app.tr
+    trace_ms, trace = timed(lambda: tr.trace(text), repeat)
+    payload_ms, payload = timed(lambda: app_module.payload_json(trace, "translate"), repeat)
+    file_ms, _ = timed(lambda: app_module.write_trace_file(trace), repeat)
+    translate_ms, out = timed(lambda: app.translate(text), repeat)
+    if not isinstance(out, dict) or app.viewer not in out or not out[app.viewer]:
+        raise RuntimeError(f"App.translate did not fill the viewer for {text[:40]!r}: {str(out)[:300]}")
+    api_ms, api_json = timed(lambda: json.dumps(app.api_translate(text), ensure_ascii=False), repeat)
+    # the same two callbacks with the model call answered from memory: what they cost on top
+    # of the model, measured directly rather than as a difference of two noisy medians
+    tr.trace = lambda *args, **kwargs: trace  # instance attribute shadows the method
+    try:
+        translate_extra_ms, _ = timed(lambda: app.translate(text), repeat)
+        api_extra_ms, _ = timed(lambda: json.dumps(app.api_translate(text), ensure_ascii=False), repeat)
+    finally:
+        del tr.trace
+    return {
+        "src_tokens": len(trace.src_tokens), "steps": trace.steps,
+        "translate_ms": translate_ms, "trace_ms": trace_ms, "translate_extra_ms": translate_extra_ms,
+        "payload_ms": payload_ms, "trace_file_ms": file_ms, "payload_kb": round(len(payload.encode()) / 1000, 1),
+        "api_ms": api_ms, "api_extra_ms": api_extra_ms, "api_kb": round(len(api_json.encode()) / 1000, 1),
+        "api_extra_vs_model": round(api_extra_ms / trace_ms, 2),
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Server-side timings of the app's callbacks (in-process).")
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
     p.add_argument("--repeat", type=int, default=7, help="timed repeats (median kept)")
+    p.add_argument("--long-tokens", type=int, default=126, help="source tokens of the long sentence")
     p.add_argument("--skip-startup", action="store_true", help="do not time `python app.py` start-up")
-    args = p.parse_args()
-    app = app_module.App(load_translator(args.checkpoint))
-    view = (viewer.CROSS, 0, "mean", False)
-    translate_ms, out = timed(lambda: app.translate(SENTENCE, *view), args.repeat)
-    trace = out[0]
-    step_ms = {}
-    for v in viewer.VIEWS:
-        step_ms[v], step_out = timed(lambda: app.step(trace, trace.steps // 2, v, 1, "mean", False), args.repeat)
-    result = {
-        "sentence_words": len(SENTENCE.split()), "steps": trace.steps,
-        "translate_ms": round(translate_ms, 1),
-        "step_ms": round(max(step_ms.values()), 1),
-        "step_ms_by_view": {k: round(v, 1) for k, v in step_ms.items()},
-        "translate_payload_kb": round(serialise(out) / 1024, 1),
-        "step_payload_kb": round(serialise(step_out) / 1024, 1),
-    }
+    p.add_argument("--startup-timeout", type=float, default=240, help="seconds to wait for app.py to answer")
+    args = p.parse_args(argv)
+    if args.repeat < 1 or args.long_tokens < 1:
+        print("error: --repeat and --long-tokens must be at least 1", file=sys.stderr)
+        return 2
+
+    import app as app_module
+    from transformer import load_translator
+    from transformer.checkpoint import CheckpointError
+
+    try:
+        tr = load_translator(args.checkpoint)
+    except (CheckpointError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    app = app_module.App(tr)
+    app.build()  # callbacks return dicts keyed by the components build() makes
+    app.translate(SENTENCE)  # warm-up: first calls allocate and load code paths
+    result = {"sentence_words": len(SENTENCE.split()), "short": measure(app, app_module, SENTENCE, args.repeat)}
+    result[f"long_{args.long_tokens}_tokens"] = measure(app, app_module, long_sentence(tr, args.long_tokens),
+                                                        max(1, args.repeat // 2))
     if not args.skip_startup:
-        result["startup_s"] = round(startup_seconds(args.checkpoint), 2)
-    print(f"translate {result['translate_ms']} ms, step {result['step_ms']} ms (worst view), "
-          f"startup {result.get('startup_s', 'n/a')} s")
+        result["startup_s"] = round(startup_seconds(args.checkpoint, args.startup_timeout), 2)
+    for name in ("short", f"long_{args.long_tokens}_tokens"):
+        r = result[name]
+        print(f"{name} ({r['src_tokens']} source tokens, {r['steps']} steps): Translate callback {r['translate_ms']} ms:"
+              f" model {r['trace_ms']} ms + {r['translate_extra_ms']} ms besides the model (payload {r['payload_ms']} ms,"
+              f" {r['payload_kb']} KB; trace file {r['trace_file_ms']} ms); /translate API {r['api_ms']} ms, of which "
+              f"{r['api_extra_ms']} ms besides the model = {r['api_extra_vs_model']}x the model ({r['api_kb']} KB JSON)")
+    print(f"startup {result.get('startup_s', 'n/a')} s")
     print(json.dumps(result))
     return 0
 

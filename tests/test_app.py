@@ -1,34 +1,51 @@
-"""The app's callbacks, called directly (no server): bad input, stepping, what-if, users."""
+"""The app's callbacks, called directly (no server): dict outputs, bad input, limits,
+What-if, links and the download files."""
 
 import json
+import os
+import time
 
-import numpy as np
 import gradio as gr
+import numpy as np
 import pytest
 
 import app as app_module
-from transformer import viewer
+from transformer.payload import decode_payload
 
 
 @pytest.fixture(scope="module")
 def app(translator):
-    return app_module.App(translator)
+    a = app_module.App(translator)
+    a.build()
+    return a
 
 
-VIEW = (viewer.CROSS, 0, "mean", False)
+def value(update):
+    """The value of a component update (gr.Textbox(...)) or of a plain returned value."""
+    return update.value if isinstance(update, gr.components.Component) else update
 
 
-def test_translate_renders_everything(app):
-    out = app.translate("the black cat sleeps.", *VIEW)
-    assert len(out) == app_module.N_TRACE_OUTPUTS
-    trace, translation, notice = out[:3]
-    assert translation == trace.translation and "too long" not in notice
-    src_chips = out[3]
-    assert src_chips[0] == ("[SOS]", "special") and src_chips[-1] == ("[EOS]", "special")
-    with open(out[7], encoding="utf-8") as f:
+def file_path(update) -> str | None:
+    v = update.value
+    return v["path"] if isinstance(v, dict) else v
+
+
+def payload(out, app):
+    return json.loads(out[app.viewer])
+
+
+def test_translate_returns_outputs_keyed_by_component(app):
+    out = app.translate("the black cat sleeps.")
+    assert isinstance(out, dict) and all(isinstance(k, gr.blocks.Block) for k in out)
+    trace = out[app.trace_state]
+    assert value(out[app.translation]) == trace.translation
+    assert out[app.translation].label == app_module.GREEDY_LABEL
+    p = payload(out, app)
+    assert p["src_tokens"] == trace.src_tokens and p["steps"] == trace.steps and p["origin"] == "translate"
+    np.testing.assert_allclose(decode_payload(p)["cross_attn"], trace.cross_attn, atol=1 / 255)
+    with open(file_path(out[app.download]), encoding="utf-8") as f:
         assert json.load(f)["src_tokens"] == trace.src_tokens
-    attn = out[12]
-    assert np.array(attn.data[0].z, dtype=float).shape == trace.cross_attn.shape[2:]
+    assert out[app.whatif_btn].interactive is True and out[app.open_btn].interactive is False
 
 
 @pytest.mark.parametrize("text, message", [
@@ -38,71 +55,62 @@ def test_translate_renders_everything(app):
     ("x" * 10_000, "10,000 characters"),
     ("\x00\x01\x02", "empty sentence"),
 ])
-def test_bad_input_gets_a_message_and_keeps_what_the_user_had(app, text, message):
-    out = app.translate(text, *VIEW)
-    assert len(out) == app_module.N_TRACE_OUTPUTS
-    assert message in out[2] and "Traceback" not in out[2]
-    assert all(o is not None and not isinstance(o, (str, list)) for i, o in enumerate(out) if i != 2)  # skips
+def test_bad_input_clears_the_previous_results(app, text, message):
+    out = app.translate(text)
+    assert message in out[app.notice] and "Traceback" not in out[app.notice]
+    assert out[app.trace_state] is None and out[app.viewer] == "" and value(out[app.translation]) == ""
+    assert file_path(out[app.download]) is None and out[app.whatif_btn].interactive is False
 
 
-def test_long_text_is_truncated_with_a_notice(app, translator):
-    out = app.translate("the black cat sleeps. " * 30, *VIEW)
-    assert out[0].truncated and "too long" in out[2]
+def test_character_limit_agrees_with_the_token_cap(app, translator):
+    n = translator.max_source_tokens
+    assert app.max_chars == app_module.CHARS_PER_TOKEN * n
+    assert f"{n} subword tokens" in app.translate("a" * (app.max_chars + 1))[app.notice]
+    # just under the limit is accepted and cut to the cap, reported in tokens
+    out = app.translate(("the cat " * app.max_chars)[: app.max_chars])
+    trace = out[app.trace_state]
+    assert trace.truncated and len(trace.src_tokens) == n + 2
+    total = n + trace.n_src_tokens_dropped
+    assert f"at most {n} subword tokens and this text has {total}" in out[app.notice]
+    assert f"{trace.n_src_tokens_dropped} tokens dropped" in out[app.notice]
 
 
-@pytest.mark.parametrize("text", ["<script>alert(1)</script>", "the cat 😺", "שלום עולם", "a\u202eb\x07c"])
+@pytest.mark.parametrize("text", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "the cat 😺",
+                                  "שלום עולם", "a\u202eb\x07c"])
 def test_markup_emoji_rtl_and_control_characters_are_inert(app, text):
-    out = app.translate(text, *VIEW)
-    assert out[0] is not None
-    attn = out[12]
-    assert "<script" not in json.dumps(attn.to_plotly_json()["layout"])
+    out = app.translate(text)
+    assert out[app.trace_state] is not None
+    assert "<" not in out[app.viewer]  # the payload carries no markup at all
+    assert payload(out, app)["src_text"] == text
 
 
-def test_stepping_slices_the_trace_without_running_the_model(app, monkeypatch):
-    trace = app.translate("the black cat sleeps.", *VIEW)[0]
-
-    def boom(*a, **k):
-        raise AssertionError("the model ran while stepping")
-
-    monkeypatch.setattr(app.tr, "trace", boom)
-    t, prefix, text, topk, attn, grid, cand = app.step(trace, 2, *VIEW)
-    assert t == 2 and prefix[-1] == (trace.tgt_tokens[3], "current") and len(prefix) == 4
-    assert "Step 3 of" in text
-    z = np.array(attn.data[0].z, dtype=float)
-    np.testing.assert_allclose(z[2], np.round(trace.cross_attn[0].mean(0)[2], 4), atol=1e-6)
-    assert app.move(trace, 0, -1, *VIEW)[0] == 0  # clamped at the start
-    assert app.move(trace, trace.steps - 1, +1, *VIEW)[0] == trace.steps - 1  # and at the end
-    assert app.step(None, 0, *VIEW)[0] is not None  # nothing translated yet: no crash
+def test_mostly_unknown_text_says_the_output_is_meaningless(app):
+    out = app.translate("שלום עולם")
+    assert "meaningless" in out[app.notice]
+    assert "meaningless" not in app.translate("the black cat sleeps.")[app.notice]
 
 
 def test_two_users_never_see_each_others_results(app):
-    a = app.translate("the black cat sleeps.", *VIEW)[0]
-    b = app.translate("where is the station?", *VIEW)[0]
-    t_a = app.step(a, 1, *VIEW)
-    assert t_a[1][0][0] == a.tgt_tokens[0]
-    assert "query" in t_a[4].data[0].hovertemplate
-    assert list(t_a[4].layout.xaxis.ticktext) == [f"{i}: {t}" for i, t in enumerate(a.src_tokens)]
-    assert a.src_text != b.src_text and a.src_tokens != b.src_tokens
+    a = app.translate("the black cat sleeps.")
+    b = app.translate("where is the station?")
+    assert payload(a, app)["src_text"] != payload(b, app)["src_text"]
+    assert a[app.trace_state] is not b[app.trace_state]
 
 
-def test_whatif_forces_a_candidate(app):
-    trace = app.translate("the black cat sleeps.", *VIEW)[0]
-    alt, md = app.whatif(trace, 1, 1)
-    assert alt.tgt_ids[2] == int(trace.topk_ids[1][1])
-    assert "Original" in md and "If step 2 had emitted" in md
-    out = app.open_whatif(alt, *VIEW)
-    assert out[0] is alt
-    assert app.whatif(None, 0, 1)[0] is None
-
-
-def test_play_timer_stops_at_the_end(app):
-    trace = app.translate("the black cat sleeps.", *VIEW)[0]
-    playing, timer, label = app.toggle_play(trace, False)
-    assert playing and "Pause" in label
-    out = app.tick(trace, trace.steps - 1, *VIEW)
-    assert "Play" in out[1] and out[2] is False  # stopped at the end, play state reset
-    out = app.tick(trace, 0, *VIEW)
-    assert out[3] == 1
+def test_whatif_forces_a_candidate_at_a_one_based_step(app):
+    trace = app.translate("the black cat sleeps.")[app.trace_state]
+    out = app.whatif(trace, 2, 1)
+    alt = out[app.alt_state]
+    assert alt.tgt_ids[2] == int(trace.topk_ids[1][1])  # step 2 emits tgt_ids[2]
+    assert "Original" in out[app.whatif_md] and "Step 2 forced to" in out[app.whatif_md]
+    assert out[app.open_btn].interactive is True
+    shown = app.open_whatif(alt)
+    assert shown[app.trace_state] is alt and "step 2 forced to" in shown[app.translation].label
+    assert payload(shown, app)["origin"] == "whatif" and payload(shown, app)["forced_prefix"] == alt.forced_prefix
+    assert app.whatif(trace, 999, 999)[app.alt_state] is not None  # clamped, not a crash
+    assert app.whatif(None, 1, 1)[app.alt_state] is None
+    assert app.whatif(trace, "x", 1)[app.alt_state] is None
+    assert "What-if" in app.open_whatif(None)[app.notice]
 
 
 def test_api_translate_returns_translation_and_trace(app):
@@ -112,24 +120,42 @@ def test_api_translate_returns_translation_and_trace(app):
         app.api_translate("")
 
 
-def test_positional_encoding_callback(app):
-    trace = app.translate("the black cat sleeps.", *VIEW)[0]
-    heat_fig, sim, curves, md = app.pe(trace, 500, 99)  # clamped to the buffer and the length
-    assert np.array(heat_fig.data[0].z).shape[0] == trace.positional_encoding.shape[0]
-    assert "past the end" in md
+def test_links_translate_on_load(app):
+    out = app.from_url("the black cat sleeps.", None)
+    assert out[app.src_text] == "the black cat sleeps." and out[app.trace_state] is not None
+    nothing = app.from_url("", None)
+    assert app.trace_state not in nothing and all(isinstance(v, type(gr.skip())) for v in nothing.values())
+
+
+def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_path, monkeypatch):
+    monkeypatch.setattr(app_module, "TRACE_DIR", tmp_path)
+    trace = app.translate("the black cat sleeps.")[app.trace_state]
+    first = app_module.write_trace_file(trace)
+    assert app_module.write_trace_file(trace) == first  # same content, same file
+    other = app_module.write_trace_file(app.translate("where is the station?")[app.trace_state])
+    assert other != first
+    old = time.time() - 2 * app_module.TRACE_MAX_AGE_S
+    os.utime(first, (old, old))
+    assert app_module.prune_trace_files() == 1
+    assert not os.path.exists(first) and os.path.exists(other)
+    assert not list(tmp_path.glob("*.part"))
 
 
 def test_ui_builds_with_named_endpoints(translator):
     demo = app_module.build_ui(translator)
-    names = {d.api_name for d in demo.fns.values() if getattr(d, "api_name", None)}
-    assert {"translate", "show", "step", "whatif"} <= names
+    public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
+    assert {"translate", "whatif"} <= set(public)
+    assert public["translate"].fn.__name__ == "api_translate"
+    html = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "viewer"][0]
+    assert html.props["module_url"].startswith("gradio_api/file=") and html.props["module_url"].endswith("viewer.js")
 
 
 def test_cli_flags_and_env(monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_PORT", "7999")
     monkeypatch.setenv("CHECKPOINT", "some/where")
     args = app_module.parse_args([])
-    assert args.port == 7999 and args.checkpoint == "some/where"
-    args = app_module.parse_args(["--port", "8001", "--host", "0.0.0.0", "--checkpoint", "x"])
-    assert (args.port, args.host, args.checkpoint) == (8001, "0.0.0.0", "x")
+    assert args.port == 7999 and args.checkpoint == "some/where" and args.concurrency >= 1
+    args = app_module.parse_args(["--port", "8001", "--host", "0.0.0.0", "--checkpoint", "x", "--concurrency", "3"])
+    assert (args.port, args.host, args.checkpoint, args.concurrency) == (8001, "0.0.0.0", "x", 3)
     assert app_module.main(["--checkpoint", "/no/such/checkpoint"]) == 2
+    assert app_module.main(["--concurrency", "0"]) == 2

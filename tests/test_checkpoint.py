@@ -95,9 +95,112 @@ def test_missing_or_corrupt_tokenizer(tmp_path, tiny_checkpoint):
         load_translator(d)
 
 
-def test_missing_directory_is_a_clear_error(tmp_path):
-    with pytest.raises(CheckpointError, match="checkpoint directory not found"):
-        load_translator(tmp_path / "nope")
+def fail_if_hub_is_called(monkeypatch):
+    import huggingface_hub
+
+    def snapshot_download(*a, **kw):
+        raise AssertionError("a local path must never reach the hub")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+
+
+@pytest.mark.parametrize("name", ["runs/nope/best", "./nope", "nope", "/no/such/dir/best", "~/nope-xyz/a/b"])
+def test_missing_local_path_says_it_does_not_exist(monkeypatch, tmp_path, name):
+    fail_if_hub_is_called(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError) as info:
+        load_translator(name)
+    message = str(info.value)
+    assert "does not exist" in message and "checkpoint directory not found" in message
+    assert "internet" not in message and "hub" not in message
+
+
+def test_hub_shaped_name_that_fails_on_the_hub_too_says_both(monkeypatch, tmp_path):
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    def offline(repo_id, **kw):
+        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache and outgoing traffic "
+                                      "has been disabled. Check your internet connection.")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError) as info:
+        load_translator("runs/best")
+    message = str(info.value)
+    assert "runs/best does not exist" in message  # the local reading
+    assert "hub repo id" in message and "LocalEntryNotFoundError" in message  # and the hub's
+
+
+def test_checkpoint_error_is_exported():
+    import transformer
+
+    assert transformer.CheckpointError is CheckpointError
+    assert "CheckpointError" in transformer.__all__
+
+
+def test_files_get_normal_permissions(tmp_path, tiny_checkpoint):
+    model, src_tok, tgt_tok, _ = load_checkpoint(tiny_checkpoint)
+    old = os.umask(0o022)
+    try:
+        d = save_checkpoint(tmp_path / "perm", model, src_tok, tgt_tok, metrics={"a": 1}, model_card="# card\n",
+                            extra_files={"train_state.pt": {"step": 1}})
+    finally:
+        os.umask(old)
+    assert oct(d.stat().st_mode & 0o777) == "0o755"
+    modes = {p.name: oct(p.stat().st_mode & 0o777) for p in d.iterdir()}
+    assert modes and set(modes.values()) == {"0o644"}, modes
+    assert "model.safetensors" in modes and "train_state.pt" in modes
+
+
+def test_snapshots_share_the_parent_tokenizer(tmp_path, tiny_checkpoint, translator):
+    model, src_tok, tgt_tok, _ = load_checkpoint(tiny_checkpoint)
+    ckpt_dir = copy_ckpt(tiny_checkpoint, tmp_path / "best")
+    assert ckpt.list_snapshots(ckpt_dir) == []
+    for epoch in (2, 1, 10):
+        save_checkpoint(ckpt_dir / "snapshots" / f"epoch-{epoch:03d}", model, None, None,
+                        metrics={"epoch": epoch}, include_tokenizers=False)
+    (ckpt_dir / "snapshots" / ".epoch-011.tmp-x").mkdir()  # a half-written one is not listed
+    snap = ckpt_dir / "snapshots" / "epoch-001"
+    assert sorted(p.name for p in snap.iterdir()) == ["config.json", "metrics.json", "model.safetensors"]
+    snapshots = ckpt.list_snapshots(ckpt_dir)
+    assert [(s.epoch, s.path.name, s.metrics) for s in snapshots] == [
+        (1, "epoch-001", {"epoch": 1}), (2, "epoch-002", {"epoch": 2}), (10, "epoch-010", {"epoch": 10})]
+    loaded = load_translator(snap)
+    assert loaded.trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+    # a snapshot outside a checkpoint folder has no tokenizer to borrow: a clear error
+    lone = shutil.copytree(snap, tmp_path / "lone")
+    with pytest.raises(CheckpointError, match=r"tokenizer_src\.json: tokenizer file not found"):
+        load_translator(lone)
+    # re-saving the checkpoint itself (a new best) keeps its snapshots
+    save_checkpoint(ckpt_dir, model, src_tok, tgt_tok)
+    assert [s.epoch for s in ckpt.list_snapshots(ckpt_dir)] == [1, 2, 10]
+    assert load_translator(ckpt_dir / "snapshots" / "epoch-010").trace(SENTENCE).tgt_ids == \
+        translator.trace(SENTENCE).tgt_ids
+
+
+def test_saving_without_tokenizers_needs_the_flag(tmp_path, tiny_checkpoint):
+    model, *_ = load_checkpoint(tiny_checkpoint)
+    with pytest.raises(ValueError, match="include_tokenizers"):
+        save_checkpoint(tmp_path / "x", model, None, None)
+
+
+def test_default_checkpoint_works_from_another_directory(monkeypatch, tmp_path, tiny_checkpoint, translator):
+    """'checkpoints/en-it' (the app's and load_translator's default) is found beside the
+    package when the working directory has none, and the hub is not asked."""
+    fail_if_hub_is_called(monkeypatch)
+    repo = tmp_path / "repo"
+    copy_ckpt(tiny_checkpoint, repo / "checkpoints" / "en-it")
+    monkeypatch.setattr(ckpt, "REPO_ROOT", repo)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert ckpt.locate_checkpoint("checkpoints/en-it") == repo / "checkpoints" / "en-it"
+    assert ckpt.locate_checkpoint(None) == repo / "checkpoints" / "en-it"
+    assert load_translator().trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+    # a checkpoints/en-it in the working directory wins over the repository's
+    local = copy_ckpt(tiny_checkpoint, elsewhere / "checkpoints" / "en-it")
+    assert ckpt.locate_checkpoint("checkpoints/en-it").resolve() == local.resolve()
 
 
 def test_hub_repo_id_goes_through_snapshot_download(monkeypatch, tmp_path, tiny_checkpoint, translator):

@@ -13,6 +13,8 @@ from transformer import load_translator
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
+# the tiny preset cut to the fixture corpus (96 pairs), so an epoch has several batches
+FIXTURE = ["--batch-tokens", "600", "--vocab-size", "200"]
 
 
 def run(*args, cwd=ROOT, timeout=600):
@@ -23,7 +25,7 @@ def run(*args, cwd=ROOT, timeout=600):
 def tiny_run(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "tiny"
     r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--epochs", "4",
-            "--keep-epochs", "3")
+            "--keep-epochs", "3", *FIXTURE)
     assert r.returncode == 0, r.stderr[-3000:]
     return out, r
 
@@ -35,6 +37,9 @@ def test_tiny_training_end_to_end(tiny_run):
     assert [h["epoch"] for h in epochs] == [1, 2, 3, 4]
     assert epochs[-1]["val_loss"] < epochs[0]["val_loss"]  # it learns
     assert sorted(p.name for p in (out / "epochs").iterdir()) == ["epoch-002", "epoch-003", "epoch-004"]
+    # default snapshot schedule 1,2,4,8 over 4 epochs: 1, 2 and 4 (also the final one), copied into best/
+    assert sorted(p.name for p in (out / "snapshots").iterdir()) == ["epoch-001", "epoch-002", "epoch-004"]
+    assert sorted(p.name for p in (out / "best" / "snapshots").iterdir()) == ["epoch-001", "epoch-002", "epoch-004"]
     for name in ("config.json", "model.safetensors", "tokenizer.json", "metrics.json", "README.md"):
         assert (out / "best" / name).is_file(), name
     assert "Training history" in (out / "best" / "README.md").read_text()
@@ -49,7 +54,7 @@ def test_tiny_training_end_to_end(tiny_run):
 def test_resume_continues_from_the_last_epoch(tiny_run, data_dir):
     out, _ = tiny_run
     r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--epochs", "5",
-            "--resume", "--keep-epochs", "3")
+            "--resume", "--keep-epochs", "3", *FIXTURE)
     assert r.returncode == 0, r.stderr[-3000:]
     history = json.loads((out / "history.json").read_text())
     assert [h["epoch"] for h in history if "epoch" in h] == [1, 2, 3, 4, 5]
@@ -67,13 +72,19 @@ def test_evaluate_cli_prints_a_json_last_line(tiny_run, data_dir):
     assert result["n"] == 4 and 0 <= result["bleu"] <= 100 and 0 <= result["chrf"] <= 100 and result["seconds"] >= 0
     r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir))
     assert json.loads(r.stdout.strip().splitlines()[-1])["n"] == 6  # a directory: its test split
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir), "--limit", "3",
+            "--beam-size", "3")
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["beam_size"] == 3 and result["n"] == 3
 
 
 @pytest.mark.parametrize("args, message", [
     (["--dataset", "/no/such/dir"], "no such file or directory"),
-    (["--src", "xx"], "language 'xx' or 'it' not found"),
-    (["--epochs", "0"], "--epochs must be positive"),
-    (["--lr", "-1"], "--lr must be positive"),
+    (["--src", "xx"], "language 'xx' not found"),
+    (["--epochs", "0"], "argument --epochs: must be positive"),
+    (["--lr", "-1"], "argument --lr: must be positive"),
+    (["--max-minutes", "0"], "argument --max-minutes: must be positive"),
 ])
 def test_bad_train_arguments_exit_2_with_one_line(tmp_path, data_dir, args, message):
     full = ["--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path / "o"), *args]
@@ -100,6 +111,9 @@ def test_empty_file_and_unwritable_out_dir(tmp_path, data_dir):
 def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
     r = run("-m", "transformer.evaluate", "--checkpoint", str(tmp_path / "none"), "--data", str(data_dir))
     assert r.returncode == 2 and "checkpoint directory not found" in r.stderr
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir),
+            "--beam-size", "0")
+    assert r.returncode == 2 and "--beam-size must be at least 1" in r.stderr
     r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(tmp_path / "x.jsonl"))
     assert r.returncode == 2 and "no such file" in r.stderr
     bad = tmp_path / "bad.jsonl"
@@ -108,8 +122,10 @@ def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
     assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_bench_prints_its_ratios(tiny_checkpoint, data_dir):
-    r = run("-m", "transformer.bench", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir / "train.jsonl"),
+def test_speed_benchmark_prints_its_ratios(tiny_checkpoint, data_dir, tmp_path):
+    r = run(str(ROOT / "benchmarks" / "speed.py"), "--checkpoint", str(tmp_path / "none"), cwd=tmp_path)
+    assert r.returncode == 2 and "checkpoint directory not found" in r.stderr and "Traceback" not in r.stderr
+    r = run("benchmarks/speed.py", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir / "train.jsonl"),
             "--repeat", "1", "--train-steps", "1", "--batch-tokens", "400")
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])

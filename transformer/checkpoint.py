@@ -3,15 +3,22 @@
 Nothing here unpickles: weights are safetensors and everything else is JSON. Every error
 names the file at fault and what is wrong with it. Writes are atomic: a checkpoint is
 written into a temporary sibling directory and renamed into place, so a process killed at
-any moment leaves either the old checkpoint or the new one, never half of one.
+any moment leaves either the old checkpoint or the new one, never half of one. Files get
+the usual permissions (0644/0755 under the common umask 022), not the private 0600/0700
+of a temporary directory, so a checkpoint can be shared, served or pushed as it is.
+
+Snapshots (``<ckpt>/snapshots/epoch-NNN/``) hold only config, weights and metrics; they
+share the tokenizer of the checkpoint they sit in (:func:`list_snapshots`).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -26,6 +33,11 @@ from .tokenizer import load_tokenizer, special_ids
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"
+SNAPSHOTS_DIR = "snapshots"
+# the checkpoint the app and the CLIs load when given none; when the package runs from
+# another directory it is found beside the package (the repository's copy)
+DEFAULT_CHECKPOINT = "checkpoints/en-it"
+REPO_ROOT = Path(__file__).resolve().parent.parent
 # files a hub download needs (the model card and metrics are nice to have)
 CHECKPOINT_PATTERNS = ["*.json", "*.safetensors", "README.md"]
 
@@ -66,14 +78,16 @@ def write_checkpoint_files(
     tgt_tok: Tokenizer,
     metrics: dict | None = None,
     model_card: str | None = None,
+    include_tokenizers: bool = True,
 ) -> None:
     """Write the files of a checkpoint into an existing ``directory`` (not atomic alone)."""
     cfg = model.cfg
     cfg.to_json(directory / CONFIG_FILE)
     save_file(weights_state_dict(model, cfg.storage_dtype), str(directory / WEIGHTS_FILE))
-    src_tok.save(str(directory / cfg.src_tokenizer_file))
-    if cfg.tgt_tokenizer_file != cfg.src_tokenizer_file:
-        tgt_tok.save(str(directory / cfg.tgt_tokenizer_file))
+    if include_tokenizers:
+        src_tok.save(str(directory / cfg.src_tokenizer_file))
+        if cfg.tgt_tokenizer_file != cfg.src_tokenizer_file:
+            tgt_tok.save(str(directory / cfg.tgt_tokenizer_file))
     if metrics is not None:
         (directory / METRICS_FILE).write_text(json.dumps(metrics, indent=2) + "\n", encoding="utf-8")
     if model_card is not None:
@@ -83,29 +97,66 @@ def write_checkpoint_files(
 def save_checkpoint(
     directory: str | Path,
     model: Transformer,
-    src_tok: Tokenizer,
-    tgt_tok: Tokenizer,
+    src_tok: Tokenizer | None,
+    tgt_tok: Tokenizer | None,
     metrics: dict | None = None,
     model_card: str | None = None,
     extra_files: dict[str, object] | None = None,
+    include_tokenizers: bool = True,
 ) -> Path:
     """Atomically (re)place the checkpoint at ``directory``.
 
     ``extra_files`` maps file names to objects saved with ``torch.save`` (training state
     only: plain tensors and numbers, read back with ``weights_only=True``).
+    ``include_tokenizers=False`` writes a snapshot: no tokenizer files (the tokenizers may
+    then be None), loaded with the tokenizer of the checkpoint folder it sits in. Replacing
+    a checkpoint keeps its ``snapshots/`` folder (hard-linked into the new copy).
     """
     directory = Path(directory)
+    if include_tokenizers and (src_tok is None or tgt_tok is None):
+        raise ValueError("save_checkpoint needs both tokenizers unless include_tokenizers=False")
     directory.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{directory.name}.tmp-", dir=directory.parent))
     try:
-        write_checkpoint_files(tmp, model, src_tok, tgt_tok, metrics, model_card)
+        write_checkpoint_files(tmp, model, src_tok, tgt_tok, metrics, model_card, include_tokenizers)
         for name, obj in (extra_files or {}).items():
             torch.save(obj, tmp / name)
+        old_snapshots = directory / SNAPSHOTS_DIR
+        if old_snapshots.is_dir() and not (tmp / SNAPSHOTS_DIR).exists():
+            shutil.copytree(old_snapshots, tmp / SNAPSHOTS_DIR, copy_function=_link_or_copy,
+                            ignore=shutil.ignore_patterns(".*"))
+        _normal_permissions(tmp)
         replace_dir(tmp, directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return directory
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _normal_permissions(root: Path) -> None:
+    """rw-r--r-- files and rwxr-xr-x folders (under umask 022): what any other file the
+    user writes gets, instead of the owner-only modes of ``tempfile.mkdtemp``."""
+    mask = _umask()
+    file_mode, dir_mode = 0o666 & ~mask, 0o777 & ~mask
+    os.chmod(root, dir_mode)
+    for here, dirs, files in os.walk(root):
+        for name in dirs:
+            os.chmod(os.path.join(here, name), dir_mode)
+        for name in files:
+            os.chmod(os.path.join(here, name), file_mode)
 
 
 def replace_dir(src: Path, dst: Path) -> None:
@@ -141,26 +192,88 @@ def download_checkpoint(repo_id: str, revision: str | None = None) -> Path:
     return Path(snapshot_download(repo_id=repo_id, revision=revision, allow_patterns=CHECKPOINT_PATTERNS))
 
 
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
 def is_hub_id(name: str) -> bool:
-    """'owner/name' that is not a local path."""
-    parts = name.split("/")
-    return len(parts) == 2 and all(parts) and not Path(name).exists() and not name.startswith((".", "/", "~"))
+    """'owner/name' shaped (hub naming rules) and not an existing local path."""
+    name = str(name)
+    if not _HUB_ID.match(name) or ".." in name or "--" in name or name.endswith((".", "-")):
+        return False
+    return not Path(name).expanduser().exists()
 
 
-def locate_checkpoint(name_or_path: str | Path) -> Path:
-    """A local checkpoint directory, downloading it first if ``name_or_path`` is a hub id."""
+def default_checkpoint() -> Path:
+    """The shipped checkpoint: ``checkpoints/en-it`` in the working directory if there is
+    one, else the repository's copy beside the package (works from any directory)."""
+    here = Path(DEFAULT_CHECKPOINT)
+    return here if here.is_dir() else REPO_ROOT / DEFAULT_CHECKPOINT
+
+
+def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
+    """A local checkpoint directory, downloading it first if ``name_or_path`` is a hub id.
+
+    Local paths come first. The hub is only tried for an ``owner/name`` that is not a local
+    path, so a mistyped local path says "does not exist" instead of a network error; when
+    the hub fails too, the message gives both reasons.
+    """
+    if name_or_path is None or Path(name_or_path) == Path(DEFAULT_CHECKPOINT):
+        candidate = default_checkpoint()
+        if resolve_checkpoint_dir(candidate).is_dir():
+            name_or_path = candidate
+        elif name_or_path is None:
+            name_or_path = DEFAULT_CHECKPOINT
     path = Path(name_or_path).expanduser()
     if path.exists():
         path = resolve_checkpoint_dir(path)
         if not path.is_dir():
-            raise CheckpointError(f"{path}: not a checkpoint directory")
+            raise CheckpointError(f"{path}: not a checkpoint directory (it is a file)")
         return path
     resolved = resolve_checkpoint_dir(path)
     if resolved.is_dir():
         return resolved
-    if is_hub_id(str(name_or_path)):
+    local = f"checkpoint directory not found: {path} does not exist"
+    if not is_hub_id(str(name_or_path)):
+        raise CheckpointError(local)
+    try:
         return download_checkpoint(str(name_or_path))
-    raise CheckpointError(f"{path}: checkpoint directory not found (and not a hub repo id like 'owner/name')")
+    except Exception as exc:  # offline, no such repo, no access...: any hub failure is reported
+        raise CheckpointError(f"{local}, and {name_or_path!r} could not be loaded as a Hugging Face hub "
+                              f"repo id ({type(exc).__name__}: {exc})") from exc
+
+
+def _snapshot_parent(directory: Path) -> Path | None:
+    """The checkpoint folder a snapshot (``<ckpt>/snapshots/epoch-NNN``) belongs to."""
+    if directory.parent.name == SNAPSHOTS_DIR:
+        return directory.parent.parent
+    return None
+
+
+@dataclass
+class Snapshot:
+    """One per-epoch snapshot of a checkpoint folder (for views across training)."""
+
+    epoch: int
+    path: Path
+    metrics: dict = field(default_factory=dict)
+
+
+_SNAPSHOT_NAME = re.compile(r"^epoch-(\d+)$")
+
+
+def list_snapshots(ckpt_dir: str | Path) -> list[Snapshot]:
+    """The snapshots under ``<ckpt_dir>/snapshots/``, sorted by epoch; [] when there are none.
+    Only complete ones (config and weights present) are listed; half-written temporary
+    folders are skipped."""
+    root = Path(ckpt_dir) / SNAPSHOTS_DIR
+    if not root.is_dir():
+        return []
+    found = []
+    for d in root.iterdir():
+        m = _SNAPSHOT_NAME.match(d.name)
+        if m and d.is_dir() and (d / CONFIG_FILE).is_file() and (d / WEIGHTS_FILE).is_file():
+            found.append(Snapshot(epoch=int(m.group(1)), path=d, metrics=read_metrics(d)))
+    return sorted(found, key=lambda s: s.epoch)
 
 
 def read_config(directory: Path) -> TransformerConfig:
@@ -211,21 +324,31 @@ def assign_weights(model: Transformer, tensors: dict[str, torch.Tensor], path: P
             own[name].copy_(tensor.to(own[name].dtype))
 
 
-def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
+def tokenizer_path(directory: Path, name: str) -> Path:
+    """``directory/name``, or for a snapshot without its own tokenizer the parent
+    checkpoint's file (errors then name the checkpoint's own path)."""
+    own = directory / name
+    parent = _snapshot_parent(directory)
+    if not own.is_file() and parent is not None and (parent / name).is_file():
+        return parent / name
+    return own
+
+
+def load_checkpoint(name_or_path: str | Path | None = None) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
     """(model in eval mode, source tokenizer, target tokenizer, local directory)."""
     directory = locate_checkpoint(name_or_path)
     cfg = read_config(directory)
     try:
-        src_tok = load_tokenizer(directory / cfg.src_tokenizer_file)
-        tgt_tok = load_tokenizer(directory / cfg.tgt_tokenizer_file)
+        src_tok = load_tokenizer(tokenizer_path(directory, cfg.src_tokenizer_file))
+        tgt_tok = load_tokenizer(tokenizer_path(directory, cfg.tgt_tokenizer_file))
     except (FileNotFoundError, ValueError) as exc:
         raise CheckpointError(str(exc)) from exc
     for side, tok, vocab in (("src", src_tok, cfg.src_vocab_size), ("tgt", tgt_tok, cfg.tgt_vocab_size)):
         ids = special_ids(tok)
         if tok.get_vocab_size() != vocab:
+            where = tokenizer_path(directory, getattr(cfg, side + "_tokenizer_file"))
             raise CheckpointError(
-                f"{directory / getattr(cfg, side + '_tokenizer_file')}: vocabulary of {tok.get_vocab_size()} "
-                f"but config.json says {side}_vocab_size={vocab}"
+                f"{where}: vocabulary of {tok.get_vocab_size()} but config.json says {side}_vocab_size={vocab}"
             )
         for name, value in ids.items():
             if getattr(cfg, f"{side}_{name}_id") != value:

@@ -1,21 +1,38 @@
 """Parallel data through ``datasets``, and batches built by token budget.
 
-``load_parallel`` accepts a hub dataset id (``Helsinki-NLP/opus_books`` with config
+``load_parallel_dataset`` accepts a hub dataset id (``Helsinki-NLP/opus_books`` with config
 ``en-it``) or local JSONL in the same schema (``{"translation": {"en": ..., "it": ...}}``):
 a directory holding ``train.jsonl`` (and optionally ``validation.jsonl``/``test.jsonl``)
 or one file. After loading, both take the same path: pick the two languages, drop empty
 pairs, and carve a validation split with a fixed seed when the source has none.
+
+Everything stays in Arrow tables (memory-mapped from the ``datasets`` cache) so a corpus of
+millions of pairs never becomes millions of Python objects: the language columns are picked
+with a batched, cached ``map`` of pyarrow compute kernels, tokenizers train from batches of
+text (:func:`text_batches`) and :func:`encode_dataset` encodes with ``encode_batch`` in a
+cached batched ``map``, keeping the ids as flat numpy arrays (:class:`EncodedPairs`).
+``load_parallel`` is the small-corpus convenience on top: the same data as Python lists.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
+if TYPE_CHECKING:
+    import datasets
+
 SPLIT_NAMES = ("train", "validation", "test")
+# rows per batch for the Arrow maps and tokenizer iterators: big enough that per-batch
+# overhead vanishes, small enough that one batch of Python strings stays a few MB
+BATCH_ROWS = 10_000
 
 
 class DataError(ValueError):
@@ -28,6 +45,21 @@ class ParallelData:
     validation: list[tuple[str, str]]
     test: list[tuple[str, str]]
     source: str
+
+
+@dataclass
+class ParallelDatasets:
+    """The Arrow-backed splits: ``datasets.Dataset`` objects with string columns ``src`` and
+    ``tgt`` (no empty pairs). ``test`` is None when the source has no test split."""
+
+    train: datasets.Dataset
+    validation: datasets.Dataset
+    test: datasets.Dataset | None
+    source: str
+
+    def to_lists(self) -> ParallelData:
+        return ParallelData(train=as_pairs(self.train), validation=as_pairs(self.validation),
+                            test=as_pairs(self.test) if self.test is not None else [], source=self.source)
 
 
 def _local_data_files(path: Path) -> dict[str, str]:
@@ -45,8 +77,9 @@ def _local_data_files(path: Path) -> dict[str, str]:
     return files
 
 
-def load_raw(dataset: str, config: str | None = None):
-    """A ``datasets.DatasetDict`` from a local path or the hub."""
+def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = None):
+    """A ``datasets.DatasetDict`` from a local path or the hub (``cache_dir``: where
+    ``datasets`` keeps its Arrow files; default its own cache)."""
     import datasets
 
     path = Path(dataset).expanduser()
@@ -56,29 +89,83 @@ def load_raw(dataset: str, config: str | None = None):
             if Path(f).stat().st_size == 0:
                 raise DataError(f"{f}: file is empty")
         try:
-            return datasets.load_dataset("json", data_files=files)
+            return datasets.load_dataset("json", data_files=files, cache_dir=cache_dir)
         except Exception as exc:  # datasets wraps JSON errors in several exception types
             raise DataError(f"{path}: could not read as JSON lines ({type(exc).__name__}: {exc})") from exc
     if dataset.startswith((".", "/", "~")) or dataset.endswith((".jsonl", ".json")):
         raise DataError(f"{dataset}: no such file or directory")
     try:
-        return datasets.load_dataset(dataset, config)
+        return datasets.load_dataset(dataset, config, cache_dir=cache_dir)
     except Exception as exc:
         raise DataError(f"could not load dataset {dataset!r} (config {config!r}): {exc}") from exc
 
 
-def _pairs(split, src: str, tgt: str, where: str) -> list[tuple[str, str]]:
+def _languages(split, where: str) -> list[str]:
+    """The language codes the ``translation`` column holds, read from the schema (so a
+    wrong language is reported before any row is read)."""
+    import datasets
+
     if "translation" not in split.column_names:
         raise DataError(f"{where}: no 'translation' column (expected the OPUS Books schema)")
-    pairs = []
-    for row in split["translation"]:
-        if not isinstance(row, dict) or src not in row or tgt not in row:
-            langs = sorted(row) if isinstance(row, dict) else []
-            raise DataError(f"{where}: language {src!r} or {tgt!r} not found; this dataset has {langs}")
-        s, t = (row[src] or "").strip(), (row[tgt] or "").strip()
-        if s and t:
-            pairs.append((s, t))
-    return pairs
+    feature = split.features["translation"]
+    if isinstance(feature, datasets.Translation):
+        return list(feature.languages)
+    if isinstance(feature, dict):
+        return list(feature)
+    raise DataError(f"{where}: the 'translation' column is {type(feature).__name__}, expected one "
+                    "{language: sentence} object per row (OPUS Books schema)")
+
+
+def _check_languages(split, src: str, tgt: str, where: str) -> None:
+    langs = _languages(split, where)
+    missing = [lang for lang in dict.fromkeys((src, tgt)) if lang not in langs]
+    if missing:
+        names = " and ".join(repr(m) for m in missing)
+        plural = "s" if len(missing) > 1 else ""
+        raise DataError(f"{where}: language{plural} {names} not found; this dataset has {sorted(langs)}")
+
+
+def _pick_languages(table, src: str, tgt: str):
+    """Arrow batch -> table of stripped (src, tgt) strings, empty or missing pairs dropped.
+    Runs inside ``Dataset.map`` on whole Arrow batches: no Python loop over rows."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = table.column("translation")
+    out = {}
+    for name, lang in (("src", src), ("tgt", tgt)):
+        text = pc.struct_field(column, lang)
+        if not pa.types.is_string(text.type) and not pa.types.is_large_string(text.type):
+            text = pc.cast(text, pa.string())
+        out[name] = pc.utf8_trim_whitespace(pc.fill_null(text, ""))
+    keep = pc.and_(pc.greater(pc.utf8_length(out["src"]), 0), pc.greater(pc.utf8_length(out["tgt"]), 0))
+    return pa.table(out).filter(keep)
+
+
+def select_pairs(split, src: str, tgt: str, where: str):
+    """``split`` reduced to string columns ``src``/``tgt``, empty pairs dropped (cached)."""
+    _check_languages(split, src, tgt, where)
+    picked = split.with_format("arrow").map(
+        _pick_languages, batched=True, batch_size=BATCH_ROWS, fn_kwargs={"src": src, "tgt": tgt},
+        remove_columns=split.column_names, desc=f"{where}: picking {src}-{tgt}",
+    )
+    return picked.with_format(None)
+
+
+def as_pairs(ds, limit: int | None = None) -> list[tuple[str, str]]:
+    """``(src, tgt)`` tuples of a picked dataset (the first ``limit`` rows)."""
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    cols = ds.with_format("arrow")[:]
+    return list(zip(cols.column("src").to_pylist(), cols.column("tgt").to_pylist()))
+
+
+def text_batches(ds, columns: Sequence[str] = ("src", "tgt"), batch_size: int = BATCH_ROWS) -> Iterator[list[str]]:
+    """Lists of sentences, column after column, for ``train_tokenizer`` (the ``tokenizers``
+    trainer takes batches and works on each one in parallel)."""
+    for column in columns:
+        for batch in ds.select_columns([column]).with_format("arrow").iter(batch_size=batch_size):
+            yield batch.column(column).to_pylist()
 
 
 def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None = None) -> list[tuple[str, str]]:
@@ -86,7 +173,49 @@ def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None 
     raw = load_raw(dataset, config)
     if split not in raw:
         raise DataError(f"{dataset}: no {split!r} split (has {sorted(raw)})")
-    return _pairs(raw[split], src, tgt, f"{dataset} [{split}]")
+    return as_pairs(select_pairs(raw[split], src, tgt, f"{dataset} [{split}]"))
+
+
+def carve_validation(n: int, val_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train indices, validation indices) of a seeded validation split carved out of ``n``
+    training rows: the same split every time for this seed (and the same as before the
+    Arrow path existed, so old runs stay reproducible)."""
+    rng = random.Random(seed)
+    order = list(range(n))
+    rng.shuffle(order)
+    n_val = min(val_size, max(1, n // 10))
+    val_idx = np.sort(np.asarray(order[:n_val], dtype=np.int64))
+    keep = np.ones(n, dtype=bool)
+    keep[val_idx] = False
+    return np.flatnonzero(keep), val_idx
+
+
+def load_parallel_dataset(
+    dataset: str,
+    src: str = "en",
+    tgt: str = "it",
+    config: str | None = None,
+    val_size: int = 1000,
+    seed: int = 0,
+    cache_dir: str | None = None,
+) -> ParallelDatasets:
+    """The splits as Arrow-backed datasets; scales to millions of pairs (see module doc)."""
+    if src == tgt:
+        raise DataError(f"source and target language are both {src!r}")
+    raw = load_raw(dataset, config, cache_dir=cache_dir)
+    if "train" not in raw:
+        raise DataError(f"{dataset}: no train split (has {sorted(raw)})")
+    train = select_pairs(raw["train"], src, tgt, f"{dataset} [train]")
+    if len(train) == 0:
+        raise DataError(f"{dataset}: the train split has no non-empty {src}-{tgt} pairs")
+    test = select_pairs(raw["test"], src, tgt, f"{dataset} [test]") if "test" in raw else None
+    if "validation" in raw:
+        validation = select_pairs(raw["validation"], src, tgt, f"{dataset} [validation]")
+    else:
+        train_idx, val_idx = carve_validation(len(train), val_size, seed)
+        validation = train.select(val_idx)
+        train = train.select(train_idx)
+    return ParallelDatasets(train=train, validation=validation, test=test, source=str(dataset))
 
 
 def load_parallel(
@@ -97,27 +226,8 @@ def load_parallel(
     val_size: int = 1000,
     seed: int = 0,
 ) -> ParallelData:
-    if src == tgt:
-        raise DataError(f"source and target language are both {src!r}")
-    raw = load_raw(dataset, config)
-    if "train" not in raw:
-        raise DataError(f"{dataset}: no train split (has {sorted(raw)})")
-    train = _pairs(raw["train"], src, tgt, f"{dataset} [train]")
-    if not train:
-        raise DataError(f"{dataset}: the train split has no non-empty {src}-{tgt} pairs")
-    test = _pairs(raw["test"], src, tgt, f"{dataset} [test]") if "test" in raw else []
-    if "validation" in raw:
-        validation = _pairs(raw["validation"], src, tgt, f"{dataset} [validation]")
-    else:
-        # carve a validation split out of train, the same one every time for this seed
-        rng = random.Random(seed)
-        order = list(range(len(train)))
-        rng.shuffle(order)
-        n_val = min(val_size, max(1, len(train) // 10))
-        val_idx = set(order[:n_val])
-        validation = [train[i] for i in sorted(val_idx)]
-        train = [p for i, p in enumerate(train) if i not in val_idx]
-    return ParallelData(train=train, validation=validation, test=test, source=str(dataset))
+    """:func:`load_parallel_dataset` as lists of ``(src, tgt)`` pairs (small corpora)."""
+    return load_parallel_dataset(dataset, src, tgt, config=config, val_size=val_size, seed=seed).to_lists()
 
 
 @dataclass
@@ -138,6 +248,94 @@ def encode_pairs(pairs, src_tok, tgt_tok, cfg) -> list[tuple[list[int], list[int
     for s, t in zip(src_ids, tgt_ids):
         out.append((s.ids[:limit], t.ids[: cfg.max_positions - 1]))
     return out
+
+
+class EncodedPairs(Sequence):
+    """Token ids of many pairs as four flat numpy arrays (ids and offsets per side).
+
+    A drop-in for the list that :func:`encode_pairs` returns (``enc[i]`` is a pair of id
+    lists, ``len(enc)`` the number of pairs), so :func:`token_budget_batches` and
+    :func:`make_batch` take either; a million pairs cost ~100 MB here instead of the
+    gigabytes of two million Python lists.
+    """
+
+    def __init__(self, src_ids: np.ndarray, src_offsets: np.ndarray, tgt_ids: np.ndarray, tgt_offsets: np.ndarray):
+        if len(src_offsets) != len(tgt_offsets):
+            raise ValueError("source and target offsets differ in length")
+        self.src_ids, self.src_offsets = src_ids, src_offsets
+        self.tgt_ids, self.tgt_offsets = tgt_ids, tgt_offsets
+
+    @classmethod
+    def from_pairs(cls, encoded) -> EncodedPairs:
+        def flat(seqs):
+            lengths = np.fromiter((len(x) for x in seqs), dtype=np.int64, count=len(seqs))
+            offsets = np.zeros(len(seqs) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            ids = np.fromiter((i for x in seqs for i in x), dtype=np.int32, count=int(offsets[-1]))
+            return ids, offsets
+
+        return cls(*flat([s for s, _ in encoded]), *flat([t for _, t in encoded]))
+
+    def __len__(self) -> int:
+        return len(self.src_offsets) - 1
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"pair index {i} out of range for {n} pairs")
+        i %= n
+        so, to = self.src_offsets, self.tgt_offsets
+        return (self.src_ids[so[i]: so[i + 1]].tolist(), self.tgt_ids[to[i]: to[i + 1]].tolist())
+
+    def lengths(self) -> tuple[np.ndarray, np.ndarray]:
+        """(source lengths, target lengths) without the specials."""
+        return np.diff(self.src_offsets), np.diff(self.tgt_offsets)
+
+
+def _encode_batch(batch, src_tok, tgt_tok, src_limit: int, tgt_limit: int) -> dict:
+    # encode_batch_fast skips the character offsets we never use
+    enc_s = getattr(src_tok, "encode_batch_fast", src_tok.encode_batch)
+    enc_t = getattr(tgt_tok, "encode_batch_fast", tgt_tok.encode_batch)
+    src = enc_s(batch["src"], add_special_tokens=False)
+    tgt = enc_t(batch["tgt"], add_special_tokens=False)
+    return {"src_ids": [e.ids[:src_limit] for e in src], "tgt_ids": [e.ids[:tgt_limit] for e in tgt]}
+
+
+def _list_column(table, name: str) -> tuple[np.ndarray, np.ndarray]:
+    import pyarrow.compute as pc
+
+    column = table.column(name).combine_chunks()
+    lengths = pc.list_value_length(column).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    ids = pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return ids, offsets
+
+
+def encode_dataset(ds, src_tok, tgt_tok, cfg, batch_size: int = BATCH_ROWS) -> EncodedPairs:
+    """Encode a picked dataset (columns ``src``/``tgt``) in a batched ``map``.
+
+    Same ids and truncation as :func:`encode_pairs`. The map is cached by ``datasets``
+    under a fingerprint of (data, both tokenizers, limits), so re-encoding the same corpus
+    with the same tokenizer reads the Arrow cache instead of tokenizing again.
+    """
+    import datasets
+
+    src_limit, tgt_limit = cfg.max_positions - 2, cfg.max_positions - 1
+    digest = hashlib.sha256()
+    for part in (ds._fingerprint, src_tok.to_str(), tgt_tok.to_str(), f"{src_limit}/{tgt_limit}/v1"):
+        digest.update(part.encode("utf-8"))
+    ids = datasets.List(datasets.Value("int32"))
+    encoded = ds.map(
+        _encode_batch, batched=True, batch_size=batch_size, remove_columns=ds.column_names,
+        fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok, "src_limit": src_limit, "tgt_limit": tgt_limit},
+        features=datasets.Features({"src_ids": ids, "tgt_ids": ids}), new_fingerprint=digest.hexdigest()[:32],
+        desc="encoding",
+    )
+    table = encoded.with_format("arrow")[:]
+    return EncodedPairs(*_list_column(table, "src_ids"), *_list_column(table, "tgt_ids"))
 
 
 def make_batch(examples, cfg) -> Batch:
@@ -165,10 +363,16 @@ def token_budget_batches(encoded, batch_tokens: int, seed: int, epoch: int) -> l
     (seed, epoch) always gives the same batches, so a resumed run sees the same data.
     """
     rng = random.Random(seed * 1_000_003 + epoch)
-    keyed = sorted(range(len(encoded)), key=lambda i: (len(encoded[i][1]) + len(encoded[i][0]) + rng.random() * 2))
+    if isinstance(encoded, EncodedPairs):
+        src_len, tgt_len = (a.tolist() for a in encoded.lengths())
+    else:
+        src_len, tgt_len = [len(s) for s, _ in encoded], [len(t) for _, t in encoded]
+    # one random draw per pair, in index order: the same batches as ever for a (seed, epoch)
+    keys = [tgt_len[i] + src_len[i] + rng.random() * 2 for i in range(len(src_len))]
+    keyed = sorted(range(len(keys)), key=keys.__getitem__)
     batches, current, max_s, max_t = [], [], 0, 0
     for i in keyed:
-        s, t = len(encoded[i][0]) + 2, len(encoded[i][1]) + 1
+        s, t = src_len[i] + 2, tgt_len[i] + 1
         new_s, new_t = max(max_s, s), max(max_t, t)
         if current and (len(current) + 1) * (new_s + new_t) > batch_tokens:
             batches.append(current)

@@ -16,12 +16,13 @@ Everything is computed in one call, so the app steps through it by slicing.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .model import Transformer, causal_mask
+from .trace import StepView, Trace  # noqa: F401  (re-exported: older imports)
 
 
 @dataclass
@@ -35,6 +36,11 @@ class GreedyResult:
     encoder_attn: np.ndarray | None = None  # (L, H, S, S)
     topk_ids: np.ndarray | None = None  # (T, k)
     topk_probs: np.ndarray | None = None  # (T, k)
+    lens_ids: np.ndarray | None = None  # (T, L_dec, LENS_K): logit lens, see greedy_decode
+    lens_probs: np.ndarray | None = None  # (T, L_dec, LENS_K)
+
+
+LENS_K = 5  # candidates the logit lens keeps per layer and step
 
 
 def max_new_tokens(model: Transformer, src_len: int | torch.Tensor):
@@ -54,6 +60,7 @@ def greedy_decode(
     forced_prefix: list[int] | None = None,
     need_trace: bool = False,
     top_k: int = 10,
+    head_mask: dict | None = None,
 ) -> GreedyResult:
     """Greedy decoding of a padded batch ``src`` (B, S) with a KV cache.
 
@@ -63,13 +70,19 @@ def greedy_decode(
 
     ``forced_prefix`` (batch of one): output ids to emit at steps 0..m-1 instead of the
     argmax, after which decoding goes on greedily ("what if the model had said X?").
-    ``need_trace`` (batch of one) records attention and top-k candidates at every step.
+    ``need_trace`` (batch of one) records attention and top-k candidates at every step,
+    and the logit lens (nostalgebraist 2020): what each decoder layer's output would
+    predict if it were the last, i.e. final norm then output projection, top ``LENS_K``.
+    The recorded arrays are trimmed to the emitted ids: T = len(ids[0]) steps.
+    ``head_mask`` silences heads (see ``Transformer.layer_head_masks``), e.g. a knock-out.
     """
     cfg = model.cfg
     B, S = src.shape
     if (need_trace or forced_prefix) and B != 1:
         raise ValueError("need_trace and forced_prefix work on one sentence at a time")
     forced_prefix = list(forced_prefix or [])
+    if cfg.tgt_pad_id in forced_prefix:
+        raise ValueError("a forced prefix cannot contain the [PAD] token")
     if len(forced_prefix) > cfg.max_positions:
         raise ValueError(f"forced prefix of {len(forced_prefix)} tokens exceeds max_positions={cfg.max_positions}")
     if max_steps is None:
@@ -80,14 +93,15 @@ def greedy_decode(
     max_steps = int(limits.max())
 
     src_mask = model.src_mask(src)
-    memory, enc_w = model.encode(src, src_mask, need_weights=need_trace)
+    memory, enc_w = model.encode(src, src_mask, need_weights=need_trace, head_mask=head_mask)
     ys = torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     cache = None
     out_ids: list[torch.Tensor] = []
-    self_rows, cross_rows, tk_ids, tk_probs = [], [], [], []
+    self_rows, cross_rows, tk_ids, tk_probs, lens_ids, lens_probs, lens_hidden = [], [], [], [], [], [], []
     for t in range(max_steps):
-        dec = model.decode(ys[:, -1:], memory, src_mask, cache=cache, need_weights=need_trace)
+        dec = model.decode(ys[:, -1:], memory, src_mask, cache=cache, need_weights=need_trace,
+                           head_mask=head_mask, need_hidden_states=need_trace)
         cache = dec.cache
         logits = model.project(dec.hidden[:, -1])  # (B, V)
         if t < len(forced_prefix):
@@ -101,6 +115,13 @@ def greedy_decode(
             tk_probs.append(p[0])
             self_rows.append(torch.stack([w[0, :, 0] for w in dec.self_attn]))  # (L, H, t+1)
             cross_rows.append(torch.stack([w[0, :, 0] for w in dec.cross_attn]))  # (L, H, S)
+            # logit lens: the last layer's row is exactly the logits above; the earlier
+            # layers' outputs are kept and projected after the loop in one matmul, which reads
+            # the (V, D) projection once instead of once per step and layer
+            lp, li = probs.topk(min(LENS_K, probs.shape[-1]), dim=-1)
+            lens_ids.append(li[0])
+            lens_probs.append(lp[0])
+            lens_hidden.append(torch.stack([h[0, -1] for h in dec.layer_hidden[:-1]]))  # (L - 1, D)
         nxt = torch.where(finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
         out_ids.append(nxt)
         finished = finished | (nxt == cfg.tgt_eos_id) | (t + 1 >= limits)
@@ -121,16 +142,29 @@ def greedy_decode(
         ids.append(seq)
     result = GreedyResult(ids=ids)
     if need_trace:
-        T = len(self_rows)
+        # a forced [EOS] or [PAD] can end the ids before the recorded steps do: keep only
+        # the steps whose output is in ids, so every array has T = len(ids[0]) rows
+        T = len(ids[0])
         L, H = self_rows[0].shape[:2]
         self_attn = torch.zeros(L, H, T, T)
-        for t, row in enumerate(self_rows):
+        for t, row in enumerate(self_rows[:T]):
             self_attn[:, :, t, : t + 1] = row
         result.self_attn = self_attn.numpy()
-        result.cross_attn = torch.stack(cross_rows, dim=2).float().numpy()  # (L, H, T, S)
+        result.cross_attn = torch.stack(cross_rows[:T], dim=2).float().numpy()  # (L, H, T, S)
         result.encoder_attn = torch.stack([w[0] for w in enc_w]).float().numpy()  # (L, H, S, S)
-        result.topk_ids = torch.stack(tk_ids).numpy()
-        result.topk_probs = torch.stack(tk_probs).numpy()
+        result.topk_ids = torch.stack(tk_ids[:T]).numpy()
+        result.topk_probs = torch.stack(tk_probs[:T]).numpy()
+        last_ids, last_probs = torch.stack(lens_ids[:T]), torch.stack(lens_probs[:T])  # (T, K): the output layer
+        if L > 1 and T > 0:
+            hidden = torch.stack(lens_hidden[:T])  # (T, L - 1, D)
+            early = model.project(model.decoder_norm(hidden)).float().softmax(dim=-1)  # (T, L - 1, V)
+            ep, ei = early.topk(last_ids.shape[-1], dim=-1)  # (T, L - 1, K)
+            last_ids = torch.cat([ei, last_ids[:, None]], dim=1)  # (T, L, K)
+            last_probs = torch.cat([ep, last_probs[:, None]], dim=1)
+        else:
+            last_ids, last_probs = last_ids[:, None], last_probs[:, None]  # (T, 1, K)
+        result.lens_ids = last_ids.numpy()  # (T, L, LENS_K)
+        result.lens_probs = last_probs.float().numpy()
     return result
 
 
@@ -152,106 +186,3 @@ def naive_greedy_decode(model: Transformer, src: torch.Tensor, max_steps: int) -
             break
         ys = torch.cat([ys, torch.tensor([[nxt]], device=src.device)], dim=1)
     return out
-
-
-@dataclass
-class StepView:
-    """Everything the viewer shows at step t: cheap slices of a :class:`Trace`."""
-
-    t: int
-    prefix_tokens: list[str]  # tgt_tokens[: t + 1], the decoder inputs so far
-    query_token: str  # tgt_tokens[t]
-    output_token: str  # tgt_tokens[t + 1]
-    decoder_self_attn: np.ndarray  # (L, H, t + 1): row t over the prefix
-    cross_attn: np.ndarray  # (L, H, S): row t over the source
-    topk_tokens: list[str]
-    topk_probs: np.ndarray  # (k,)
-
-
-@dataclass
-class Trace:
-    """One sentence, fully decoded and recorded. See the module docstring for the layout."""
-
-    src_text: str
-    translation: str
-    src_tokens: list[str]
-    src_ids: list[int]
-    tgt_tokens: list[str]
-    tgt_ids: list[int]
-    special_tokens: list[str]
-    encoder_attn: np.ndarray
-    decoder_self_attn: np.ndarray
-    cross_attn: np.ndarray
-    topk_ids: np.ndarray
-    topk_tokens: list[list[str]]
-    topk_probs: np.ndarray
-    positional_encoding: np.ndarray  # (max_positions, d_model): the model's own buffer
-    truncated: bool = False
-    n_src_tokens_dropped: int = 0
-    finished: bool = True  # ended on [EOS] (False: hit the step limit)
-    forced_prefix: list[int] = field(default_factory=list)
-
-    @property
-    def steps(self) -> int:
-        return len(self.tgt_tokens) - 1
-
-    @property
-    def n_layers(self) -> int:
-        return int(self.encoder_attn.shape[0])
-
-    @property
-    def n_heads(self) -> int:
-        return int(self.encoder_attn.shape[1])
-
-    def src_special_mask(self) -> list[bool]:
-        return [t in self.special_tokens for t in self.src_tokens]
-
-    def tgt_special_mask(self) -> list[bool]:
-        return [t in self.special_tokens for t in self.tgt_tokens]
-
-    def step(self, t: int) -> StepView:
-        if not 0 <= t < self.steps:
-            raise IndexError(f"step {t} out of range 0..{self.steps - 1}")
-        return StepView(
-            t=t,
-            prefix_tokens=self.tgt_tokens[: t + 1],
-            query_token=self.tgt_tokens[t],
-            output_token=self.tgt_tokens[t + 1],
-            decoder_self_attn=self.decoder_self_attn[:, :, t, : t + 1],
-            cross_attn=self.cross_attn[:, :, t, :],
-            topk_tokens=self.topk_tokens[t],
-            topk_probs=self.topk_probs[t],
-        )
-
-    def to_dict(self, pe_positions: int | None = None) -> dict:
-        """JSON-ready dict (schema in README, "Trace JSON"). The PE table is cut to
-        ``pe_positions`` rows (default: the source length) to keep downloads small."""
-        n = len(self.src_tokens) if pe_positions is None else pe_positions
-
-        def r(a: np.ndarray) -> list:
-            return np.round(a.astype(np.float64), 5).tolist()
-
-        return {
-            "schema": "transformer-trace/1",
-            "src_text": self.src_text,
-            "translation": self.translation,
-            "src_tokens": self.src_tokens,
-            "src_ids": self.src_ids,
-            "tgt_tokens": self.tgt_tokens,
-            "tgt_ids": self.tgt_ids,
-            "special_tokens": self.special_tokens,
-            "truncated": self.truncated,
-            "n_src_tokens_dropped": self.n_src_tokens_dropped,
-            "finished": self.finished,
-            "forced_prefix": self.forced_prefix,
-            "layers": self.n_layers,
-            "heads": self.n_heads,
-            "encoder_attn": r(self.encoder_attn),
-            "decoder_self_attn": r(self.decoder_self_attn),
-            "cross_attn": r(self.cross_attn),
-            "topk": [
-                [{"token": tok, "id": int(i), "prob": round(float(p), 5)} for tok, i, p in zip(toks, ids, probs)]
-                for toks, ids, probs in zip(self.topk_tokens, self.topk_ids, self.topk_probs)
-            ],
-            "positional_encoding": r(self.positional_encoding[:n]),
-        }

@@ -1,7 +1,7 @@
-"""Score a checkpoint on a JSONL test file with batched greedy decoding and sacrebleu.
+"""Score a checkpoint on a JSONL test file with batched greedy or beam decoding and sacrebleu.
 
-    python -m transformer.evaluate --checkpoint checkpoints/en-it \
-        --data ../shared/data/tatoeba-en-it/test.jsonl
+    python -m transformer.evaluate --checkpoint checkpoints/en-it --data data/tatoeba-en-it/test.jsonl
+    python -m transformer.evaluate --data data/tatoeba-en-it/test.jsonl --beam-size 4
 
 Progress goes to stderr; the last stdout line is one JSON object with at least
 ``bleu``, ``chrf``, ``n`` and ``seconds``.
@@ -17,10 +17,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .checkpoint import CheckpointError
+from .cli import fail, load_translator_or_exit
 from .data import DataError, load_split
-from .training import corpus_scores
-from .translator import load_translator
+from .metrics import corpus_scores
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -32,6 +31,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--tgt", default=None, help="target language (default: the checkpoint's)")
     p.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
+    p.add_argument("--beam-size", type=int, default=1, help="beam width k (1: greedy decoding)")
     p.add_argument("--output", default=None, help="write the hypotheses here, one per line")
     return p.parse_args(argv)
 
@@ -39,30 +39,23 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     if args.limit is not None and args.limit <= 0:
-        print("error: --limit must be positive", file=sys.stderr)
-        return 2
+        fail("--limit must be positive")
     if args.batch_size <= 0:
-        print("error: --batch-size must be positive", file=sys.stderr)
-        return 2
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        fail("--batch-size must be positive")
+    if args.beam_size <= 0:
+        fail("--beam-size must be at least 1")
+    tr = load_translator_or_exit(args.checkpoint)
     src, tgt = args.src or tr.cfg.src_lang, args.tgt or tr.cfg.tgt_lang
     path = Path(args.data)
     if not path.exists():
-        print(f"error: {path}: no such file or directory", file=sys.stderr)
-        return 2
+        fail(f"{path}: no such file or directory")
     split = args.split or ("train" if path.is_file() else "test")
     try:
         pairs = load_split(str(path), split, src, tgt)
     except DataError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        fail(str(exc))
     if not pairs:
-        print(f"error: {path}: no {src}-{tgt} pairs to score in split {split!r}", file=sys.stderr)
-        return 2
+        fail(f"{path}: no {src}-{tgt} pairs to score in split {split!r}")
     pairs = pairs[: args.limit] if args.limit else pairs
 
     start = time.perf_counter()
@@ -71,17 +64,17 @@ def main(argv=None) -> int:
         for i in range(0, len(pairs), args.batch_size):
             chunk = pairs[i : i + args.batch_size]
             try:
-                hyps.extend(tr.translate([s for s, _ in chunk], batch_size=args.batch_size))
+                hyps.extend(tr.translate([s for s, _ in chunk], batch_size=args.batch_size,
+                                         beam_size=args.beam_size))
             except ValueError as exc:  # e.g. a source that is only control characters
-                print(f"error: {path}: pair {i + 1}+: {exc}", file=sys.stderr)
-                return 2
+                fail(f"{path}: pair {i + 1}+: {exc}")
             bar.update(len(chunk))
     seconds = time.perf_counter() - start
     scores = corpus_scores(hyps, [t for _, t in pairs])
     if args.output:
         Path(args.output).write_text("\n".join(hyps) + "\n", encoding="utf-8")
-    print(json.dumps({**scores, "n": len(pairs), "seconds": round(seconds, 2), "checkpoint": str(args.checkpoint),
-                      "data": str(path), "src": src, "tgt": tgt}))
+    print(json.dumps({**scores, "n": len(pairs), "beam_size": args.beam_size, "seconds": round(seconds, 2),
+                      "checkpoint": str(args.checkpoint), "data": str(path), "src": src, "tgt": tgt}))
     return 0
 
 

@@ -112,8 +112,14 @@ class MultiHeadAttention(nn.Module):
         v: torch.Tensor,
         mask: torch.Tensor | None,
         need_weights: bool = False,
+        head_mask: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x_q: (B, T, D); k, v: (B, H, S, d_k); mask: bool, broadcastable to (B, H, T, S).
+
+        ``head_mask`` (B or 1, H), 1 = keep, 0 = silence: each head's output is scaled
+        before the heads are concatenated and mixed by ``o_proj``, so a silenced head
+        contributes nothing (the knock-out of Michel et al. 2019). Its weights are still
+        returned: they show where the head *would* have looked.
 
         Returns the output (B, T, D) and, if asked, the post-softmax weights (B, H, T, S)
         taken before dropout.
@@ -130,6 +136,8 @@ class MultiHeadAttention(nn.Module):
             out = F.dropout(weights, p=p, training=self.training) @ v  # (B, H, T, d_k)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        if head_mask is not None:
+            out = out * head_mask[:, :, None, None]  # (B, H, T, d_k) * (B, H, 1, 1)
         out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         return self.o_proj(out), weights
 
@@ -178,10 +186,10 @@ class EncoderLayer(nn.Module):
         self.self_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
 
-    def forward(self, x, src_mask, need_weights=False):
+    def forward(self, x, src_mask, need_weights=False, head_mask=None):
         def attend(h):
             k, v = self.self_attn.project_kv(h)
-            return self.self_attn(h, k, v, src_mask, need_weights)
+            return self.self_attn(h, k, v, src_mask, need_weights, head_mask)
 
         x, (weights,) = self.self_attn_block(x, attend)
         x, _ = self.ffn_block(x, lambda h: (self.ffn(h),))
@@ -210,7 +218,8 @@ class DecoderLayer(nn.Module):
         self.cross_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
 
-    def forward(self, x, memory, self_mask, cross_mask, cache: LayerCache | None = None, need_weights=False):
+    def forward(self, x, memory, self_mask, cross_mask, cache: LayerCache | None = None, need_weights=False,
+                self_head_mask=None, cross_head_mask=None):
         """x: (B, T, D) new target positions; memory: (B, S, D) encoder output.
 
         With a cache, ``x`` holds only the new positions and the cached self K/V are the
@@ -225,7 +234,7 @@ class DecoderLayer(nn.Module):
                 k = torch.cat([cache.self_k, k], dim=2)  # (B, H, past + T, d_k)
                 v = torch.cat([cache.self_v, v], dim=2)
             new["self_k"], new["self_v"] = k, v
-            return self.self_attn(h, k, v, self_mask, need_weights)
+            return self.self_attn(h, k, v, self_mask, need_weights, self_head_mask)
 
         def cross_attend(h):
             if cache is not None:
@@ -233,7 +242,7 @@ class DecoderLayer(nn.Module):
             else:
                 k, v = self.cross_attn.project_kv(memory)
             new["cross_k"], new["cross_v"] = k, v
-            return self.cross_attn(h, k, v, cross_mask, need_weights)
+            return self.cross_attn(h, k, v, cross_mask, need_weights, cross_head_mask)
 
         x, (self_w,) = self.self_attn_block(x, self_attend)
         x, (cross_w,) = self.cross_attn_block(x, cross_attend)
@@ -247,6 +256,8 @@ class DecoderOutput:
     cache: list[LayerCache]
     self_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, past + T)
     cross_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, S)
+    # with need_hidden_states: each layer's output (B, T, D), before the final norm (logit lens)
+    layer_hidden: list[torch.Tensor] = field(default_factory=list)
 
 
 @dataclass
@@ -255,6 +266,20 @@ class Seq2SeqOutput:
     encoder_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, S, S)
     decoder_self_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, T)
     cross_attn: list[torch.Tensor] = field(default_factory=list)  # per layer (B, H, T, S)
+
+
+HEAD_MASK_KINDS = ("encoder", "decoder_self", "cross")
+
+
+def check_head_mask(head_mask: dict | None) -> None:
+    """A head mask is ``None`` or a dict with some of the keys of ``HEAD_MASK_KINDS``."""
+    if head_mask is None:
+        return
+    if not isinstance(head_mask, dict):
+        raise TypeError(f"head_mask must be a dict with keys {HEAD_MASK_KINDS} or None, got {type(head_mask).__name__}")
+    unknown = sorted(set(head_mask) - set(HEAD_MASK_KINDS))
+    if unknown:
+        raise ValueError(f"unknown head_mask keys {unknown}; expected some of {list(HEAD_MASK_KINDS)}")
 
 
 def causal_mask(T: int, offset: int = 0, device=None) -> torch.Tensor:
@@ -310,15 +335,47 @@ class Transformer(nn.Module):
         pad = (tgt != self.cfg.tgt_pad_id)[:, None, None, :]  # (B, 1, 1, T)
         return pad & causal_mask(T, device=tgt.device)  # (B, 1, T, T)
 
+    def layer_head_masks(self, head_mask: dict | None, kind: str, batch: int, dtype=torch.float32, device=None):
+        """Per-layer slices (B or 1, H) of ``head_mask[kind]``, or ``None`` per layer.
+
+        ``head_mask[kind]`` is (L, H) (one mask for the whole batch) or (B, L, H) (one per
+        row, e.g. head importance runs every single-head knock-out in one batch); values
+        are 1 = keep, 0 = silence, any float or bool dtype.
+        """
+        n_layers = len(self.encoder_layers) if kind == "encoder" else len(self.decoder_layers)
+        m = None if head_mask is None else head_mask.get(kind)
+        if m is None:
+            return [None] * n_layers
+        m = torch.as_tensor(m, device=device).to(dtype)
+        if m.dim() == 2:
+            m = m[None]  # (1, L, H)
+        if m.dim() != 3 or tuple(m.shape[1:]) != (n_layers, self.cfg.h):
+            raise ValueError(
+                f"head_mask[{kind!r}] must be (layers, heads) = ({n_layers}, {self.cfg.h}) or "
+                f"(batch, {n_layers}, {self.cfg.h}), got {tuple(m.shape)}"
+            )
+        if m.shape[0] not in (1, batch):
+            raise ValueError(f"head_mask[{kind!r}] has a batch of {m.shape[0]} masks for a batch of {batch} rows")
+        return [m[:, i] for i in range(n_layers)]  # each (B or 1, H)
+
     # stacks ----------------------------------------------------------------------
-    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None, need_weights: bool = False):
-        """src: (B, S) ids. Returns memory (B, S, D) and per-layer weights (B, H, S, S)."""
+    def encode(
+        self,
+        src: torch.Tensor,
+        src_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+        head_mask: dict | None = None,
+    ):
+        """src: (B, S) ids. Returns memory (B, S, D) and per-layer weights (B, H, S, S).
+        ``head_mask``: see :meth:`layer_head_masks`; only its "encoder" entry is used here."""
+        check_head_mask(head_mask)
         if src_mask is None:
             src_mask = self.src_mask(src)
         x = self.pos_encoding(self.src_embed(src))
+        masks = self.layer_head_masks(head_mask, "encoder", src.shape[0], x.dtype, x.device)
         weights = []
-        for layer in self.encoder_layers:
-            x, w = layer(x, src_mask, need_weights)
+        for layer, hm in zip(self.encoder_layers, masks):
+            x, w = layer(x, src_mask, need_weights, hm)
             if need_weights:
                 weights.append(w)
         return self.encoder_norm(x), weights
@@ -331,23 +388,36 @@ class Transformer(nn.Module):
         tgt_mask: torch.Tensor | None = None,
         cache: list[LayerCache] | None = None,
         need_weights: bool = False,
+        head_mask: dict | None = None,
+        need_hidden_states: bool = False,
     ) -> DecoderOutput:
         """tgt: (B, T) ids of the *new* positions. With ``cache`` the earlier positions'
-        K/V are reused and positions start after them; without, positions start at 0."""
+        K/V are reused and positions start after them; without, positions start at 0.
+
+        ``head_mask``: its "decoder_self" and "cross" entries (see :meth:`layer_head_masks`).
+        ``need_hidden_states`` keeps each layer's output for the logit lens.
+        """
+        check_head_mask(head_mask)
         offset = 0 if cache is None else cache[0].self_k.shape[2]
         if tgt_mask is None and tgt.shape[1] > 1:
             # one new position (a cached decoding step) may see every key: no mask needed
             tgt_mask = causal_mask(tgt.shape[1], offset, device=tgt.device)
         x = self.pos_encoding(self.tgt_embed(tgt), offset=offset)
+        B = tgt.shape[0]
+        self_masks = self.layer_head_masks(head_mask, "decoder_self", B, x.dtype, x.device)
+        cross_masks = self.layer_head_masks(head_mask, "cross", B, x.dtype, x.device)
         out = DecoderOutput(hidden=x, cache=[])
         for i, layer in enumerate(self.decoder_layers):
             x, sw, cw, layer_cache = layer(
-                x, memory, tgt_mask, src_mask, None if cache is None else cache[i], need_weights
+                x, memory, tgt_mask, src_mask, None if cache is None else cache[i], need_weights,
+                self_masks[i], cross_masks[i],
             )
             out.cache.append(layer_cache)
             if need_weights:
                 out.self_attn.append(sw)
                 out.cross_attn.append(cw)
+            if need_hidden_states:
+                out.layer_hidden.append(x)
         out.hidden = self.decoder_norm(x)
         return out
 
@@ -356,11 +426,18 @@ class Transformer(nn.Module):
             return self.proj(hidden)
         return F.linear(hidden, self.tgt_embed.weight)  # (B, T, V_tgt)
 
-    def forward(self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False) -> Seq2SeqOutput:
-        """Teacher-forced pass: src (B, S), tgt (B, T) decoder inputs ([SOS] y1 ... )."""
+    def forward(
+        self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False, head_mask: dict | None = None
+    ) -> Seq2SeqOutput:
+        """Teacher-forced pass: src (B, S), tgt (B, T) decoder inputs ([SOS] y1 ... ).
+
+        ``head_mask``: ``{"encoder" | "decoder_self" | "cross": (L, H) or (B, L, H)}``,
+        1 = keep, 0 = silence that head (see :meth:`layer_head_masks`). Passed in per
+        call, never stored, so concurrent requests cannot leak masks into each other.
+        """
         src_mask = self.src_mask(src)
-        memory, enc_w = self.encode(src, src_mask, need_weights)
-        dec = self.decode(tgt, memory, src_mask, self.tgt_mask(tgt), need_weights=need_weights)
+        memory, enc_w = self.encode(src, src_mask, need_weights, head_mask=head_mask)
+        dec = self.decode(tgt, memory, src_mask, self.tgt_mask(tgt), need_weights=need_weights, head_mask=head_mask)
         return Seq2SeqOutput(self.project(dec.hidden), enc_w, dec.self_attn, dec.cross_attn)
 
 

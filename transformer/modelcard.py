@@ -1,10 +1,24 @@
-"""The model card written beside a trained checkpoint (``README.md`` in the directory)."""
+"""The model card written beside a trained checkpoint (``README.md`` in the directory).
+
+Built with ``huggingface_hub``'s :class:`~huggingface_hub.ModelCard` and
+:class:`~huggingface_hub.ModelCardData`, so the YAML metadata is exactly what the hub
+parses: ``pipeline_tag: translation`` and the languages put the model in the hub's
+translation listings, and a ``model-index`` (one :class:`~huggingface_hub.EvalResult` per
+split and metric) makes the hub show the BLEU/chrF scores on the model page. The body is
+for people: the command that made the model, its size and wall time, the scores, samples,
+the data credit and what the model is not good at.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from .config import TransformerConfig
 
 TATOEBA_CREDIT = "Tatoeba (tatoeba.org), CC-BY 2.0 FR"
+# the hub dataset the shipped corpus comes from (the Tatoeba MT Challenge release v2021-08-07)
+TATOEBA_HUB_ID = "Helsinki-NLP/tatoeba_mt"
+METRIC_NAMES = {"bleu": "BLEU", "chrf": "chrF"}
 
 
 def _table(rows: list[dict]) -> str:
@@ -21,36 +35,146 @@ def _table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
-               samples: list[tuple[str, str, str]], data_source: str) -> str:
-    val = metrics.get("validation", {})
-    sample_lines = "\n".join(f"| {s} | {r} | {h} |" for s, r, h in samples)
-    credit = f"\n## Data\n\nTrained on {data_source}.\n"
-    if "tatoeba" in data_source.lower():
-        credit += f"Sentences from {TATOEBA_CREDIT}.\n"
-    return f"""---
-language: [{cfg.src_lang}, {cfg.tgt_lang}]
-license: mit
-tags: [translation, transformer, from-scratch]
----
-# {cfg.src_lang}->{cfg.tgt_lang} Transformer (from scratch)
+def _cell(text: str) -> str:
+    """Sample text made safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
 
-An encoder-decoder Transformer ("Attention Is All You Need") written from scratch in PyTorch.
 
-- Command: `{command}`
-- Parameters: {n_params:,}
-- Shape: d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers,
-  {cfg.norm_placement}-norm, tied embeddings: {cfg.tie_embeddings}, vocabulary {cfg.src_vocab_size}/{cfg.tgt_vocab_size}
-- Training wall time: {metrics.get("train_minutes")} minutes
-- Validation (greedy, sacrebleu): BLEU {val.get("bleu")}, chrF {val.get("chrf")}
-{credit}
-## Training history
+def display_source(data_source: str) -> str:
+    """A local data path as the repository-relative path people can reproduce
+    (``data/tatoeba-en-it``), not this machine's absolute path."""
+    path = Path(str(data_source)).expanduser()
+    root = Path(__file__).resolve().parent.parent
+    try:
+        return path.resolve().relative_to(root).as_posix() if path.exists() else str(data_source)
+    except ValueError:
+        return str(data_source)
 
-{_table(history)}
 
-## Validation samples
+def dataset_metadata(data_source: str, src_lang: str, tgt_lang: str) -> tuple[str | None, str]:
+    """(hub dataset id or None, readable name) for ``data_source`` (a hub id or a local path)."""
+    src = str(data_source)
+    local = Path(src).expanduser().exists() or src.startswith((".", "/", "~")) or src.endswith((".jsonl", ".json"))
+    if not local:
+        return src, src
+    name = Path(src).name or src
+    if "tatoeba" in src.lower():
+        return TATOEBA_HUB_ID, f"Tatoeba {src_lang}-{tgt_lang} ({name})"
+    return None, name
+
+
+def _eval_results(scores_by_split: dict[str, dict], dataset_id: str | None, dataset_name: str,
+                  src_lang: str, tgt_lang: str) -> list:
+    from huggingface_hub import EvalResult
+
+    out = []
+    for split, scores in scores_by_split.items():
+        for key, pretty in METRIC_NAMES.items():
+            if scores.get(key) is None:
+                continue
+            out.append(EvalResult(
+                task_type="translation", task_name=f"Translation {src_lang}-{tgt_lang}",
+                dataset_type=dataset_id or dataset_name, dataset_name=dataset_name, dataset_split=split,
+                metric_type=key, metric_name=f"{split} {pretty} (greedy, sacrebleu)", metric_value=float(scores[key]),
+            ))
+    return out
+
+
+def build_model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
+                     samples: list[tuple[str, str, str]], data_source: str, *, test_scores: dict | None = None,
+                     dataset_id: str | None = None, license: str = "mit", model_name: str | None = None):
+    """The card as a :class:`huggingface_hub.ModelCard`.
+
+    ``metrics`` is the checkpoint's metrics.json content; its ``validation`` and (when
+    present) ``test`` entries (``{"bleu": .., "chrf": ..}``) become the scores table and the
+    model-index. ``test_scores`` overrides ``metrics["test"]``.
+    """
+    from huggingface_hub import ModelCard, ModelCardData
+
+    src, tgt = cfg.src_lang, cfg.tgt_lang
+    guessed_id, dataset_name = dataset_metadata(data_source, src, tgt)
+    dataset_id = dataset_id or guessed_id
+    scores = {}
+    if metrics.get("validation"):
+        scores["validation"] = metrics["validation"]
+    test = test_scores if test_scores is not None else metrics.get("test")
+    if test:
+        scores["test"] = test
+    model_name = model_name or f"transformer-{src}-{tgt}-from-scratch"
+    data = ModelCardData(
+        language=[src, tgt], license=license, pipeline_tag="translation",
+        tags=["translation", "transformer", "from-scratch", "attention-visualization"],
+        datasets=[dataset_id] if dataset_id else None, metrics=["bleu", "chrf"], model_name=model_name,
+        eval_results=_eval_results(scores, dataset_id, dataset_name, src, tgt) or None,
+    )
+
+    shape = (f"d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers} encoder + "
+             f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm")
+    score_rows = "\n".join(f"| {split} | {s.get('bleu')} | {s.get('chrf')} |" for split, s in scores.items())
+    sample_lines = "\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |" for s, r, h in samples)
+    credit = f"Trained on {display_source(data_source)}."
+    if "tatoeba" in str(data_source).lower():
+        credit += f" Sentences from {TATOEBA_CREDIT}."
+    body = f"""
+# {src}->{tgt} Transformer (from scratch)
+
+An encoder-decoder Transformer ("Attention Is All You Need") written from scratch in PyTorch,
+small enough to look inside: every attention map of every layer and head can be inspected
+while it translates.
+
+| | |
+|---|---|
+| command | `{_cell(command)}` |
+| training wall time | {metrics.get("train_minutes")} minutes |
+| parameters | {n_params:,} |
+| shape | {shape} |
+| vocabulary | {cfg.src_vocab_size} (source) / {cfg.tgt_vocab_size} (target), tied embeddings: {cfg.tie_embeddings} |
+| stored as | {cfg.storage_dtype} safetensors |
+
+## Use
+
+```python
+from transformer import load_translator   # this project's package
+tr = load_translator("path/to/this/folder")  # or the hub repo id 'owner/name'
+tr.translate(["Where is the station?"])
+```
+
+or explore it in the attention viewer: `python app.py --checkpoint <folder or owner/name>`.
+
+## Scores
+
+Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
+
+| split | BLEU | chrF |
+|---|---|---|
+{score_rows}
+
+## Samples (validation)
 
 | source | reference | model |
 |---|---|---|
 {sample_lines}
+
+## Data
+
+{credit}
+
+## Limitations
+
+A small teaching model trained on short everyday sentences: it loses track of long sentences
+(and can degenerate into repetition), splits and often mistranslates rare words and names
+(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms
+word by word, and knows nothing of technical, legal or literary text. It is not a
+production translator.
+
+## Training history (validation, greedy)
+
+{_table(history)}
 """
+    return ModelCard(f"---\n{data.to_yaml()}\n---\n{body}")
+
+
+def model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
+               samples: list[tuple[str, str, str]], data_source: str, **kwargs) -> str:
+    """The card's Markdown text (``README.md``); keyword arguments as :func:`build_model_card`."""
+    return str(build_model_card(cfg, n_params, command, history, metrics, samples, data_source, **kwargs))

@@ -43,8 +43,13 @@ def new_bpe_tokenizer() -> Tokenizer:
     return tok
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: int = 2) -> Tokenizer:
-    """Train a BPE tokenizer; ``texts`` is any iterable of sentences (one or both languages)."""
+def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], vocab_size: int, min_frequency: int = 2,
+                    length: int | None = None) -> Tokenizer:
+    """Train a BPE tokenizer on ``texts``: any iterable of sentences, or of *lists* of
+    sentences (batches, e.g. :func:`transformer.data.text_batches`). Batches are how a large
+    corpus should come in: nothing holds the whole corpus as Python strings, and the Rust
+    trainer counts each batch in parallel. ``length`` (number of items, optional) only
+    feeds the trainer's progress estimate."""
     tok = new_bpe_tokenizer()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
@@ -52,7 +57,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, min_frequency: int = 
         special_tokens=SPECIAL_TOKENS,
         show_progress=False,
     )
-    tok.train_from_iterator(texts, trainer=trainer)
+    tok.train_from_iterator(texts, trainer=trainer, length=length)
     return tok
 
 

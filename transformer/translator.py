@@ -13,8 +13,10 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
+from . import analysis
 from .checkpoint import load_checkpoint, read_metrics
-from .decoding import Trace, greedy_decode
+from .decoding import greedy_decode
+from .trace import Trace
 from .model import Transformer
 from .tokenizer import SPECIAL_TOKENS, encode
 
@@ -58,17 +60,28 @@ class Translator:
         return self.tgt_tok.decode([i for i in ids if i not in specials], skip_special_tokens=False)
 
     @torch.no_grad()
-    def translate(self, sentences: list[str], batch_size: int = 64) -> list[str]:
-        """Batched greedy translation. Sentences are sorted by length so each batch pads
-        little; results come back in input order. Empty sentences raise ``ValueError``."""
-        if isinstance(sentences, str):
-            sentences = [sentences]
+    def translate(self, sentences: list[str], batch_size: int = 64, beam_size: int = 1) -> list[str]:
+        """Batched translation of a list of sentences, greedy when ``beam_size`` is 1,
+        beam search (``transformer.beam``) otherwise. Sentences are sorted by length so
+        each batch pads little; results come back in input order. Empty sentences raise
+        ``ValueError``; anything but a list (or tuple) of strings raises ``TypeError``."""
+        if not isinstance(sentences, (list, tuple)):
+            hint = " (wrap one sentence in a list: translate([text]))" if isinstance(sentences, str) else ""
+            raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}{hint}")
+        if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
+            raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        if beam_size > 1:
+            from .beam import translate_beam
+
+            return translate_beam(self, list(sentences), beam_size=beam_size, batch_size=batch_size)
         encoded = []
         for i, s in enumerate(sentences):
             try:
                 encoded.append(self.encode_source(s).ids)
-            except ValueError as exc:
-                raise ValueError(f"sentence {i}: {exc}") from None
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"sentence {i}: {exc}") from None
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         results: list[str] = [""] * len(encoded)
         for start in range(0, len(order), batch_size):
@@ -83,44 +96,59 @@ class Translator:
         return results
 
     @torch.no_grad()
-    def trace(self, text: str, forced_prefix: list[int] | None = None, top_k: int = 10) -> Trace:
-        """Decode one sentence greedily and record everything (see ``decoding.Trace``).
+    def trace(
+        self, text: str, forced_prefix: list[int] | None = None, top_k: int = 10, head_mask: dict | None = None
+    ) -> Trace:
+        """Decode one sentence greedily and record everything (see ``trace.Trace``):
+        attention, top-k, logit lens, attention rollout and per-head diagnostics.
 
         ``forced_prefix``: target ids to emit first, e.g. the original output up to step
         t with the 2nd candidate at step t, after which decoding goes on greedily.
+        ``head_mask``: silence heads while decoding (``Transformer.forward``), e.g. to
+        step through a knocked-out model.
         """
         src = self.encode_source(text)
         for i in forced_prefix or []:
             if not 0 <= int(i) < self.cfg.tgt_vocab_size:
                 raise ValueError(f"forced token id {i} is outside the target vocabulary")
+            if int(i) == self.cfg.tgt_pad_id:
+                raise ValueError(f"forced token id {i} is [PAD], which the decoder never emits")
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
         res = greedy_decode(
-            self.model, torch.tensor([src.ids]), forced_prefix=forced_prefix, need_trace=True, top_k=top_k
+            self.model, torch.tensor([src.ids]), forced_prefix=forced_prefix, need_trace=True, top_k=top_k,
+            head_mask=head_mask,
         )
-        out_ids = res.ids[0]
-        T = res.self_attn.shape[2]
-        # a forced [EOS] (or pad) can end the ids list before the recorded steps do
-        tgt_ids = [self.cfg.tgt_sos_id, *out_ids][: T + 1]
-        T = len(tgt_ids) - 1
-        return Trace(
+        out_ids = res.ids[0]  # greedy_decode trims every recorded array to these steps
+        tgt_ids = [self.cfg.tgt_sos_id, *out_ids]
+        tok = self.tgt_tok.id_to_token
+        trace = Trace(
             src_text=text,
             translation=self._decode_text(out_ids),
             src_tokens=[self.src_tok.id_to_token(i) for i in src.ids],
             src_ids=src.ids,
-            tgt_tokens=[self.tgt_tok.id_to_token(i) for i in tgt_ids],
+            tgt_tokens=[tok(i) for i in tgt_ids],
             tgt_ids=tgt_ids,
             special_tokens=list(SPECIAL_TOKENS),
             encoder_attn=res.encoder_attn,
-            decoder_self_attn=res.self_attn[:, :, :T, :T],
-            cross_attn=res.cross_attn[:, :, :T],
-            topk_ids=res.topk_ids[:T],
-            topk_tokens=[[self.tgt_tok.id_to_token(int(i)) for i in row] for row in res.topk_ids[:T]],
-            topk_probs=res.topk_probs[:T],
+            decoder_self_attn=res.self_attn,
+            cross_attn=res.cross_attn,
+            topk_ids=res.topk_ids,
+            topk_tokens=[[tok(i) for i in row] for row in res.topk_ids.tolist()],
+            topk_probs=res.topk_probs,
             positional_encoding=self.model.pos_encoding.pe.numpy(),
             truncated=src.truncated,
             n_src_tokens_dropped=src.n_dropped,
             finished=bool(out_ids) and out_ids[-1] == self.cfg.tgt_eos_id,
             forced_prefix=list(forced_prefix or []),
+            logit_lens_tokens=[[[tok(i) for i in rank] for rank in layer] for layer in res.lens_ids.tolist()],
+            logit_lens_ids=res.lens_ids,
+            logit_lens_probs=res.lens_probs,
         )
+        trace.encoder_rollout = analysis.encoder_rollout(trace.encoder_attn)
+        trace.rollout = analysis.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)
+        trace.head_stats = analysis.head_stats(trace)
+        return trace
 
 
 def load_translator(name_or_path: str | Path = "checkpoints/en-it") -> Translator:

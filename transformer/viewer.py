@@ -1,140 +1,56 @@
-"""What the app shows for a trace at step t: token chips, texts and figures.
+"""The few texts the app's Python side still writes about a trace; the browser draws the rest.
 
-Pure functions of (trace, step, view settings), so ``app.py`` only wires widgets to them
-and every number on screen can be traced to ``decoding.Trace`` through this file.
+Every chart and every per-step text is made in the browser (``transformer/web/``) from
+the payload of :mod:`transformer.payload`. What stays here needs the model or is shown
+outside the viewer: the What-if prefix, the label of a forced translation, and the
+notices about truncation and unknown text. Steps are 1-based in every text, as in the UI.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from .payload import unk_fraction
+from .trace import Trace
 
-import numpy as np
-import plotly.graph_objects as go
-
-from . import viz
-from .decoding import Trace
-
-ENCODER, DECODER, CROSS = "Encoder self-attention", "Decoder self-attention", "Cross-attention"
-VIEWS = [ENCODER, DECODER, CROSS]
+UNK = "[UNK]"
+MEANINGLESS_UNK_SHARE = 0.5  # at least this share of [UNK] subwords: the output means nothing
 
 
-def head_choices(n_heads: int) -> list[tuple[str, str]]:
-    return [("mean over heads", "mean"), ("max over heads", "max")] + [
-        (f"head {h + 1}", str(h)) for h in range(n_heads)
-    ]
+def display_token(tok: str) -> str:
+    """A subword as a reader sees it: the word-start marker ▁ becomes nothing."""
+    return tok.replace("▁", "").strip() or tok
 
 
-def layer_choices(n_layers: int) -> list[tuple[str, int]]:
-    return [(f"layer {i + 1}", i) for i in range(n_layers)]
-
-
-def token_chips(tokens: list[str], special: list[str], current: int | None = None) -> list[tuple[str, str | None]]:
-    """(text, category) pairs for ``gr.HighlightedText``: specials and the current token marked."""
-    chips = []
-    for i, tok in enumerate(tokens):
-        if i == current:
-            chips.append((tok, "current"))
-        elif tok in special:
-            chips.append((tok, "special"))
-        else:
-            chips.append((tok, None))
-    return chips
-
-
-@dataclass
-class AttentionData:
-    attn: np.ndarray  # (L, H, Q, K)
-    q_tokens: list[str]
-    k_tokens: list[str]
-    q_title: str
-    k_title: str
-    causal: bool
-    current_row: int | None
-    q_special: list[bool]
-    k_special: list[bool]
-
-
-def step_query_labels(trace: Trace) -> list[str]:
-    """Decoder query rows read input token t and emit token t+1: label both."""
-    return [f"{trace.tgt_tokens[t]} → {trace.tgt_tokens[t + 1]}" for t in range(trace.steps)]
-
-
-def attention_data(trace: Trace, view: str, t: int | None) -> AttentionData:
-    src_special = trace.src_special_mask()
-    tgt_special = trace.tgt_special_mask()
-    if view == ENCODER:
-        return AttentionData(trace.encoder_attn, trace.src_tokens, trace.src_tokens, "query: source token",
-                             "key: source token", False, None, src_special, src_special)
-    q_tokens = step_query_labels(trace)
-    q_special = tgt_special[: trace.steps]
-    if view == DECODER:
-        return AttentionData(trace.decoder_self_attn, q_tokens, trace.tgt_tokens[: trace.steps],
-                             "query: generated token (step)", "key: earlier generated token", True, t,
-                             q_special, q_special)
-    if view == CROSS:
-        return AttentionData(trace.cross_attn, q_tokens, trace.src_tokens, "query: generated token (step)",
-                             "key: source token", False, t, q_special, src_special)
-    raise ValueError(f"unknown view {view!r}; pick one of {VIEWS}")
-
-
-def _keep(special: list[bool], hide: bool) -> list[int]:
-    return [i for i, s in enumerate(special) if not (hide and s)]
-
-
-def attention_figure(trace: Trace, view: str, t: int, layer: int, head: str | int, hide_special: bool) -> go.Figure:
-    d = attention_data(trace, view, t)
-    layer = min(layer, d.attn.shape[0] - 1)
-    head_name = {"mean": "mean over heads", "max": "max over heads"}.get(str(head)) or f"head {int(head) + 1}"
-    title = f"{view}: layer {layer + 1}, {head_name}" + ("" if view == ENCODER else f" (step {t})")
-    return viz.attention_figure(
-        viz.reduce_heads(d.attn, layer, head if head in ("mean", "max") else int(head)),
-        d.q_tokens, d.k_tokens, title=title, q_title=d.q_title, k_title=d.k_title, causal=d.causal,
-        current_row=d.current_row, q_keep=_keep(d.q_special, hide_special), k_keep=_keep(d.k_special, hide_special),
-    )
-
-
-def grid_figure(trace: Trace, view: str, t: int, layer: int) -> go.Figure:
-    """All layers x heads of ``view``; very long inputs fall back to the selected layer."""
-    d = attention_data(trace, view, t)
-    L = d.attn.shape[0]
-    layer = min(layer, L - 1)
-    layers = list(range(L)) if d.attn.size <= viz.GRID_CELL_BUDGET else [layer]
-    return viz.heads_grid_figure(d.attn, d.q_tokens, d.k_tokens, title=f"All heads: {view}", causal=d.causal,
-                                 current_row=d.current_row, layers=layers)
-
-
-def step_text(trace: Trace, t: int) -> str:
-    s = trace.step(t)
-    p = float(s.topk_probs[0]) if s.topk_tokens and s.topk_tokens[0] == s.output_token else None
-    forced = t < len(trace.forced_prefix)
-    how = "forced (what-if)" if forced else (f"top candidate, p={p:.2f}" if p is not None else "chosen")
-    return (f"**Step {t + 1} of {trace.steps}.** The decoder reads `{s.query_token}` at position {t} "
-            f"and emits `{s.output_token}` ({how}).")
-
-
-def topk_figure(trace: Trace, t: int) -> go.Figure:
-    s = trace.step(t)
-    return viz.topk_figure(s.topk_tokens, s.topk_probs, chosen=s.output_token)
-
-
-def candidate_choices(trace: Trace, t: int) -> list[tuple[str, int]]:
-    s = trace.step(t)
-    return [(f"{tok}  (p={float(p):.2f})", k) for k, (tok, p) in enumerate(zip(s.topk_tokens, s.topk_probs))]
-
-
-def whatif_prefix(trace: Trace, t: int, rank: int) -> list[int]:
-    """The outputs of steps 0..t-1 as decoded, then candidate ``rank`` at step t."""
+def whatif_prefix(trace: Trace, step: int, rank: int) -> list[int]:
+    """Target ids to force: the outputs of steps 1..step-1 as decoded, then candidate
+    ``rank`` (0 = most likely) at ``step`` (1-based)."""
+    t = step - 1
     return [*trace.tgt_ids[1 : t + 1], int(trace.topk_ids[t][rank])]
 
 
-def pe_figures(trace: Trace, length: int, position: int | None) -> tuple[go.Figure, go.Figure, go.Figure]:
-    pe = trace.positional_encoding[: max(1, length)]
-    return (viz.pe_heatmap_figure(pe, trace.src_tokens, position),
-            viz.pe_similarity_figure(pe, trace.src_tokens, position),
-            viz.pe_curves_figure(pe, trace.src_tokens, selected=position))
+def forced_label(trace: Trace) -> str | None:
+    """"step 4 forced to 'si'" for a What-if trace, None for a plain greedy one."""
+    n = len(trace.forced_prefix)
+    if not n or n >= len(trace.tgt_tokens):
+        return None
+    return f"step {n} forced to '{display_token(trace.tgt_tokens[n])}'"
 
 
-def position_text(trace: Trace, position: int) -> str:
-    if position < len(trace.src_tokens):
-        return f"Position {position} holds source token `{trace.src_tokens[position]}`."
-    return f"Position {position} is past the end of this sentence ({len(trace.src_tokens)} source tokens)."
+def notices(trace: Trace, max_source_tokens: int) -> list[str]:
+    """Warnings that belong next to the translation, in the units the model works in (tokens)."""
+    notes = []
+    if trace.truncated:
+        total = max_source_tokens + trace.n_src_tokens_dropped
+        notes.append(f"⚠️ Too long for the model: it reads at most {max_source_tokens} subword tokens and this text "
+                     f"has {total}. Only the first {max_source_tokens} were translated "
+                     f"({trace.n_src_tokens_dropped} tokens dropped).")
+    share = unk_fraction(trace.src_tokens, trace.special_tokens, UNK)
+    if share >= MEANINGLESS_UNK_SHARE:
+        n_real = sum(t not in trace.special_tokens or t == UNK for t in trace.src_tokens)
+        n_unk = trace.src_tokens.count(UNK)
+        notes.append(f"⚠️ This model reads English: {n_unk} of the {n_real} subword tokens of this text are unknown "
+                     "to it ([UNK], e.g. another script or emoji), so the translation below is meaningless.")
+    elif UNK in trace.src_tokens:
+        notes.append("Some characters are unknown to the tokenizer and were read as [UNK].")
+    if not trace.finished:
+        notes.append("⚠️ Decoding stopped at the length limit before the model emitted [EOS].")
+    return notes

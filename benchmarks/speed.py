@@ -1,6 +1,6 @@
 """Side-by-side speed benchmark, all in one run on the same weights and data.
 
-    python -m transformer.bench [--checkpoint checkpoints/en-it] [--data TRAIN.jsonl]
+    python benchmarks/speed.py [--checkpoint checkpoints/en-it] [--data data/tatoeba-en-it/train.jsonl]
 
 Decoding (same sentences, same weights):
   trace  our cached greedy trace (KV cache, attention recorded)
@@ -23,17 +23,23 @@ import statistics
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .checkpoint import CheckpointError
-from .data import DataError, Batch, encode_pairs, load_split, make_batch, token_budget_batches
-from .decoding import naive_greedy_decode
-from .model import build_model, sinusoidal_table
-from .training import TrainSettings, autocast, make_optimizer, make_scheduler, train_step
-from .translator import load_translator
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from transformer.cli import fail, load_translator_or_exit  # noqa: E402
+from transformer.data import DataError, Batch, encode_pairs, load_split, make_batch, token_budget_batches  # noqa: E402
+from transformer.decoding import naive_greedy_decode  # noqa: E402
+from transformer.model import build_model, sinusoidal_table  # noqa: E402
+from transformer.training import TrainSettings, autocast, make_optimizer, make_scheduler, train_step  # noqa: E402
+
+DEFAULT_CHECKPOINT = ROOT / "checkpoints" / "en-it"
+DEFAULT_DATA = ROOT / "data" / "tatoeba-en-it" / "train.jsonl"
 
 SENTENCES = [
     "The black cat sleeps.",
@@ -192,10 +198,13 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) ->
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m transformer.bench", description="Decode and training speed, side by side.")
-    p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
-    p.add_argument("--data", default="../shared/data/tatoeba-en-it/train.jsonl",
-                   help="JSONL pairs for the training benchmark")
+    p = argparse.ArgumentParser(prog="python benchmarks/speed.py",
+                                description="Decode and training speed, side by side.")
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
+                   help="checkpoint directory or hub repo id (default: the shipped checkpoints/en-it)")
+    p.add_argument("--data", default=str(DEFAULT_DATA),
+                   help="JSONL pairs for the training benchmark (default: the corpus in the repo, "
+                        "data/tatoeba-en-it/train.jsonl)")
     p.add_argument("--repeat", type=int, default=5, help="timed repeats per sentence (median is kept)")
     p.add_argument("--train-steps", type=int, default=3, help="timed training steps per approach and round")
     p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (the median is kept)")
@@ -204,14 +213,9 @@ def main(argv=None) -> int:
                    help="fixed source length of the naive decode (the seed's dataset pads to 350)")
     p.add_argument("--skip-train", action="store_true", help="only the decoding benchmark")
     args = p.parse_args(argv)
-    if min(args.repeat, args.train_steps, args.rounds) < 1:
-        print("error: --repeat, --train-steps and --rounds must be at least 1", file=sys.stderr)
-        return 2
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if min(args.repeat, args.train_steps, args.rounds, args.batch_tokens) < 1:
+        fail("--repeat, --train-steps, --rounds and --batch-tokens must be at least 1")
+    tr = load_translator_or_exit(args.checkpoint)
     print(f"threads: {torch.get_num_threads()}; model: d_model {tr.cfg.d_model}, h {tr.cfg.h}, "
           f"{tr.cfg.n_encoder_layers}+{tr.cfg.n_decoder_layers} layers", file=sys.stderr)
     result = bench_decode(tr, args.repeat, args.pad_to)
@@ -221,8 +225,7 @@ def main(argv=None) -> int:
         try:
             pairs = load_split(args.data, "train", tr.cfg.src_lang, tr.cfg.tgt_lang)
         except DataError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
+            fail(str(exc))
         encoded = encode_pairs(pairs[:20000], tr.src_tok, tr.tgt_tok, tr.cfg)
         train = bench_train(tr.cfg, encoded, args.train_steps, args.batch_tokens, args.rounds)
         print(f"train: ours {train['ours_tok_s']} tok/s, seed {train['seed_tok_s']} tok/s, "

@@ -1,0 +1,145 @@
+"""Beam search on the test set: BLEU, chrF and speed per beam size, and the beam tree's server time.
+
+    python benchmarks/beam_eval.py [--checkpoint checkpoints/en-it] \
+        [--data data/tatoeba-en-it/test.jsonl] [--beam-sizes 1,4,8] [--limit N]
+
+- one row for greedy decoding (``Translator.translate``, the baseline) and one per beam
+  size k (``transformer.beam.translate_beam``): sacrebleu BLEU and chrF against the
+  references, wall-clock seconds and sentences per second;
+- ``beam_tree`` (what the app's ``/beam`` endpoint runs) on a 10-word sentence at k=4:
+  median wall-clock and CPU milliseconds over ``--repeat`` runs after one warm-up
+  (target: <= 500 ms wall-clock; CPU time tells what it costs when the machine is shared).
+Progress goes to stderr; the table to stdout; the last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import sacrebleu  # noqa: E402
+import torch  # noqa: E402
+
+from transformer.beam import beam_tree, translate_beam  # noqa: E402
+from transformer.checkpoint import CheckpointError  # noqa: E402
+from transformer.data import DataError, load_split  # noqa: E402
+from transformer.translator import load_translator  # noqa: E402
+
+SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
+TREE_TARGET_MS = 500
+
+
+def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, float]:
+    """sacrebleu's corpus BLEU (13a tokenisation) and chrF, as transformer.evaluate reports."""
+    return {"bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
+            "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "en-it"),
+                   help="checkpoint directory or hub repo id")
+    p.add_argument("--data", default=str(ROOT / "data" / "tatoeba-en-it" / "test.jsonl"),
+                   help="JSONL file in the OPUS Books schema (or a directory with test.jsonl)")
+    p.add_argument("--beam-sizes", default="1,4,8", help="comma-separated beam sizes to score")
+    p.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
+    p.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha of the length penalty")
+    p.add_argument("--repeat", type=int, default=10, help="timed runs of beam_tree (median reported)")
+    p.add_argument("--sentence", default=SENTENCE, help="sentence for the beam_tree timing")
+    return p.parse_args(argv)
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        beam_sizes = [int(k) for k in args.beam_sizes.split(",") if k.strip()]
+    except ValueError:
+        return fail(f"--beam-sizes must be comma-separated integers, got {args.beam_sizes!r}")
+    if not beam_sizes or min(beam_sizes) < 1:
+        return fail("--beam-sizes needs at least one beam size, each >= 1")
+    if args.limit is not None and args.limit <= 0:
+        return fail("--limit must be positive")
+    if args.batch_size <= 0 or args.repeat <= 0:
+        return fail("--batch-size and --repeat must be positive")
+    if args.length_penalty < 0:
+        return fail("--length-penalty must be >= 0")
+    try:
+        tr = load_translator(args.checkpoint)
+    except (CheckpointError, OSError) as exc:
+        return fail(str(exc))
+    path = Path(args.data)
+    if not path.exists():
+        return fail(f"{path}: no such file or directory")
+    try:
+        pairs = load_split(str(path), "train" if path.is_file() else "test", tr.cfg.src_lang, tr.cfg.tgt_lang)
+    except DataError as exc:
+        return fail(str(exc))
+    pairs = pairs[: args.limit] if args.limit else pairs
+    if not pairs:
+        return fail(f"{path}: no {tr.cfg.src_lang}-{tr.cfg.tgt_lang} pairs")
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+
+    def run(name, k, fn):
+        print(f"decoding {len(sources)} sentences: {name}", file=sys.stderr)
+        start = time.perf_counter()
+        hyps = fn()
+        seconds = time.perf_counter() - start
+        return {"decoder": name, "k": k, **corpus_scores(hyps, refs), "seconds": round(seconds, 2),
+                "sentences_per_s": round(len(sources) / seconds, 2)}, hyps
+
+    try:
+        greedy_row, greedy_hyps = run("greedy", 1, lambda: tr.translate(sources, batch_size=args.batch_size))
+        rows = [greedy_row]
+        for k in beam_sizes:
+            row, hyps = run(f"beam k={k}", k, lambda k=k: translate_beam(
+                tr, sources, beam_size=k, batch_size=args.batch_size, length_penalty=args.length_penalty))
+            if k == 1:
+                row["equals_greedy"] = hyps == greedy_hyps
+            rows.append(row)
+        print(f"timing beam_tree at k=4 on: {args.sentence!r}", file=sys.stderr)
+        beam_tree(tr, args.sentence, 4, length_penalty=args.length_penalty)  # warm-up
+        times, cpu = [], []
+        for _ in range(args.repeat):
+            t0, c0 = time.perf_counter(), time.process_time()
+            _, tree = beam_tree(tr, args.sentence, 4, length_penalty=args.length_penalty)
+            times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+    except ValueError as exc:  # e.g. a source that is only control characters
+        return fail(f"{path}: {exc}")
+    tree_ms = {"k": 4, "words": len(args.sentence.split()), "median_ms": round(statistics.median(times), 1),
+               "min_ms": round(min(times), 1), "median_cpu_ms": round(statistics.median(cpu), 1),
+               "target_ms": TREE_TARGET_MS,
+               "meets_target": statistics.median(times) <= TREE_TARGET_MS,
+               "nodes": len(tree["nodes"]), "json_bytes": len(json.dumps(tree))}
+
+    base = rows[0]
+    print(f"\n{len(sources)} sentences from {path}, checkpoint {args.checkpoint}, "
+          f"length penalty {args.length_penalty}, torch threads {torch.get_num_threads()}")
+    print(f"{'decoder':<12} {'BLEU':>6} {'chrF':>6} {'dBLEU':>6} {'sent/s':>8} {'seconds':>8} {'time x':>7}")
+    for r in rows:
+        print(f"{r['decoder']:<12} {r['bleu']:>6.2f} {r['chrf']:>6.2f} {r['bleu'] - base['bleu']:>+6.2f} "
+              f"{r['sentences_per_s']:>8.2f} {r['seconds']:>8.2f} {r['seconds'] / max(base['seconds'], 1e-9):>7.2f}")
+    print(f"beam_tree k=4, {tree_ms['words']} words: median {tree_ms['median_ms']} ms (min {tree_ms['min_ms']}, "
+          f"CPU {tree_ms['median_cpu_ms']} ms, target <= {TREE_TARGET_MS} ms), {tree_ms['nodes']} nodes, "
+          f"{tree_ms['json_bytes']} bytes of JSON")
+    print(json.dumps({"checkpoint": str(args.checkpoint), "data": str(path), "n": len(sources),
+                      "length_penalty": args.length_penalty, "torch_threads": torch.get_num_threads(),
+                      "results": rows, "beam_tree": tree_ms}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

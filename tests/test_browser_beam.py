@@ -1,0 +1,189 @@
+"""The beam tree and the epoch comparison in a real `python app.py`, driven in headless Chromium.
+
+The app is started on a copy of the tiny test checkpoint with two snapshots (or on
+BEAM_CHECKPOINT, e.g. a real folder with snapshots, for a manual run). Checks are structural
+(element ids, data-* attributes set after each paint), so any model passes.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.test_browser import CHROME_ARGS, CHROMIUM, ROOT, free_port
+from tests.test_panel_beam import make_snapshots
+
+pytestmark = pytest.mark.browser
+SENTENCE = "the black cat sleeps."
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, request):
+    checkpoint = os.environ.get("BEAM_CHECKPOINT") or make_snapshots(
+        request.getfixturevalue("tiny_checkpoint"), tmp_path_factory.mktemp("snap") / "tiny")
+    port = free_port()
+    log = tmp_path_factory.mktemp("server") / "app.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    with log.open("w") as f:
+        proc = subprocess.Popen([sys.executable, "app.py", "--checkpoint", str(checkpoint), "--port", str(port)],
+                                cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(480):
+            if proc.poll() is not None:
+                pytest.fail(f"app.py exited early:\n{log.read_text()[-3000:]}")
+            try:
+                urllib.request.urlopen(url, timeout=2)
+                break
+            except OSError:
+                time.sleep(0.25)
+        else:
+            pytest.fail(f"app.py did not serve within 120 s:\n{log.read_text()[-3000:]}")
+        yield url, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    errors = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.goto(server[0])
+    pg.wait_for_selector("#viewer .ax-root")
+    pg.wait_for_selector("#beam-view .bt-root")
+    yield pg
+    ctx.close()
+    assert not errors, errors
+
+
+def server_calls(page) -> list:
+    """Requests that reach the app's Python side (static module files excluded)."""
+    calls = []
+    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
+    return calls
+
+
+def translate(page, text):
+    page.locator("#src-text textarea").fill(text)
+    page.click("#translate-btn")
+    page.wait_for_function("(t) => window.attentionExplorer && window.attentionExplorer.trace"
+                           " && window.attentionExplorer.trace.srcText === t", arg=text)
+    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+
+
+def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
+    page.locator("#src-text textarea").fill(SENTENCE)
+    page.locator("#beam-size input[type=number]").fill("3")
+    page.locator("#beam-size input[type=number]").press("Enter")
+    page.click("#beam-btn")
+    page.wait_for_function("() => window.beamTree && window.beamTree.tree && window.beamTree.tree.src_text === "
+                           f"{SENTENCE!r}")
+    tree = page.evaluate("() => window.beamTree.tree")
+    assert tree["beam_size"] == 3
+    n_nodes = page.locator("#beam-tree svg g.bt-node").count()
+    assert n_nodes == len(tree["nodes"]) and n_nodes > 3
+    assert page.locator("#beam-tree .bt-node.on-best").count() == len(tree["best_path"])
+    assert page.locator("#beam-tree path.bt-greedy").count() == len(tree["greedy_path"]) - 1
+    assert page.locator("#beam-tree .hyp").count() == len(tree["hypotheses"])
+    assert page.locator("#beam-hyps li").count() == len(tree["hypotheses"])
+    # token labels are text, not markup
+    labels = page.eval_on_selector_all("#beam-tree g.bt-node text", "ts => ts.map(t => t.textContent)")
+    assert labels[0] == "[SOS]" and len(labels) == n_nodes
+    assert page.input_value("#beam-translation textarea") == tree["translation"]
+
+    # views inside the tree: hover, zoom, hide pruned -- no server call
+    calls = server_calls(page)
+    node = page.locator("#beam-tree g.bt-node[data-id='1']")
+    node.hover()
+    tip = page.locator("#beam-tooltip")
+    assert tip.is_visible()
+    text = tip.inner_text()
+    assert "P(token | prefix)" in text and "cumulative log-prob" in text
+    width = float(page.get_attribute("#beam-tree svg", "width"))
+    page.click("#beam-zoom-in")
+    assert float(page.get_attribute("#beam-tree svg", "width")) > width
+    pruned = sum(n["status"] == "pruned" and not n["on_best"] and not n["on_greedy"] for n in tree["nodes"])
+    page.uncheck("#beam-show-pruned")
+    assert page.locator("#beam-tree svg g.bt-node").count() == n_nodes - pruned
+    page.check("#beam-show-pruned")
+    assert page.locator("#beam-tree svg g.bt-node").count() == n_nodes
+    page.wait_for_timeout(300)
+    assert calls == [], calls
+
+    # clicking a finished hypothesis opens it in the viewer through the forced-prefix trace
+    last = len(tree["hypotheses"]) - 1
+    before = page.evaluate("() => window.attentionExplorer.trace && window.attentionExplorer.trace.srcText")
+    page.locator(f"#beam-tree .hyp[data-hyp='{last}']").click()
+    page.wait_for_function("() => window.attentionExplorer.trace && window.attentionExplorer.trace.raw.origin === 'beam'")
+    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+    forced = page.evaluate("() => window.attentionExplorer.trace.forcedPrefix")
+    assert forced == tree["hypotheses"][last]["ids"] and before is None
+    assert f"beam hypothesis {last + 1} of {len(tree['hypotheses'])}" in page.inner_text("#translation")
+    assert page.input_value("#translation textarea") == tree["hypotheses"][last]["text"]
+    assert page.inner_text("#viewer-forced").startswith("Beam-search hypothesis")
+    # and the list opens the best one
+    page.click("#beam-hyps li[data-hyp='0'] button")
+    page.wait_for_function("(ids) => JSON.stringify(window.attentionExplorer.trace.forcedPrefix) === ids",
+                           arg=json.dumps(tree["hypotheses"][0]["ids"], separators=(",", ":")))
+    assert page.input_value("#translation textarea") == tree["hypotheses"][0]["text"]
+
+
+def test_bad_beam_input_says_so_and_clears_the_tree(page):
+    page.locator("#src-text textarea").fill("   ")
+    page.click("#beam-btn")
+    page.wait_for_function("() => document.querySelector('#beam-notice').innerText.includes('type an English')")
+    assert page.locator("#beam-tree svg").count() == 0
+
+
+def test_switching_epochs_redraws_in_the_browser(page):
+    translate(page, SENTENCE)
+    page.locator("#epoch-view").scroll_into_view_if_needed()
+    page.wait_for_selector("#epoch-multiples[data-key] figure.ep-fig", state="attached")
+    options = page.eval_on_selector_all("#epoch-select option", "os => os.map(o => o.value)")
+    assert options[-1] == "final" and len(options) >= 2
+    assert page.locator("#epoch-multiples figure.ep-fig").count() == len(options)
+    assert page.get_attribute("#epoch-multiples", "data-step") == "1"
+
+    calls = server_calls(page)
+    texts = {}
+    for epoch in options:
+        page.select_option("#epoch-select", epoch)
+        page.wait_for_selector(f"#epoch-translation[data-epoch='{epoch}']")
+        page.wait_for_selector(f"#epoch-multiples[data-selected='{epoch}']")
+        texts[epoch] = page.inner_text("#epoch-translation")
+        assert page.locator("#epoch-multiples figure.ep-fig.selected").get_attribute("data-epoch") == epoch
+    assert texts[options[0]].startswith(f"Epoch {options[0]}:") and "validation" in texts[options[0]]
+    assert texts["final"].startswith("Final model")
+    # the multiples follow the main viewer's view, layer, head and step
+    page.click("#next-btn")
+    page.wait_for_selector("#epoch-multiples[data-step='2']", state="attached")
+    page.select_option("#layer-select", "1")
+    page.select_option("#head-select", "2")
+    page.select_option("#view-select", "decoder")
+    page.wait_for_selector("#epoch-multiples[data-view='decoder'][data-layer='1'][data-head='2']", state="attached")
+    page.select_option("#epoch-select", options[0])  # back to a seen epoch: drawn from what the browser has
+    page.wait_for_selector(f"#epoch-translation[data-epoch='{options[0]}']")
+    page.wait_for_timeout(300)
+    assert calls == [], calls

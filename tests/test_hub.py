@@ -1,0 +1,194 @@
+"""Publishing to and loading from the hub, with the hub mocked at the network boundary
+(``HfApi.create_repo`` / ``HfApi.upload_folder`` / ``snapshot_download``), and the model
+card parsed back with huggingface_hub's own ``ModelCard``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import httpx
+import huggingface_hub
+import pytest
+from huggingface_hub import HfApi, ModelCard, RepoUrl
+from huggingface_hub.hf_api import DEFAULT_IGNORE_PATTERNS
+from huggingface_hub.utils import filter_repo_objects
+
+from transformer import CheckpointError, load_translator
+from transformer.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, save_checkpoint
+from transformer.config import TransformerConfig
+from transformer.hub import HubError, push_checkpoint
+from transformer.modelcard import build_model_card, model_card
+
+SENTENCE = "the black cat sleeps."
+METRICS = {"validation": {"bleu": 30.62, "chrf": 52.65}, "test": {"bleu": 26.35, "chrf": 51.18},
+           "train_minutes": 50.03, "epoch": 22}
+HISTORY = [{"epoch": 1, "step": 320, "minutes": 2.77, "train_loss": 4.86, "val_loss": 4.92, "bleu": 1.63, "chrf": 13.79}]
+SAMPLES = [("Where is the station?", "Dov'è la stazione?", "Dov'è la stazione?"),
+           ("a | pipe", "una | barra", "una barra")]
+
+
+def http_error(cls, status: int, url: str, message: str):
+    """A huggingface_hub HTTP error as the real client raises it (with its response)."""
+    return cls(message, response=httpx.Response(status, request=httpx.Request("GET", url)))
+
+
+class FakeHub:
+    """Stands in for huggingface.co: repos are folders under ``root``. Files are selected
+    with huggingface_hub's own pattern filter, as the real upload/download do."""
+
+    def __init__(self, root: Path):
+        self.root, self.calls = root, []
+
+    def create_repo(self, api, repo_id, *, private=None, exist_ok=False, repo_type=None, **kw):
+        self.calls.append(("create_repo", repo_id, {"private": private, "exist_ok": exist_ok, "repo_type": repo_type}))
+        repo = self.root / repo_id
+        if repo.exists() and not exist_ok:
+            raise http_error(huggingface_hub.errors.HfHubHTTPError, 409, "https://huggingface.co/api/repos/create",
+                             "409 Conflict: repo exists")
+        repo.mkdir(parents=True, exist_ok=True)
+        return RepoUrl(f"https://huggingface.co/{repo_id}")
+
+    def upload_folder(self, api, *, repo_id, folder_path, ignore_patterns=None, allow_patterns=None, **kw):
+        self.calls.append(("upload_folder", repo_id, {"folder_path": folder_path, **kw}))
+        folder = Path(folder_path)
+        files = [p.relative_to(folder).as_posix() for p in sorted(folder.glob("**/*")) if p.is_file()]
+        for rel in filter_repo_objects(files, allow_patterns=allow_patterns,
+                                       ignore_patterns=list(ignore_patterns or []) + DEFAULT_IGNORE_PATTERNS):
+            (self.root / repo_id / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(folder / rel, self.root / repo_id / rel)
+
+    def snapshot_download(self, repo_id, revision=None, allow_patterns=None, **kw):
+        self.calls.append(("snapshot_download", repo_id, {"allow_patterns": allow_patterns}))
+        repo = self.root / repo_id
+        if not repo.is_dir():
+            raise http_error(huggingface_hub.errors.RepositoryNotFoundError, 404,
+                             f"https://huggingface.co/api/models/{repo_id}", f"404: {repo_id} not found")
+        dest = self.root.parent / "cache" / repo_id.replace("/", "--")
+        shutil.rmtree(dest, ignore_errors=True)
+        files = [p.relative_to(repo).as_posix() for p in repo.glob("**/*") if p.is_file()]
+        for rel in filter_repo_objects(files, allow_patterns=allow_patterns):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(repo / rel, dest / rel)
+        return str(dest)
+
+
+@pytest.fixture
+def hub(monkeypatch, tmp_path):
+    fake = FakeHub(tmp_path / "hub")
+    monkeypatch.setattr(HfApi, "create_repo", lambda self, *a, **kw: fake.create_repo(self, *a, **kw))
+    monkeypatch.setattr(HfApi, "upload_folder", lambda self, *a, **kw: fake.upload_folder(self, *a, **kw))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake.snapshot_download)
+    monkeypatch.chdir(tmp_path)
+    return fake
+
+
+@pytest.fixture
+def best_dir(tmp_path, tiny_checkpoint):
+    """A trained-looking 'best' folder: card, metrics, training state, a snapshot, a leftover."""
+    model, src_tok, tgt_tok, _ = load_checkpoint(tiny_checkpoint)
+    card = model_card(model.cfg, 1234, "python train.py --preset tiny", HISTORY, METRICS, SAMPLES, "data/tatoeba-en-it")
+    d = save_checkpoint(tmp_path / "runs" / "tiny" / "best", model, src_tok, tgt_tok, metrics=METRICS,
+                        model_card=card, extra_files={"train_state.pt": {"step": 3}})
+    save_checkpoint(d / "snapshots" / "epoch-001", model, None, None, metrics={"epoch": 1}, include_tokenizers=False)
+    (d / ".best.tmp-leftover").mkdir()
+    (d / ".best.tmp-leftover" / "junk.json").write_text("{}")
+    return d
+
+
+def test_push_creates_the_repo_then_uploads_the_folder(hub, best_dir, translator):
+    url = push_checkpoint(best_dir, "someone/tiny-en-it", private=True, token="hf_fake")
+    assert url == "https://huggingface.co/someone/tiny-en-it"
+    assert [c[0] for c in hub.calls] == ["create_repo", "upload_folder"]
+    assert hub.calls[0][2] == {"private": True, "exist_ok": True, "repo_type": "model"}
+    assert Path(hub.calls[1][2]["folder_path"]) == best_dir
+    pushed = sorted(p.relative_to(hub.root / "someone/tiny-en-it").as_posix()
+                    for p in (hub.root / "someone/tiny-en-it").glob("**/*") if p.is_file())
+    assert pushed == ["README.md", "config.json", "metrics.json", "model.safetensors", "snapshots/epoch-001/config.json",
+                      "snapshots/epoch-001/metrics.json", "snapshots/epoch-001/model.safetensors",
+                      "tokenizer_src.json", "tokenizer_tgt.json"]  # no train_state.pt, no temp folder
+
+    # pushing again (a better model later) reuses the repo
+    push_checkpoint(best_dir, "someone/tiny-en-it")
+    assert hub.calls[2][2]["exist_ok"] is True
+
+    # and it loads back by repo id, through snapshot_download, to the same translations
+    tr = load_translator("someone/tiny-en-it")
+    assert hub.calls[-1] == ("snapshot_download", "someone/tiny-en-it", {"allow_patterns": CHECKPOINT_PATTERNS})
+    assert tr.trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+    assert tr.metrics["test"] == METRICS["test"]
+    assert load_translator(tr.directory / "snapshots" / "epoch-001").trace(SENTENCE).tgt_ids == \
+        translator.trace(SENTENCE).tgt_ids
+
+
+def test_push_refuses_what_should_not_be_published(hub, tmp_path, best_dir):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        push_checkpoint(tmp_path / "runs" / "nope" / "best", "someone/x")
+    with pytest.raises(HubError, match="owner/name"):
+        push_checkpoint(best_dir, "no-owner")
+    with pytest.raises(HubError, match="not a valid hub repo id"):
+        push_checkpoint(best_dir, "some one/bad name")
+    broken = shutil.copytree(best_dir, tmp_path / "broken")
+    (broken / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match=r"model\.safetensors: corrupt"):
+        push_checkpoint(broken, "someone/x")
+    (best_dir / "README.md").unlink()
+    with pytest.raises(CheckpointError, match="no README.md model card"):
+        push_checkpoint(best_dir, "someone/x")
+    assert hub.calls == []  # nothing reached the hub
+
+
+def test_hub_failures_become_hub_errors(monkeypatch, best_dir):
+    def no_network(self, *a, **kw):
+        raise OSError("Network is unreachable")
+
+    monkeypatch.setattr(HfApi, "create_repo", no_network)
+    with pytest.raises(HubError, match="could not push .* someone/x: OSError: Network is unreachable"):
+        push_checkpoint(best_dir, "someone/x")
+
+
+def test_missing_hub_repo_says_both_readings(hub):
+    with pytest.raises(CheckpointError, match=r"someone/missing does not exist, and 'someone/missing' could not be "
+                                              r"loaded as a Hugging Face hub repo id \(RepositoryNotFoundError"):
+        load_translator("someone/missing")
+
+
+def test_model_card_parses_with_huggingface_hub_and_carries_the_metadata():
+    cfg = TransformerConfig(src_vocab_size=4000, tgt_vocab_size=4000, tie_embeddings="all",
+                            src_tokenizer_file="tokenizer.json", tgt_tokenizer_file="tokenizer.json")
+    text = model_card(cfg, 7_578_624, "python train.py --out runs/base", HISTORY, METRICS, SAMPLES,
+                      str(Path(__file__).resolve().parent.parent / "data" / "tatoeba-en-it"))
+    card = ModelCard(text)  # raises on invalid metadata / model-index
+    data = card.data
+    assert data.pipeline_tag == "translation"
+    assert data.language == ["en", "it"] and data.license == "mit"
+    assert data.datasets == ["Helsinki-NLP/tatoeba_mt"]
+    results = {(r.dataset_split, r.metric_type): r.metric_value for r in data.eval_results}
+    assert results == {("test", "bleu"): 26.35, ("test", "chrf"): 51.18,
+                       ("validation", "bleu"): 30.62, ("validation", "chrf"): 52.65}
+    assert {r.task_type for r in data.eval_results} == {"translation"}
+    index = data.to_dict()["model-index"]
+    assert index[0]["results"][0]["task"]["type"] == "translation"
+    # the human part: command, wall time, parameters, scores, samples, credit, limitations
+    body = card.text
+    for needle in ("`python train.py --out runs/base`", "50.03 minutes", "7,578,624", "| test | 26.35 | 51.18 |",
+                   "| Where is the station? | Dov'è la stazione? |", "a \\| pipe", "Trained on data/tatoeba-en-it.",
+                   "Tatoeba (tatoeba.org), CC-BY 2.0 FR", "## Limitations", "| 1 | 320 | 2.77 |"):
+        assert needle in body, needle
+    assert str(Path(__file__).resolve().parent.parent) not in text  # no machine-specific absolute path
+
+
+def test_model_card_without_test_scores_and_from_a_hub_dataset():
+    metrics = {"validation": {"bleu": 10.0, "chrf": 30.0}, "train_minutes": 1.0}
+    card = build_model_card(TransformerConfig(), 10, "python train.py", [], metrics, [],
+                            "Helsinki-NLP/opus_books")
+    assert card.data.datasets == ["Helsinki-NLP/opus_books"]
+    assert {r.dataset_split for r in card.data.eval_results} == {"validation"}
+    assert "| test |" not in card.text and "Tatoeba" not in card.text
+    # an explicit test score overrides; the card round-trips through its own YAML
+    card = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books",
+                            test_scores={"bleu": 9.5, "chrf": 29.0})
+    again = ModelCard(str(card))
+    assert {(r.dataset_split, r.metric_type): r.metric_value for r in again.data.eval_results}[("test", "bleu")] == 9.5
+    assert json.loads(json.dumps(again.data.to_dict()))["pipeline_tag"] == "translation"

@@ -1,0 +1,89 @@
+"""pyproject.toml: the wheel carries every module and the viewer's browser files, its
+dependencies are requirements.txt, and the installed package works from any directory."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def setuptools_version() -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in importlib.metadata.version("setuptools").split(".")[:2])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return (0,)
+
+
+def requirement_lines(name: str) -> list[str]:
+    return [line.strip() for line in (ROOT / name).read_text().splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+
+
+def test_runtime_and_test_requirements_are_separate():
+    runtime = {re.split(r"[=<>~!\s]", r)[0].lower() for r in requirement_lines("requirements.txt")}
+    test = {re.split(r"[=<>~!\s]", r)[0].lower() for r in requirement_lines("requirements-test.txt")}
+    assert {"pytest", "playwright"} <= test and not ({"pytest", "playwright"} & runtime)
+    assert {"torch", "gradio", "tokenizers", "datasets", "huggingface-hub", "safetensors"} <= runtime
+    assert not runtime & test
+    # CI installs both, as the README's setup command does
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "-r requirements.txt" in ci and "-r requirements-test.txt" in ci
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    dynamic = meta["tool"]["setuptools"]["dynamic"]
+    assert dynamic["dependencies"]["file"] == ["requirements.txt"]
+    assert dynamic["optional-dependencies"]["test"]["file"] == ["requirements-test.txt"]
+
+
+@pytest.mark.slow
+def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
+    """Build the wheel from a copy of the sources (the tree stays clean), install it into a
+    folder, and import it from an unrelated working directory."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md", "requirements.txt", "requirements-test.txt"):
+        shutil.copy(ROOT / name, src / name)
+    shutil.copytree(ROOT / "transformer", src / "transformer", ignore=shutil.ignore_patterns("__pycache__"))
+    # the installed setuptools builds it when new enough (no download); else pip fetches one
+    isolation = ["--no-build-isolation"] if setuptools_version() >= (77,) else []
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", *isolation,
+                        "-w", str(tmp_path / "dist"), "-q", "--disable-pip-version-check"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "transformer").glob("*.py")}
+    web = {p.relative_to(ROOT).as_posix() for p in (ROOT / "transformer").glob("web/*")
+           if p.is_file() and p.suffix in {".js", ".css", ".html", ".svg", ".json"}}
+    assert expected <= names, sorted(expected - names)
+    assert web <= names, sorted(web - names)  # the browser code ships with the package
+    requires = [line.split(": ", 1)[1] for line in zipfile.ZipFile(wheel).read(
+        next(n for n in names if n.endswith("METADATA"))).decode().splitlines() if line.startswith("Requires-Dist")]
+    assert [r for r in requires if "extra ==" not in r] == requirement_lines("requirements.txt")
+
+    site = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site), str(wheel), "-q",
+                        "--disable-pip-version-check"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = ("import transformer, pathlib; from transformer import load_translator, CheckpointError; "
+            "p = pathlib.Path(transformer.__file__).parent; print(p); "
+            "print(sorted(x.name for x in (p / 'web').iterdir()))")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    where, files = r.stdout.splitlines()[:2]
+    assert Path(where) == site / "transformer"
+    assert sorted(Path(w).name for w in web) == eval(files)

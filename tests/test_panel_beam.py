@@ -1,0 +1,194 @@
+"""The beam panel's callbacks (panels/beam.py), called directly: /beam, opening a hypothesis
+in the viewer, snapshot loading with and without snapshots, and the epoch trace cache."""
+
+import json
+import shutil
+
+import gradio as gr
+import pytest
+import torch
+
+import app as app_module
+from panels import beam as beam_panel
+from transformer.checkpoint import load_checkpoint, save_checkpoint
+from transformer.payload import decode_payload
+from transformer.translator import load_translator
+
+SENTENCE = "the black cat sleeps."
+
+
+def make_snapshots(src, dst, epochs=(1, 2)):
+    """A copy of checkpoint `src` at `dst` with snapshots whose weights differ from the final model."""
+    shutil.copytree(src, dst)
+    model, *_ = load_checkpoint(src)
+    for e in epochs:
+        torch.manual_seed(e)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.5 * torch.randn_like(p))
+        save_checkpoint(dst / "snapshots" / f"epoch-{e:03d}", model, None, None, include_tokenizers=False,
+                        metrics={"validation": {"bleu": float(e), "chrf": 10.0 * e}, "val_loss": 5.0 - e, "epoch": e})
+    return dst
+
+
+@pytest.fixture(scope="module")
+def snap_checkpoint(tiny_checkpoint, tmp_path_factory):
+    return make_snapshots(tiny_checkpoint, tmp_path_factory.mktemp("snap") / "tiny")
+
+
+@pytest.fixture(scope="module")
+def app(translator):
+    a = app_module.App(translator)
+    a.build()
+    return a
+
+
+@pytest.fixture(scope="module")
+def snap_app(snap_checkpoint):
+    a = app_module.App(load_translator(snap_checkpoint))
+    a.build()
+    return a
+
+
+def value(update):
+    return update.value if isinstance(update, gr.components.Component) else update
+
+
+def label(update):
+    return update.label if isinstance(update, gr.components.Component) else None
+
+
+# --- /beam ---------------------------------------------------------------------------------------
+def test_beam_api_returns_translation_and_documented_tree(app):
+    best, tree = app.beam_panel.api_beam(SENTENCE, 3)
+    assert tree["schema"] == "transformer-beam-tree/1" and tree["beam_size"] == 3
+    assert best == tree["translation"] == tree["hypotheses"][0]["text"]
+    ids = [n["id"] for n in tree["nodes"]]
+    assert ids == list(range(len(ids)))
+    assert {n["status"] for n in tree["nodes"]} <= {"kept", "pruned", "finished"}
+    assert tree["best_path"][0] == 0 and tree["best_path"][-1] == tree["best"]
+    json.dumps(tree)  # JSON-ready
+
+
+@pytest.mark.parametrize("text, message", [("", "type"), ("   \n", "type"), ("x" * 100_000, "characters")])
+def test_beam_bad_text_gets_a_clear_message(app, text, message):
+    with pytest.raises(gr.Error, match=message):
+        app.beam_panel.api_beam(text, 4)
+    out = app.beam_panel.show_beam(text, 4)
+    assert message in out[app.beam_panel.beam_notice] and out[app.beam_panel.beam_notice].startswith("⚠️")
+    assert out[app.beam_panel.beam_view] == "" and out[app.beam_panel.beam_state] is None  # old tree cleared
+
+
+@pytest.mark.parametrize("k", [0, 9, 2.5, "four", None, True, float("nan")])
+def test_beam_api_refuses_a_bad_beam_size(app, k):
+    with pytest.raises(gr.Error, match="beam size must be a whole number from 1 to 8"):
+        app.beam_panel.api_beam(SENTENCE, k)
+
+
+@pytest.mark.parametrize("k, used", [(0, 1), (-3, 1), (99, 8), (2.6, 3), ("5", 5)])
+def test_the_ui_clamps_the_beam_size(app, k, used):
+    out = app.beam_panel.show_beam(SENTENCE, k)
+    assert json.loads(out[app.beam_panel.beam_view])["beam_size"] == used
+    assert out[app.beam_panel.beam_state]["k"] == used
+
+
+def test_markup_in_the_sentence_cannot_become_markup(app):
+    out = app.beam_panel.show_beam("<img src=x onerror=alert(1)> the cat", 2)
+    assert "<" not in out[app.beam_panel.beam_view]  # escaped as \u003c inside the JSON
+    assert json.loads(out[app.beam_panel.beam_view])["src_text"].startswith("<img")
+
+
+def test_opening_a_hypothesis_traces_it_with_every_token_forced(app):
+    panel = app.beam_panel
+    out = panel.show_beam(SENTENCE, 4)
+    state, tree = out[panel.beam_state], json.loads(out[panel.beam_view])
+    last = len(state["hyps"]) - 1
+    shown = panel.open_hypothesis(state, last)
+    assert set(shown) <= set(app.outputs)
+    raw = json.loads(shown[app.viewer])
+    assert decode_payload(raw)["cross_attn"].shape[2] == len(raw["tgt_tokens"]) - 1
+    assert raw["origin"] == "beam"
+    assert raw["forced_prefix"] == tree["hypotheses"][last]["ids"]
+    assert value(shown[app.translation]) == tree["hypotheses"][last]["text"]
+    assert "beam hypothesis" in label(shown[app.translation]) and f"{last + 1} of {len(state['hyps'])}" in label(
+        shown[app.translation])
+    assert shown[app.trace_state].forced_prefix == tree["hypotheses"][last]["ids"]
+
+
+@pytest.mark.parametrize("state, index", [(None, 0), ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, 5),
+                                          ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, "x")])
+def test_opening_without_a_beam_or_with_a_bad_index_says_so(app, state, index):
+    out = app.beam_panel.open_hypothesis(state, index)
+    assert list(out) == [app.notice] and out[app.notice].startswith("⚠️")
+
+
+def test_beam_endpoints_are_named(translator):
+    demo = app_module.build_ui(translator)
+    public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
+    assert public["beam"].fn.__name__ == "api_beam"
+    html = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "beam-view"][0]
+    assert html.props["module_url"].endswith("beam-tree.js")
+
+
+# --- snapshots ------------------------------------------------------------------------------------
+def test_without_snapshots_there_is_no_epoch_control(app, translator):
+    assert app.beam_panel.snapshots == []
+    assert not hasattr(app.beam_panel, "epoch_view")
+    demo = app_module.build_ui(translator)
+    ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
+    assert "beam-view" in ids and "epoch-view" not in ids and "epoch-load-btn" not in ids
+
+
+def test_snapshots_are_loaded_once_at_start_up_with_their_scores(snap_app):
+    panel = snap_app.beam_panel
+    assert [s.epoch for s in panel.snapshots] == [1, 2]
+    meta = json.loads(panel.epoch_view.value)
+    assert meta["meta"] and [s["epoch"] for s in meta["snapshots"]] == [1, 2]
+    assert meta["snapshots"][1]["scores"] == {"bleu": 2.0, "chrf": 20.0, "val_loss": 3.0}
+
+
+def test_a_broken_snapshot_is_skipped_not_fatal(snap_checkpoint, tmp_path):
+    d = shutil.copytree(snap_checkpoint, tmp_path / "ck")
+    (d / "snapshots" / "epoch-002" / "model.safetensors").write_bytes(b"not safetensors")
+    snaps = beam_panel.load_snapshots(d)
+    assert [s.epoch for s in snaps] == [1]
+
+
+def test_epoch_traces_force_the_viewers_tokens_and_are_cached(snap_app, monkeypatch):
+    panel = snap_app.beam_panel
+    trace = snap_app.tr.trace(SENTENCE)
+    calls = []
+    for s in panel.snapshots:
+        orig = s.tr.trace
+        monkeypatch.setattr(s.tr, "trace", lambda *a, _o=orig, **k: calls.append(1) or _o(*a, **k))
+    data = json.loads(panel.load_epochs(trace)[panel.epoch_view])
+    assert data["schema"] == "attention-explorer-epochs/1" and "error" not in data
+    assert [s["epoch"] for s in data["snapshots"]] == [1, 2]
+    for s in data["snapshots"]:
+        assert s["tgt_tokens"] == list(trace.tgt_tokens)  # same rows as the main viewer
+        assert s["steps"] == trace.steps and s["src_tokens"] == list(trace.src_tokens)
+        assert s["translation"] == panel.snapshots[s["epoch"] - 1].tr.translate([SENTENCE])[0]
+        assert s["scores"]["bleu"] == float(s["epoch"])
+    # the snapshots really differ from each other (else the comparison would show nothing)
+    assert data["snapshots"][0]["attn"]["cross"]["data"] != data["snapshots"][1]["attn"]["cross"]["data"]
+    assert data["key"] == [SENTENCE, list(trace.tgt_tokens)]
+    assert data["final"]["translation"] == trace.translation
+    assert len(calls) == 2
+    again = json.loads(panel.load_epochs(trace)[panel.epoch_view])
+    assert len(calls) == 2  # switching back costs no trace
+    assert again["snapshots"] == data["snapshots"] and again["nonce"] != data["nonce"]
+    other = snap_app.tr.trace("the dog eats.")
+    panel.load_epochs(other)
+    assert len(calls) == 4  # a new sentence is traced once per snapshot
+
+
+def test_epochs_without_a_sentence_say_so(snap_app):
+    data = json.loads(snap_app.beam_panel.load_epochs(None)[snap_app.beam_panel.epoch_view])
+    assert data["error"] == "Translate a sentence first."
+
+
+def test_epoch_cache_is_bounded():
+    cache = beam_panel.EpochCache(size=2)
+    for i in range(3):
+        cache.get(i, lambda i=i: i * 10)
+    assert list(cache.data) == [1, 2] and cache.get(1, lambda: -1) == 10 and cache.misses == 3

@@ -1,0 +1,122 @@
+"""The compact payload the browser draws from: exact within the quantisation step, small,
+and safe to embed; plus the notebook viewer that embeds it."""
+
+import json
+
+import numpy as np
+import pytest
+
+from transformer import payload as P
+from transformer.notebook import MODULES, show_trace, viewer_html
+from transformer.trace import Trace
+
+RNG = np.random.default_rng(0)
+
+
+def softmax_rows(shape, causal=False):
+    x = RNG.normal(size=shape) * 3
+    if causal:
+        T = shape[-1]
+        x = np.where(np.triu(np.ones((T, T), bool), k=1), -np.inf, x)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return (e / e.sum(-1, keepdims=True)).astype(np.float32)
+
+
+def synthetic_trace(S, T, L=3, H=8, d=256, k=10) -> Trace:
+    """A trace shaped like the shipped model's (3+3 layers, 8 heads, d_model 256)."""
+    pos = np.arange(128)[:, None]
+    div = np.exp(np.arange(0, d, 2) * (-np.log(10000.0) / d))
+    pe = np.zeros((128, d), np.float32)
+    pe[:, 0::2], pe[:, 1::2] = np.sin(pos * div), np.cos(pos * div)
+    return Trace(
+        src_text="x", translation="y", src_tokens=["[SOS]"] + [f"▁w{i}" for i in range(S - 2)] + ["[EOS]"],
+        src_ids=list(range(S)), tgt_tokens=["[SOS]"] + [f"▁v{i}" for i in range(T)], tgt_ids=list(range(T + 1)),
+        special_tokens=["[PAD]", "[UNK]", "[SOS]", "[EOS]"],
+        encoder_attn=softmax_rows((L, H, S, S)), decoder_self_attn=softmax_rows((L, H, T, T), causal=True),
+        cross_attn=softmax_rows((L, H, T, S)), topk_ids=RNG.integers(0, 8000, (T, k)),
+        topk_tokens=[[f"t{j}" for j in range(k)] for _ in range(T)],
+        topk_probs=np.sort(RNG.random((T, k)).astype(np.float32))[:, ::-1], positional_encoding=pe,
+    )
+
+
+@pytest.mark.parametrize("shape", [(3, 8, 12, 12), (2, 4, 1, 7), (5, 33)])
+def test_rows_roundtrip_within_half_a_step(shape):
+    x = softmax_rows(shape)
+    y = P.decode_array(P.encode_rows(x))
+    step = x.max(-1, keepdims=True) / 255
+    assert y.shape == x.shape and np.all(np.abs(y - x) <= step / 2 + 1e-7)
+    assert not np.allclose(y, 0)
+
+
+def test_tril_stores_half_and_keeps_the_upper_triangle_zero():
+    x = softmax_rows((3, 8, 20, 20), causal=True)
+    a = P.encode_tril(x)
+    y = P.decode_array(a)
+    assert np.all(np.abs(y - x) <= x.max(-1, keepdims=True) / 510 + 1e-7)
+    assert np.all(y[..., np.triu_indices(20, k=1)[0], np.triu_indices(20, k=1)[1]] == 0)
+    assert len(a["data"]) < len(P.encode_rows(x)["data"]) * 0.6  # about half the bytes
+
+
+def test_linear_and_float_encodings():
+    x = RNG.uniform(-1, 1, (16, 64)).astype(np.float32)
+    assert np.all(np.abs(P.decode_array(P.encode_linear(x, -1.0, 1.0)) - x) <= 1 / 255 + 1e-6)
+    np.testing.assert_array_equal(P.decode_array(P.encode_f32(x)), x)
+    zeros = np.zeros((2, 3), np.float32)  # rows of zeros decode to zeros, no division by zero
+    np.testing.assert_array_equal(P.decode_array(P.encode_rows(zeros)), zeros)
+    with pytest.raises(ValueError):
+        P.decode_array({"enc": "bogus", "shape": [1], "data": ""})
+
+
+def test_real_trace_roundtrip(translator):
+    tr = translator.trace("the black cat sleeps.")
+    p = P.encode_trace(tr)
+    assert p["schema"] == P.SCHEMA and p["steps"] == tr.steps and p["src_tokens"] == tr.src_tokens
+    d = P.decode_payload(json.loads(json.dumps(p)))
+    for name, ref in [("encoder_attn", tr.encoder_attn), ("decoder_attn", tr.decoder_self_attn),
+                      ("cross_attn", tr.cross_attn)]:
+        assert d[name].shape == ref.shape
+        assert np.abs(d[name] - ref).max() <= ref.max() / 510 + 1e-6, name
+    np.testing.assert_allclose(d["topk_probs"], tr.topk_probs, atol=1e-7)
+    pe = d["positional_encoding"]
+    assert pe.shape[0] >= len(tr.src_tokens) and np.abs(pe - tr.positional_encoding[: pe.shape[0]]).max() <= 1 / 255 + 1e-6
+
+
+def test_optional_analysis_fields_travel_when_present():
+    tr = synthetic_trace(8, 6)
+    assert not {"logit_lens", "rollout", "encoder_rollout", "head_stats"} & set(P.encode_trace(tr))
+    tr.logit_lens_tokens = [[["a"] * 5] * 3] * 6
+    tr.logit_lens_probs = RNG.random((6, 3, 5)).astype(np.float32)
+    tr.rollout = softmax_rows((6, 8))
+    tr.encoder_rollout = softmax_rows((8, 8))
+    tr.head_stats = {"entropy": [[1.0]]}
+    p = P.encode_trace(tr)
+    d = P.decode_payload(p)
+    assert p["logit_lens"]["tokens"] == tr.logit_lens_tokens and p["head_stats"] == tr.head_stats
+    np.testing.assert_allclose(d["logit_lens_probs"], tr.logit_lens_probs)
+    assert np.abs(d["rollout"] - tr.rollout).max() <= 1 / 255
+
+
+@pytest.mark.parametrize("S, T, limit", [(12, 13, 100_000), (128, 127, 1_500_000)])
+def test_payload_size_targets(S, T, limit):
+    """10-word sentence (about 12 source tokens) and the 126-token cap, shipped model's shape."""
+    size = len(json.dumps(P.encode_trace(synthetic_trace(S, T))))
+    assert size <= limit, size
+
+
+def test_unk_fraction():
+    specials = ["[PAD]", "[UNK]", "[SOS]", "[EOS]"]
+    assert P.unk_fraction(["[SOS]", "[UNK]", "[UNK]", "▁a", "[EOS]"], specials) == pytest.approx(2 / 3)
+    assert P.unk_fraction(["[SOS]", "[EOS]"], specials) == 0.0
+
+
+def test_notebook_viewer_embeds_the_same_modules_and_escapes_text(translator):
+    tr = translator.trace("</script><img src=x onerror=alert(1)> the cat")
+    obj = show_trace(tr)
+    html = obj._repr_html_() or obj.data
+    assert html.count("</script>") == 2  # the JSON block and the loader; the user's text cannot close either
+    block = html.split("data-attention-explorer>")[1].split("</script>")[0]
+    assert "<" not in block  # no markup of any kind inside the data block
+    data = json.loads(block)
+    assert set(data["modules"]) == set(MODULES)
+    assert data["payload"]["src_text"] == tr.src_text
+    assert 'import(url("viewer.js"))' in viewer_html(P.encode_trace(tr))

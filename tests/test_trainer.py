@@ -1,0 +1,283 @@
+"""The training loop as a unit, in-process: resume, averaging, best/ selection, snapshots,
+the time budget, torchrun sharding, and train.py's argument handling."""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import train
+from transformer import trainer as trainer_mod
+from transformer.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
+from transformer.data import load_parallel
+from transformer.distributed import shard_batches
+from transformer.trainer import (
+    STATE_FILE, Trainer, TrainingError, build_fresh, is_snapshot_epoch, parse_snapshots,
+)
+from transformer.training import PRESETS, average_checkpoints
+
+# the tiny preset, cut to the fixture corpus (96 pairs): several batches per epoch
+TINY = replace(PRESETS["tiny"], vocab_size=200)
+SETTINGS = replace(TINY.train, epochs=3, batch_tokens=600)
+
+
+@pytest.fixture(scope="module")
+def data(data_dir):
+    return load_parallel(str(data_dir), "en", "it")
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Bit-for-bit comparisons need the same kernels every time (and the machine is shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def make_trainer(data, out, settings=SETTINGS, **kw):
+    model, src_tok, tgt_tok = build_fresh(TINY, data, "en", "it", seed=settings.seed)
+    return Trainer(model, src_tok, tgt_tok, data, settings, out, **kw)
+
+
+class Interrupt(Exception):
+    pass
+
+
+def weights(path: Path) -> dict[str, torch.Tensor]:
+    return load_file(str(path / "model.safetensors"))
+
+
+def same_weights(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def without_minutes(history):
+    return [{k: v for k, v in r.items() if k != "minutes"} for r in history]
+
+
+@pytest.fixture(scope="module")
+def straight_run(data, tmp_path_factory):
+    out = tmp_path_factory.mktemp("straight")
+    torch.set_num_threads(1)
+    t = make_trainer(data, out, snapshots=(1,))
+    result = t.fit()
+    return out, result, t
+
+
+def test_resume_continues_exactly_where_an_interrupted_run_stopped(data, straight_run, tmp_path):
+    """Killed after epoch 2 and resumed, a run ends with the very same weights and history
+    as one that never stopped: weights, optimiser, schedule, RNG and step all carry over."""
+    straight, *_ = straight_run
+    first = make_trainer(data, tmp_path, snapshots=(1,))
+
+    def stop_before_epoch_3(t, epoch, n_batches):
+        if epoch == 3:
+            raise Interrupt
+
+    first.add_callback("on_epoch_start", stop_before_epoch_3)
+    with pytest.raises(Interrupt):
+        first.fit()
+    assert sorted(p.name for p in (tmp_path / "epochs").iterdir()) == ["epoch-001", "epoch-002"]
+
+    resumed = Trainer.resume(tmp_path, data, SETTINGS, snapshots=(1,))
+    assert (resumed.epoch, resumed.step) == (2, first.step)
+    result = resumed.fit()
+    for name in ("epoch-001", "epoch-002", "epoch-003"):
+        assert same_weights(weights(tmp_path / "epochs" / name), weights(straight / "epochs" / name)), name
+    assert same_weights(weights(tmp_path / "best"), weights(straight / "best"))
+    assert without_minutes(result.history) == without_minutes(json.loads((straight / "history.json").read_text()))
+    state = torch.load(tmp_path / "epochs" / "epoch-003" / STATE_FILE, weights_only=True)
+    assert state["epoch"] == 3 and state["step"] == resumed.step
+
+
+def test_resume_without_a_checkpoint_and_with_more_epochs(data, straight_run, tmp_path):
+    with pytest.raises(TrainingError, match="no epoch checkpoint"):
+        Trainer.resume(tmp_path, data, SETTINGS)
+    straight, *_ = straight_run
+    t = Trainer.resume(straight, data, replace(SETTINGS, epochs=2, max_minutes=5.0))
+    assert t.settings.epochs == 3  # never fewer than the epochs already done
+    assert t.settings.max_minutes == 5.0 and t.settings.lr == SETTINGS.lr
+
+
+def test_averaging_averages_the_last_epochs_on_disk(data, straight_run):
+    straight, result, trainer = straight_run
+    last = result.history[-1]
+    assert last["averaged"] == ["epoch-002", "epoch-003"]  # tiny preset: average_last=2
+    e2, e3 = (weights(straight / "epochs" / n) for n in last["averaged"])
+    avg = average_checkpoints([straight / "epochs" / n / "model.safetensors" for n in last["averaged"]])
+    assert all(torch.allclose(avg[k], (e2[k] + e3[k]) / 2) for k in avg)
+    # the trainer's model holds the averaged weights and was evaluated as such
+    held = weights_state_dict(trainer.model)
+    assert all(torch.equal(held[k], avg[k]) for k in avg) and not same_weights(held, e3)
+    best_chrf = max(r["chrf"] for r in result.history)
+    assert result.best_chrf == best_chrf
+    best = json.loads((straight / "best" / "metrics.json").read_text())
+    assert best["validation"]["chrf"] == best_chrf
+
+
+def scripted_scores(monkeypatch, chrfs):
+    """Replace the scorer so that evaluation k gets chrF ``chrfs[k]``."""
+    it = iter(chrfs)
+    monkeypatch.setattr(trainer_mod, "corpus_scores", lambda hyps, refs: {"bleu": 0.0, "chrf": next(it)})
+
+
+@pytest.mark.parametrize("chrfs, best_tag", [
+    ([10.0, 30.0, 20.0, 25.0], {"epoch": 2}),            # averaging loses to epoch 2: best/ keeps epoch 2
+    ([10.0, 30.0, 20.0, 40.0], {"averaged": ["epoch-002", "epoch-003"]}),  # averaging wins
+])
+def test_one_evaluate_and_save_step_picks_best(data, tmp_path, monkeypatch, chrfs, best_tag):
+    scripted_scores(monkeypatch, chrfs)
+    t = make_trainer(data, tmp_path, snapshots=())
+    seen = []
+    t.add_callback("on_evaluate", lambda tr, evaluation: seen.append(evaluation.is_best))
+    result = t.fit()
+    assert seen == [True, True, False, chrfs[3] > 30.0]
+    metrics = json.loads((tmp_path / "best" / "metrics.json").read_text())
+    assert {k: metrics[k] for k in best_tag} == best_tag
+    assert metrics["validation"]["chrf"] == max(chrfs) == result.best_chrf
+    assert [r.get("epoch") for r in result.history] == [1, 2, 3, None]
+    if "averaged" in best_tag:  # best/ holds the averaged weights, not epoch 3's
+        assert not same_weights(weights(tmp_path / "best"), weights(tmp_path / "epochs" / "epoch-003"))
+    else:
+        assert same_weights(weights(tmp_path / "best"), weights(tmp_path / "epochs" / "epoch-002"))
+    # the epoch checkpoint's training state records the best chrF seen so far
+    assert torch.load(tmp_path / "epochs" / "epoch-003" / STATE_FILE, weights_only=True)["best_chrf"] == 30.0
+
+
+def test_snapshot_schedule():
+    assert parse_snapshots("1,2,4,8") == (1, 2, 4, 8)
+    assert parse_snapshots(" 8, 2,2 ") == (2, 8)
+    assert parse_snapshots("none") == parse_snapshots("") == ()
+    for bad in ("0", "a,b", "-1"):
+        with pytest.raises(ValueError):
+            parse_snapshots(bad)
+    schedule = (1, 2, 4, 8)
+    assert [e for e in range(1, 31) if is_snapshot_epoch(e, schedule, final=e == 30)] == [1, 2, 4, 8, 30]
+    assert [e for e in range(1, 4) if is_snapshot_epoch(e, schedule, final=e == 3)] == [1, 2, 3]
+    assert not any(is_snapshot_epoch(e, (), final=True) for e in range(1, 5))
+
+
+def test_snapshots_are_small_fp16_and_copied_into_best(data, straight_run):
+    straight, result, _ = straight_run  # snapshots=(1,) over 3 epochs: epoch 1 and the final epoch 3
+    assert sorted(p.name for p in (straight / "snapshots").iterdir()) == ["epoch-001", "epoch-003"]
+    for snap in (straight / "snapshots").iterdir():
+        assert sorted(p.name for p in snap.iterdir()) == ["config.json", "metrics.json", "model.safetensors"]
+        assert json.loads((snap / "config.json").read_text())["storage_dtype"] == "float16"
+        assert all(v.dtype == torch.float16 for v in weights(snap).values() if v.is_floating_point())
+    snaps = list_snapshots(straight / "best")
+    assert [s.epoch for s in snaps] == [1, 3]
+    epochs = {r["epoch"]: r for r in result.history if "epoch" in r}
+    for s in snaps:
+        assert s.metrics["validation"]["chrf"] == epochs[s.epoch]["chrf"]
+        model, src_tok, *_ = load_checkpoint(s.path)  # the tokenizer comes from best/
+        assert model.cfg.d_model == TINY.model.d_model and src_tok.get_vocab_size() > 0
+
+
+def test_time_budget_stops_mid_epoch_and_says_where(data, tmp_path):
+    t = make_trainer(data, tmp_path, settings=replace(SETTINGS, max_minutes=1e-9), snapshots=(2,))
+    stops = []
+    t.add_callback("on_time_budget", lambda tr, **info: stops.append(info))
+    result = t.fit()
+    n = t.steps_per_epoch
+    assert n > 1 and stops == [{"epoch": 1, "batches_done": 1, "n_batches": n}]
+    assert result.stopped_at == (1, 1, n)
+    assert [r.get("epoch") for r in result.history] == [1]  # evaluated and saved, then stopped
+    assert (tmp_path / "epochs" / "epoch-001" / STATE_FILE).is_file()
+    assert [p.name for p in (tmp_path / "snapshots").iterdir()] == ["epoch-001"]  # the final epoch
+
+
+def test_shards_are_disjoint_and_equal():
+    batches = [[i] for i in range(11)]
+    for world in (1, 2, 3, 4):
+        shards = [shard_batches(batches, r, world) for r in range(world)]
+        assert {len(s) for s in shards} == {11 // world}
+        flat = [b[0] for s in shards for b in s]
+        assert len(flat) == len(set(flat))
+    assert shard_batches(batches, 0, 1) == batches
+
+
+def test_bad_settings_raise(data, tmp_path):
+    for bad in (dict(epochs=0), dict(lr=-1.0), dict(max_minutes=0.0), dict(batch_tokens=0)):
+        with pytest.raises(TrainingError):
+            make_trainer(data, tmp_path, settings=replace(SETTINGS, **bad))
+    with pytest.raises(TrainingError, match="keep-epochs"):
+        make_trainer(data, tmp_path, keep_epochs=0)
+
+
+# ------------------------------------------------------------------ train.py, in-process
+
+
+def test_help_shows_preset_values_not_none(capsys):
+    with pytest.raises(SystemExit) as exc:
+        train.parse_args(["--help"])
+    assert exc.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "(default: None)" not in text
+    epochs = ", ".join(f"{name} {p.train.epochs}" for name, p in sorted(PRESETS.items()))
+    minutes = ", ".join(f"{name} {p.train.max_minutes or 'none'}" for name, p in sorted(PRESETS.items()))
+    assert f"(preset: {epochs})" in text
+    assert f"(preset: {minutes})" in text
+    assert "(default: 1,2,4,8)" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-minutes", "0"], "argument --max-minutes: must be positive"),
+    (["--max-minutes", "-3"], "argument --max-minutes: must be positive"),
+    (["--epochs", "0"], "argument --epochs: must be positive"),
+    (["--snapshots", "0,x"], "argument --snapshots"),
+    (["--push-to-hub", "not a repo"], "owner/name"),
+])
+def test_bad_flags_exit_2(capsys, args, message):
+    with pytest.raises(SystemExit) as exc:
+        train.parse_args(args)
+    assert exc.value.code == 2 and message in capsys.readouterr().err
+
+
+def tiny_main(data_dir, out, *extra):
+    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
+                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
+
+
+def test_train_main_reports_a_mid_epoch_stop(data_dir, tmp_path, capsys):
+    assert tiny_main(data_dir, tmp_path, "--max-minutes", "1e-9") == 0
+    err = capsys.readouterr().err
+    assert "stopped after 1 of " in err and " batches of epoch 1" in err and "after epoch 1" not in err
+
+
+def fake_hub(monkeypatch, fn):
+    module = types.ModuleType("transformer.hub")
+    module.push_checkpoint = fn
+    monkeypatch.setitem(sys.modules, "transformer.hub", module)
+
+
+def test_push_to_hub_failure_exits_2_and_keeps_the_checkpoint(data_dir, tmp_path, monkeypatch, capsys):
+    calls = []
+
+    def refuse(directory, repo_id, private=False, token=None):
+        calls.append((Path(directory), repo_id, private, token))
+        raise OSError("hub unreachable")
+
+    fake_hub(monkeypatch, refuse)
+    with pytest.raises(SystemExit) as exc:
+        tiny_main(data_dir, tmp_path, "--epochs", "1", "--push-to-hub", "someone/tiny-en-it")
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "hub unreachable" in err and "kept at" in err and "Traceback" not in err
+    assert calls == [(tmp_path / "best", "someone/tiny-en-it", False, None)]
+    assert (tmp_path / "best" / "model.safetensors").is_file()
+
+
+def test_push_to_hub_success(data_dir, tmp_path, monkeypatch, capsys):
+    fake_hub(monkeypatch, lambda d, repo_id, private=False, token=None: f"https://huggingface.co/{repo_id}")
+    assert tiny_main(data_dir, tmp_path, "--epochs", "1", "--snapshots", "none", "--push-to-hub", "me/m") == 0
+    out = capsys.readouterr().out.strip().splitlines()[-1]
+    assert json.loads(out)["hub"] == "https://huggingface.co/me/m"
+    assert not (tmp_path / "snapshots").exists()

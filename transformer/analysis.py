@@ -1,0 +1,512 @@
+"""Why did it say that? Head knock-out, head importance, attention rollout and head diagnostics.
+
+Pure functions of a :class:`~transformer.translator.Translator` (for the ones that run the
+model) or of a :class:`~transformer.trace.Trace` (for the ones that only read attention).
+No Gradio, no printing, no files: every result is a JSON-ready dict or a numpy array, so
+the server computes once and the browser draws. The logit lens is recorded during the
+traced greedy decode itself (``decoding.greedy_decode``), not here.
+
+Heads format
+------------
+A *head* is named by its attention kind, its layer and its index, all 0-based::
+
+    {"kind": "cross", "layer": 0, "head": 3}        # canonical form (what results return)
+    "cross:0:3"                                      # shorthand accepted on input
+
+``kind`` is one of ``"encoder"`` (encoder self-attention), ``"decoder_self"`` (decoder
+masked self-attention) or ``"cross"`` (decoder-encoder attention). Functions taking
+``heads`` accept a list of either form, or one string of shorthands separated by commas
+or spaces (``"cross:0:3, encoder:2:1"``; ``""`` is no head). Anything else, an unknown
+kind, or a layer/head out of range raises ``ValueError`` saying which item is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+import numpy as np
+import torch
+
+from .decoding import greedy_decode
+from .model import HEAD_MASK_KINDS, Transformer
+from .tokenizer import EOS, SOS
+from .trace import Trace
+
+KINDS = HEAD_MASK_KINDS  # ("encoder", "decoder_self", "cross")
+
+
+# --------------------------------------------------------------------------- heads
+def n_layers(cfg, kind: str) -> int:
+    return cfg.n_encoder_layers if kind == "encoder" else cfg.n_decoder_layers
+
+
+def parse_heads(heads, cfg) -> list[dict]:
+    """Validate ``heads`` (see the module docstring) and return it in canonical form:
+    a sorted list of ``{"kind", "layer", "head"}`` dicts without duplicates."""
+    usage = 'heads must be a list of {"kind": ..., "layer": ..., "head": ...} dicts or "kind:layer:head" strings'
+    if heads is None:
+        return []
+    if isinstance(heads, str):
+        heads = [h for h in re.split(r"[,\s]+", heads.strip()) if h]
+    if not isinstance(heads, (list, tuple)):
+        raise ValueError(f"{usage}, got {type(heads).__name__}")
+    seen = set()
+    for i, item in enumerate(heads):
+        if isinstance(item, str):
+            parts = item.strip().split(":")
+            if len(parts) != 3:
+                raise ValueError(f"heads[{i}] = {item!r}: expected 'kind:layer:head', e.g. 'cross:0:3'")
+            kind, layer, head = parts
+            try:
+                layer, head = int(layer), int(head)
+            except ValueError:
+                raise ValueError(f"heads[{i}] = {item!r}: layer and head must be integers") from None
+        elif isinstance(item, dict):
+            missing = [k for k in ("kind", "layer", "head") if k not in item]
+            if missing:
+                raise ValueError(f"heads[{i}] lacks {', '.join(missing)}; {usage}")
+            kind, layer, head = item["kind"], item["layer"], item["head"]
+            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in (layer, head)):
+                raise ValueError(f"heads[{i}]: layer and head must be integers, got {layer!r} and {head!r}")
+            layer, head = int(layer), int(head)
+        else:
+            raise ValueError(f"heads[{i}] is a {type(item).__name__}; {usage}")
+        if kind not in KINDS:
+            raise ValueError(f"heads[{i}]: unknown kind {kind!r}; expected one of {', '.join(KINDS)}")
+        L = n_layers(cfg, kind)
+        if not 0 <= layer < L:
+            raise ValueError(f"heads[{i}]: layer {layer} out of range 0..{L - 1} for {kind}")
+        if not 0 <= head < cfg.h:
+            raise ValueError(f"heads[{i}]: head {head} out of range 0..{cfg.h - 1}")
+        seen.add((KINDS.index(kind), layer, head))
+    return [{"kind": KINDS[k], "layer": l, "head": h} for k, l, h in sorted(seen)]
+
+
+def heads_to_mask(heads, cfg) -> dict[str, torch.Tensor]:
+    """Head mask for ``Transformer.forward``/``encode``/``decode``: one (L, H) float
+    tensor per kind, 1 everywhere except 0 at the given heads."""
+    mask = {kind: torch.ones(n_layers(cfg, kind), cfg.h) for kind in KINDS}
+    for h in parse_heads(heads, cfg):
+        mask[h["kind"]][h["layer"], h["head"]] = 0.0
+    return mask
+
+
+# --------------------------------------------------------------------------- teacher forcing
+def _target_logprobs(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """log p(target) from logits (B, T, V) and target ids (B, T), without materialising a
+    second (B, T, V) log-softmax tensor."""
+    logits = logits.float()
+    return logits.gather(-1, target[..., None])[..., 0] - logits.logsumexp(dim=-1)  # (B, T)
+
+
+def _tokens(translator, ids) -> list[str]:
+    return [translator.tgt_tok.id_to_token(int(i)) for i in ids]
+
+
+@torch.no_grad()
+def knockout(translator, text: str, heads) -> dict:
+    """Silence ``heads`` (format in the module docstring) and decode ``text`` again.
+
+    Two things are measured. (1) The knocked-out model decodes greedily on its own: its
+    translation may differ from the original. (2) Teacher-forced on the *original*
+    translation, at every step: the probability of the original token under the
+    original model and under the knocked-out one, so the browser can show where the
+    heads mattered even when the final output did not change. An empty ``heads`` runs the
+    same code with an all-ones mask and gives exactly the original numbers.
+
+    Returns a JSON-ready dict::
+
+        {"heads": [canonical heads],
+         "original":  {"translation", "tokens" ([SOS] y1 ... yn), "ids"},
+         "knockout":  {"translation", "tokens", "ids", "finished"},
+         "changed": bool,                       # the two translations differ
+         "steps": {"token": [n original outputs],
+                   "p_original": [n], "p_knockout": [n],       # p(original token at step t)
+                   "top_knockout": [n],         # knocked-out model's argmax at step t
+                   "logprob_original": float, "logprob_knockout": float}}  # sums over steps
+    """
+    model: Transformer = translator.model
+    cfg = translator.cfg
+    parsed = parse_heads(heads, cfg)
+    mask = heads_to_mask(parsed, cfg)
+    src_ids = translator.encode_source(text).ids
+    src = torch.tensor([src_ids])
+    orig = greedy_decode(model, src).ids[0]
+    ko = greedy_decode(model, src, head_mask=mask).ids[0]
+
+    tgt = [cfg.tgt_sos_id, *orig]
+    tgt_in, target = torch.tensor([tgt[:-1]]), torch.tensor([tgt[1:]])
+    base_logits = model(src, tgt_in).logits  # (1, T, V)
+    ko_logits = model(src, tgt_in, head_mask=mask).logits
+    lp_orig = _target_logprobs(base_logits, target)[0]  # (T,)
+    lp_ko = _target_logprobs(ko_logits, target)[0]
+    return {
+        "heads": parsed,
+        "original": {"translation": translator._decode_text(orig), "tokens": _tokens(translator, tgt), "ids": tgt},
+        "knockout": {
+            "translation": translator._decode_text(ko),
+            "tokens": _tokens(translator, [cfg.tgt_sos_id, *ko]),
+            "ids": [cfg.tgt_sos_id, *ko],
+            "finished": bool(ko) and ko[-1] == cfg.tgt_eos_id,
+        },
+        "changed": ko != orig,
+        "steps": {
+            "token": _tokens(translator, orig),
+            "p_original": lp_orig.exp().tolist(),
+            "p_knockout": lp_ko.exp().tolist(),
+            "top_knockout": _tokens(translator, ko_logits[0].argmax(dim=-1).tolist()),
+            "logprob_original": float(lp_orig.sum()),
+            "logprob_knockout": float(lp_ko.sum()),
+        },
+    }
+
+
+def _single_head_masks(n_rows: int, L: int, H: int, first_row: int) -> torch.Tensor:
+    """(n_rows, L, H) ones, except row first_row + j silences flat head j = layer * H + head."""
+    m = torch.ones(n_rows, L * H)
+    j = torch.arange(L * H)
+    m[first_row + j, j] = 0.0
+    return m.view(n_rows, L, H)
+
+
+@torch.no_grad()
+def head_importance(translator, text: str, batch_size: int = 128) -> dict:
+    """For every head, the drop in log-probability of the original greedy translation
+    when that head alone is silenced (Michel et al. 2019, measured by ablation).
+
+    drop(head) = log p(y | x) - log p(y | x, head silenced), summed over the steps of the
+    original translation y (teacher-forced); positive = the head helps produce y. It is
+    computed in batched teacher-forced passes, not one decode per head: row 0 of the batch
+    is the unmasked model, each other row silences one head through the (B, L, H) form of
+    the head mask. The encoder runs once per *encoder* mask only (1 + L_enc * H rows);
+    rows that silence a decoder head share the unmasked encoder memory.
+
+    Returns a JSON-ready dict::
+
+        {"translation", "tokens" ([SOS] y1 ... yn), "ids", "logprob": log p(y | x),
+         "heads": H, "layers": {kind: L},
+         "importance": {kind: (L, H) drops},           # nats
+         "per_step": {kind: (L, H, n) drops per step},
+         "ranking": [{"kind", "layer", "head", "drop"}, ...]}   # 10 largest drops
+    """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    model: Transformer = translator.model
+    cfg = translator.cfg
+    H, Le, Ld = cfg.h, cfg.n_encoder_layers, cfg.n_decoder_layers
+    src = torch.tensor([translator.encode_source(text).ids])  # (1, S)
+    S = src.shape[1]
+    orig = greedy_decode(model, src).ids[0]
+    tgt = [cfg.tgt_sos_id, *orig]
+    T = len(orig)
+
+    # encoder: row 0 unmasked, rows 1.. silence one encoder head each
+    n_enc = 1 + Le * H
+    src_mask = model.src_mask(src)  # (1, 1, 1, S)
+    memory, _ = model.encode(src.expand(n_enc, S), src_mask.expand(n_enc, -1, -1, -1),
+                             head_mask={"encoder": _single_head_masks(n_enc, Le, H, 1)})  # (n_enc, S, D)
+    # decoder rows: [unmasked, encoder heads..., decoder_self heads..., cross heads...]
+    n_rows = n_enc + 2 * Ld * H
+    mem_index = torch.cat([torch.arange(n_enc), torch.zeros(2 * Ld * H, dtype=torch.long)])
+    self_mask = _single_head_masks(n_rows, Ld, H, n_enc)
+    cross_mask = _single_head_masks(n_rows, Ld, H, n_enc + Ld * H)
+    tgt_in, target = torch.tensor([tgt[:-1]]), torch.tensor([tgt[1:]])
+    tgt_mask = model.tgt_mask(tgt_in)  # (1, 1, T, T)
+    logp = torch.empty(n_rows, T)
+    for start in range(0, n_rows, batch_size):
+        rows = slice(start, min(start + batch_size, n_rows))
+        b = rows.stop - rows.start
+        dec = model.decode(tgt_in.expand(b, T), memory[mem_index[rows]], src_mask.expand(b, -1, -1, -1),
+                           tgt_mask, head_mask={"decoder_self": self_mask[rows], "cross": cross_mask[rows]})
+        logp[rows] = _target_logprobs(model.project(dec.hidden), target.expand(b, T))
+
+    drops = (logp[0] - logp[1:]).numpy()  # (n_rows - 1, T)
+    sizes = {"encoder": Le * H, "decoder_self": Ld * H, "cross": Ld * H}
+    importance, per_step, ranking, at = {}, {}, [], 0
+    for kind in KINDS:
+        L = n_layers(cfg, kind)
+        block = drops[at : at + sizes[kind]].reshape(L, H, T)
+        at += sizes[kind]
+        total = block.sum(-1)
+        importance[kind] = np.round(total.astype(np.float64), 5).tolist()
+        per_step[kind] = np.round(block.astype(np.float64), 5).tolist()
+        ranking += [{"kind": kind, "layer": l, "head": h, "drop": float(total[l, h])} for l in range(L) for h in range(H)]
+    ranking.sort(key=lambda r: -r["drop"])
+    return {
+        "translation": translator._decode_text(orig),
+        "tokens": _tokens(translator, tgt),
+        "ids": tgt,
+        "logprob": float(logp[0].sum()),
+        "heads": H,
+        "layers": {kind: n_layers(cfg, kind) for kind in KINDS},
+        "importance": importance,
+        "per_step": per_step,
+        "ranking": [{**r, "drop": round(r["drop"], 5)} for r in ranking[:10]],
+    }
+
+
+# --------------------------------------------------------------------------- logit lens
+def logit_lens_first_layer(trace: Trace) -> list[int | None]:
+    """Per step, the first decoder layer (0-based) from which the lens's top-1 is the
+    token finally emitted and stays so in every later layer; ``None`` when the trace has
+    no logit lens. The last layer always qualifies for greedy steps (its top-1 *is* the
+    output); a forced step whose token is not the final top-1 gets ``None``."""
+    if trace.logit_lens_ids is None:
+        return []
+    out_ids = np.asarray(trace.tgt_ids[1:])  # (T,)
+    hit = trace.logit_lens_ids[:, :, 0] == out_ids[:, None]  # (T, L)
+    # stays correct from layer l on: suffix-AND along layers
+    stays = np.flip(np.logical_and.accumulate(np.flip(hit, axis=1), axis=1), axis=1)
+    return [int(np.argmax(row)) if row.any() else None for row in stays]
+
+
+# --------------------------------------------------------------------------- rollout
+def _row_normalise(a: np.ndarray) -> np.ndarray:
+    s = a.sum(axis=-1, keepdims=True)
+    return np.divide(a, s, out=np.zeros_like(a), where=s > 0)
+
+
+def encoder_rollout(encoder_attn: np.ndarray) -> np.ndarray:
+    """Attention rollout of the encoder (Abnar & Zuidema 2020), (S, S), rows sum to 1.
+
+    For each layer l: Ā_l = mean over heads of A_l; Â_l = 0.5·Ā_l + 0.5·I (the residual
+    connection), rows renormalised to sum to 1. Then R = Â_L · ... · Â_2 · Â_1: row i is
+    how much each source position flows into the top-layer representation of position i.
+    """
+    A = np.asarray(encoder_attn, dtype=np.float64)  # (L, H, S, S)
+    S = A.shape[-1]
+    eye = np.eye(S)
+    R = eye.copy()
+    for layer in A:
+        a_hat = _row_normalise(0.5 * layer.mean(axis=0) + 0.5 * eye)
+        R = a_hat @ R
+    return R.astype(np.float32)
+
+
+def _residual_normalise(R: np.ndarray) -> np.ndarray:
+    """R̄ = rownorm(R - I) + I (Chefer et al. 2021, eqs. 8-9): the self-relevance kept by
+    the residual stays 1, the relevance spread to other tokens sums to 1 per row."""
+    eye = np.eye(R.shape[-1])
+    return _row_normalise(R - eye) + eye
+
+
+def source_relevance(encoder_attn: np.ndarray, decoder_self_attn: np.ndarray, cross_attn: np.ndarray) -> np.ndarray:
+    """Source relevance of every target step (T, S), rows sum to 1: Chefer et al. 2021
+    ("Generic Attention-model Explainability for Interpreting Bi-Modal and
+    Encoder-Decoder Transformers"), attention-only rules (Ā = mean over heads of the
+    attention, in place of their gradient-weighted E_h[(∇A ⊙ A)+]).
+
+    s = source tokens (S), t = target steps (T). Start with R_ss = I_S, R_tt = I_T, R_ts = 0.
+
+    - each encoder layer (self-attention rule):      R_ss ← R_ss + Ā_enc · R_ss
+    - each decoder layer, in order,
+        self-attention rule:                        R_tt ← R_tt + Ā_dec · R_tt
+                                                     R_ts ← R_ts + Ā_dec · R_ts
+        cross-attention (bi-modal rule):            R_ts ← R_ts + R̄_tt · Ā_cross · R̄_ss
+        (its other update, R_tt ← R_tt + Ā_cross · R_st, adds 0: the encoder never
+        reads the target, R_st = 0)
+      with R̄_xx = rownorm(R_xx - I) + I.
+    - rollout[t] = R_ts[t] / sum(R_ts[t]).
+
+    Note R_ss = Π(I + Ā_enc) = 2^L_enc × the Abnar-Zuidema encoder rollout, so the
+    relevance runs through the encoder rollout. One deliberate departure from the
+    reference code, which multiplies by (R̄_tt)ᵀ: in a causal decoder the transpose would
+    make step t depend on later steps (R_tt is lower triangular), so we use R̄_tt, which
+    mixes the cross-attention of the earlier target positions that step t drew on. Row t
+    therefore uses only steps 0..t and does not change as decoding goes on.
+    """
+    enc = np.asarray(encoder_attn, dtype=np.float64)  # (Le, H, S, S)
+    dec = np.asarray(decoder_self_attn, dtype=np.float64)  # (Ld, H, T, T)
+    cross = np.asarray(cross_attn, dtype=np.float64)  # (Ld, H, T, S)
+    S, T = enc.shape[-1], dec.shape[-1]
+    R_ss, R_tt, R_ts = np.eye(S), np.eye(T), np.zeros((T, S))
+    for layer in enc:
+        R_ss = R_ss + layer.mean(axis=0) @ R_ss
+    R_ss_bar = _residual_normalise(R_ss)
+    for self_l, cross_l in zip(dec, cross):
+        a = self_l.mean(axis=0)  # (T, T)
+        R_tt = R_tt + a @ R_tt
+        R_ts = R_ts + a @ R_ts
+        R_ts = R_ts + _residual_normalise(R_tt) @ cross_l.mean(axis=0) @ R_ss_bar
+    return _row_normalise(R_ts).astype(np.float32)
+
+
+# --------------------------------------------------------------------------- head diagnostics
+HABIT_RULE = (
+    "First match wins. (1) Self-attention heads: share on the previous, same or next token >= 0.5 -> "
+    "'previous-token head' / 'same-token head' / 'next-token head' (in decoder self-attention the 'same' "
+    "token is the one the step just read, i.e. the last word emitted). (2) Any head: share on [SOS] + [EOS] + "
+    "punctuation >= 0.5 -> '[SOS] sink' / '[EOS] sink' / 'punctuation sink' (the largest of the three). "
+    "(3) Cross-attention: monotonicity >= 0.7 -> 'monotonic aligner'. (4) Normalised entropy >= 0.75 -> "
+    "'broad'. (5) Self-attention: previous + same + next share >= 0.5 -> 'local head'. (6) Confidence >= 0.5 "
+    "-> 'focused'. (7) Otherwise 'mixed'."
+)
+POSITIONAL = {"prev": "previous-token head", "same": "same-token head", "next": "next-token head"}
+SINKS = {"sink_sos": "[SOS] sink", "sink_eos": "[EOS] sink", "sink_punct": "punctuation sink"}
+
+
+def is_punctuation(token: str) -> bool:
+    """A token made only of punctuation once the '▁' word marker is removed."""
+    text = token.replace("▁", "")
+    return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
+
+
+def _key_classes(tokens: list[str]) -> dict[str, np.ndarray]:
+    return {
+        "sink_sos": np.array([t == SOS for t in tokens]),
+        "sink_eos": np.array([t == EOS for t in tokens]),
+        "sink_punct": np.array([is_punctuation(t) for t in tokens]),
+    }
+
+
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks along the last axis, ties get their average rank (as in Spearman's rho)."""
+    less = (x[..., None, :] < x[..., :, None]).sum(-1)
+    equal = (x[..., None, :] == x[..., :, None]).sum(-1)
+    return less + (equal + 1) / 2.0
+
+
+def _spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman rank correlation of x (n,) with each row of y (..., n); NaN if constant."""
+    rx, ry = _ranks(np.asarray(x, dtype=np.float64)), _ranks(np.asarray(y, dtype=np.float64))
+    rx, ry = rx - rx.mean(), ry - ry.mean(axis=-1, keepdims=True)
+    den = np.sqrt((rx**2).sum() * (ry**2).sum(-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, (ry * rx).sum(-1) / np.where(den > 0, den, 1.0), np.nan)
+
+
+def _attention_measures(A: np.ndarray, key_tokens: list[str], causal: bool, self_attn: bool) -> dict[str, np.ndarray]:
+    """Per-head measures (L, H) of attention A (L, H, Q, K); NaN where undefined."""
+    A = np.asarray(A, dtype=np.float64)
+    L, H, Q, K = A.shape
+    q = np.arange(Q)
+    lengths = q + 1 if causal else np.full(Q, K)  # keys each query may see
+    rows = lengths > 1  # length-1 rows have no choice: excluded everywhere
+    out: dict[str, np.ndarray] = {}
+    nan = np.full((L, H), np.nan)
+    if not rows.any():
+        for name in ("entropy", "confidence", "sink", *SINKS):
+            out[name] = nan.copy()
+        return out
+    Ar = A[:, :, rows]  # (L, H, Qr, K)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        plogp = np.where(Ar > 0, Ar * np.log(np.where(Ar > 0, Ar, 1.0)), 0.0)
+    out["entropy"] = (-plogp.sum(-1) / np.log(lengths[rows])).mean(-1)
+    out["confidence"] = Ar.max(-1).mean(-1)
+    classes = _key_classes(key_tokens)
+    for name, keys in classes.items():
+        out[name] = Ar[..., keys].sum(-1).mean(-1)
+    out["sink"] = Ar[..., classes["sink_sos"] | classes["sink_eos"] | classes["sink_punct"]].sum(-1).mean(-1)
+    if self_attn:
+        offsets = {"prev": -1, "same": 0} if causal else {"prev": -1, "same": 0, "next": 1}
+        for name, d in offsets.items():
+            k = q + d
+            ok = rows & (k >= 0) & (k < lengths)
+            out[name] = A[:, :, q[ok], k[ok]].mean(-1) if ok.any() else nan.copy()
+    return out
+
+
+def _monotonicity(cross: np.ndarray, src_tokens: list[str], tgt_tokens: list[str]) -> np.ndarray:
+    """Spearman rho of step index vs argmax source position, per head (L, H)."""
+    L, H, T, S = cross.shape
+    content = np.array([t not in (SOS, EOS) for t in src_tokens])
+    steps = np.array([tgt_tokens[t + 1] != EOS for t in range(T)])
+    if content.sum() == 0 or steps.sum() < 3:
+        return np.full((L, H), np.nan)
+    masked = np.where(content, cross[:, :, steps], -1.0)  # (L, H, T', S)
+    return _spearman(np.arange(int(steps.sum())), masked.argmax(-1))
+
+
+def _habit(kind: str, m: dict[str, float]) -> str:
+    def val(name):
+        v = m.get(name)
+        return -np.inf if v is None or np.isnan(v) else v
+
+    if kind != "cross":
+        best = max((n for n in POSITIONAL if n in m), key=val)
+        if val(best) >= 0.5:
+            return POSITIONAL[best]
+    if val("sink") >= 0.5:
+        return SINKS[max(SINKS, key=val)]
+    if kind == "cross" and val("monotonicity") >= 0.7:
+        return "monotonic aligner"
+    if val("entropy") >= 0.75:
+        return "broad"
+    if kind != "cross" and sum(max(val(n), 0.0) for n in POSITIONAL) >= 0.5:
+        return "local head"
+    if val("confidence") >= 0.5:
+        return "focused"
+    return "mixed"
+
+
+def _stats_dict(measures: dict[str, dict[str, np.ndarray]], n_sentences: int) -> dict:
+    kinds = {}
+    for kind, m in measures.items():
+        L, H = next(iter(m.values())).shape
+        entry: dict = {"layers": L, "heads": H}
+        for name, arr in m.items():
+            r = np.round(arr.astype(np.float64), 4)
+            entry[name] = [[None if np.isnan(v) else v for v in row] for row in r.tolist()]
+        entry["habit"] = [
+            [_habit(kind, {n: float(a[l, h]) for n, a in m.items()}) for h in range(H)] for l in range(L)
+        ]
+        kinds[kind] = entry
+    return {"schema": "head-stats/1", "n_sentences": n_sentences, "habit_rule": HABIT_RULE, "kinds": kinds}
+
+
+def head_measures(trace: Trace) -> dict[str, dict[str, np.ndarray]]:
+    """The raw (L, H) float arrays behind :func:`head_stats` (NaN where undefined)."""
+    T = trace.steps
+    enc = _attention_measures(trace.encoder_attn, trace.src_tokens, causal=False, self_attn=True)
+    dec = _attention_measures(trace.decoder_self_attn, trace.tgt_tokens[:T], causal=True, self_attn=True)
+    cross = _attention_measures(trace.cross_attn, trace.src_tokens, causal=False, self_attn=False)
+    cross["monotonicity"] = _monotonicity(np.asarray(trace.cross_attn, dtype=np.float64), trace.src_tokens,
+                                          trace.tgt_tokens)
+    return {"encoder": enc, "decoder_self": dec, "cross": cross}
+
+
+def head_stats(trace: Trace) -> dict:
+    """Diagnostics of every head on one sentence, JSON-ready.
+
+    Measures, each an (L, H) list of lists per kind (``null`` where undefined):
+
+    - ``entropy``: mean over query rows of the row's entropy / log(row length): 0 = all
+      weight on one key, 1 = uniform. Row length = keys the query may see (S for encoder
+      and cross-attention, t + 1 for decoder step t).
+    - ``confidence``: mean over rows of the largest weight (Voita et al. 2019).
+    - ``sink_sos``, ``sink_eos``, ``sink_punct`` and their sum ``sink``: mean share of a
+      row's weight on [SOS], [EOS] and punctuation-only tokens (keys: source tokens for
+      encoder and cross-attention, decoder inputs ``tgt_tokens[:T]`` for decoder self).
+    - self-attention only: ``prev``, ``same`` (and ``next``, encoder only: the decoder is
+      causal) = mean weight on key q-1, q, q+1, over the rows where that key exists.
+    - cross-attention only: ``monotonicity`` = Spearman rank correlation between the step
+      index and the source position of the row's largest weight (among source tokens
+      other than [SOS]/[EOS]), over the steps that do not emit [EOS]; ``null`` when fewer
+      than 3 such steps or a constant argmax. 1 = reads the source left to right.
+
+    Rows of length 1 (decoder step 0, which can only see [SOS]) are excluded from every
+    measure: that weight is forced, not chosen. ``habit`` names each head by
+    ``HABIT_RULE`` (also in the dict as ``habit_rule``).
+    """
+    return _stats_dict(head_measures(trace), 1)
+
+
+def aggregate_head_stats(stats: list[dict]) -> dict:
+    """Average several :func:`head_stats` dicts (e.g. over a test set) head by head,
+    ignoring sentences where a measure is undefined, then name the habits again from the
+    averages. The result has the same layout; ``n_sentences`` adds up the inputs' counts."""
+    if not stats:
+        raise ValueError("no head stats to aggregate")
+    measures: dict[str, dict[str, np.ndarray]] = {}
+    for kind, first in stats[0]["kinds"].items():
+        names = [n for n, v in first.items() if isinstance(v, list) and n != "habit"]
+        measures[kind] = {}
+        for name in names:
+            stack = np.array([s["kinds"][kind][name] for s in stats], dtype=np.float64)  # None -> nan
+            ok = ~np.isnan(stack)
+            count = ok.sum(axis=0)
+            total = np.where(ok, stack, 0.0).sum(axis=0)
+            # a head undefined in every sentence stays NaN (-> null)
+            measures[kind][name] = np.divide(total, count, out=np.full(total.shape, np.nan), where=count > 0)
+    return _stats_dict(measures, sum(int(s.get("n_sentences", 1)) for s in stats))

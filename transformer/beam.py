@@ -1,0 +1,526 @@
+"""Batched beam search with a KV cache, and the beam tree the app draws.
+
+Why beam search: greedy decoding commits to the single most likely token at every step,
+so one early, locally good choice can force a worse sentence. Beam search keeps the
+``k`` best partial translations (*hypotheses*) alive and only decides at the end.
+
+The algorithm, per sentence of the batch:
+
+1. The encoder runs once. Step 0 decodes ``[SOS]`` with one hypothesis per sentence;
+   after it every sentence has exactly ``k`` alive hypotheses (rows of the batch).
+2. At each step every alive hypothesis proposes its best next tokens; the ``2k`` best
+   (hypothesis, token) pairs of the sentence by cumulative log-probability are the
+   *candidates* of that step, in rank order. Walking them best first:
+   - an ``[EOS]`` candidate ranked among the first ``k`` ends a hypothesis ("finished");
+     an ``[EOS]`` ranked lower is dropped ("pruned"), so it cannot pre-empt a better
+     alive hypothesis (this is what makes a beam of 1 exactly greedy);
+   - the first ``k`` non-``[EOS]`` candidates become the new alive hypotheses ("kept");
+   - the rest are "pruned".
+   ``[PAD]`` and ``[SOS]`` are never proposed: they are not output tokens.
+3. Finished hypotheses are ranked by the GNMT length-normalised score (Wu et al. 2016)::
+
+       score(Y) = log P(Y | X) / lp(Y),    lp(Y) = ((5 + |Y|) / 6) ** alpha
+
+   where ``|Y|`` counts the emitted tokens including the final ``[EOS]`` (not ``[SOS]``)
+   and ``alpha`` is ``length_penalty``. ``alpha = 0`` ranks by raw log-probability, which
+   favours short outputs; larger ``alpha`` favours longer ones. A sentence keeps its
+   ``k`` best finished hypotheses.
+4. A sentence stops when
+   - ``early_stopping=True``: it has ``k`` finished hypotheses;
+   - ``early_stopping=False``: it has ``k`` finished hypotheses and no alive hypothesis
+     can still beat the worst of them. The bound is exact: log-probabilities only
+     decrease, so an alive hypothesis with log-prob ``c < 0`` can at best reach
+     ``c / lp(max_len)``;
+   - or it has emitted its maximum number of tokens (the same per-row limit as greedy's
+     :func:`~transformer.decoding.max_new_tokens`); its alive hypotheses are then ranked
+     with the finished ones, marked ``eos=False``.
+
+The KV cache (one :class:`~transformer.model.LayerCache` per decoder layer) holds one row
+per alive hypothesis. After each step the rows are reordered with ``index_select`` so
+row ``r`` holds the prefix of the hypothesis it now continues: self-attention K/V (which
+grow by one position per step) are gathered, never recomputed. Cross-attention K/V are
+the same for every hypothesis of a sentence, so they are only gathered when the layout
+of sentences changes: once when step 0 expands 1 row to ``k``, and when a sentence
+finishes and leaves the batch (finished sentences stop costing compute).
+
+The beam tree (``return_tree=True``), schema ``"transformer-beam-tree/1"``, one JSON-ready
+dict per sentence::
+
+    {
+      "schema": "transformer-beam-tree/1",
+      "beam_size": k, "length_penalty": alpha, "early_stopping": bool,
+      "max_steps": int,              # the sentence's limit on emitted tokens
+      "candidates_per_step": 2k,     # candidates recorded per step (fewer if the vocab is tiny)
+      "steps": int,                  # steps decoded for this sentence (= deepest node step)
+      "score_formula": "logprob / ((5 + length) / 6) ** length_penalty",
+      "nodes": [                     # in creation order: parents come before children
+        {"id": int,                  # == index in "nodes"; the root ([SOS]) is 0
+         "parent": int | None,       # None only for the root
+         "step": int,                # position of the token in the output; root 0.
+                                     # Decoding step s-1 (0-based, as in the trace) emits step s
+         "token_id": int,
+         "token": str | None,        # tokenizer string when a tokenizer was given
+         "logprob": float,           # cumulative log P(prefix up to this token)
+         "prob": float,              # P(this token | parent prefix) under the model
+         "rank": int | None,         # rank among the step's candidates (0 = best);
+                                     # None for the root and for greedy-only nodes
+         "status": "kept" | "pruned" | "finished",
+                                     # kept: alive in the beam after its step (the root too);
+                                     # pruned: a candidate that did not make the beam, or a
+                                     #   greedy-only node the beam never expanded;
+                                     # finished: ends a hypothesis ([EOS], or cut at max_steps)
+         "score": float | None,      # the length-normalised score, for finished nodes
+         "eos": bool,                # the token is [EOS]
+         "source": "beam" | "greedy",# greedy: on the greedy path but never a beam candidate
+         "on_best": bool, "on_greedy": bool},
+        ...
+      ],
+      "best": int,                   # node that ends the best hypothesis
+      "best_path": [int, ...],       # root .. best
+      "greedy": int,                 # node that ends the greedy decoding
+      "greedy_path": [int, ...],     # root .. greedy
+      "greedy_logprob": float, "greedy_score": float,
+      "hypotheses": [                # the k kept finished hypotheses, best first
+        {"node": int, "ids": [int], "logprob": float, "score": float, "length": int, "eos": bool}, ...
+      ]
+    }
+
+:func:`beam_tree` (one sentence, for the app) adds ``src_text``, ``src_tokens``,
+``truncated``, ``translation``, ``greedy_translation`` and a ``text`` per hypothesis.
+Log-probs and scores in the tree are rounded to 6 decimals, probabilities to 6 significant
+digits; :class:`BeamResult` keeps full precision.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from .decoding import greedy_decode, max_new_tokens
+from .model import LayerCache, Transformer
+
+TREE_SCHEMA = "transformer-beam-tree/1"
+APP_MAX_BEAM = 8  # the app's beam-size control goes 1..8
+
+
+@dataclass
+class Hypothesis:
+    """One complete hypothesis; ``ids`` exclude ``[SOS]`` and end with ``[EOS]`` if ``eos``."""
+
+    ids: list[int]
+    logprob: float  # log P(ids | source), summed over the emitted tokens
+    score: float  # logprob / lp(len(ids))
+    eos: bool  # False: cut at the maximum length
+    node: int | None = None  # tree node ending it (return_tree only)
+
+
+@dataclass
+class BeamResult:
+    ids: list[list[int]]  # best hypothesis per sentence (no [SOS]; ends with [EOS] when finished)
+    scores: list[float]  # its score
+    hypotheses: list[list[Hypothesis]]  # up to k per sentence, best first
+    trees: list[dict] | None = None  # one "transformer-beam-tree/1" dict per sentence
+
+
+def gnmt_length_penalty(length: int, alpha: float) -> float:
+    """GNMT lp(Y) = ((5 + |Y|) / 6) ** alpha; 1 for a single token, so alpha=0 disables it."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+def hypothesis_score(logprob: float, length: int, alpha: float) -> float:
+    """The documented ranking score of a finished hypothesis."""
+    return logprob / gnmt_length_penalty(length, alpha)
+
+
+def _check_beam_size(beam_size, upper: int | None = None) -> int:
+    if isinstance(beam_size, bool) or not isinstance(beam_size, (int, float)):
+        raise ValueError(f"beam size must be a whole number, got {beam_size!r}")
+    if isinstance(beam_size, float):
+        if not beam_size.is_integer():
+            raise ValueError(f"beam size must be a whole number, got {beam_size!r}")
+        beam_size = int(beam_size)
+    if beam_size < 1 or (upper is not None and beam_size > upper):
+        bound = f"between 1 and {upper}" if upper is not None else "at least 1"
+        raise ValueError(f"beam size must be {bound}, got {beam_size}")
+    return int(beam_size)
+
+
+def _reorder_cache(cache: list[LayerCache], rows: torch.Tensor, layout_changed: bool) -> list[LayerCache]:
+    """Row r of the new cache continues row ``rows[r]`` of the old one.
+
+    Self-attention K/V differ per hypothesis and are always gathered. Cross-attention K/V
+    are equal across the hypotheses of a sentence (``rows`` never crosses sentences), so
+    they are only gathered when rows change sentence (expansion, or a sentence leaving).
+    """
+    return [
+        LayerCache(
+            self_k=c.self_k.index_select(0, rows),  # (R', H, t, d_k)
+            self_v=c.self_v.index_select(0, rows),
+            cross_k=c.cross_k.index_select(0, rows) if layout_changed else c.cross_k,  # (R', H, S, d_k)
+            cross_v=c.cross_v.index_select(0, rows) if layout_changed else c.cross_v,
+        )
+        for c in cache
+    ]
+
+
+class _Tree:
+    """Nodes of one sentence's tree while the search runs."""
+
+    def __init__(self, root_token: int, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self.nodes: list[dict] = []
+        self.children: dict[tuple[int, int], int] = {}
+        # for every expanded node: the greedy (argmax) next token and its log-prob
+        self.greedy_next: dict[int, tuple[int, float]] = {}
+        self.add(None, 0, root_token, 0.0, 1.0, None, "kept")
+
+    def add(self, parent, step, token_id, logprob, prob, rank, status, eos=False, source="beam") -> int:
+        nid = len(self.nodes)
+        self.nodes.append({
+            "id": nid, "parent": parent, "step": step, "token_id": int(token_id),
+            "token": self.tokenizer.id_to_token(int(token_id)) if self.tokenizer is not None else None,
+            "logprob": round(float(logprob), 6), "prob": float(f"{float(prob):.6g}"), "rank": rank,
+            "status": status, "score": None, "eos": bool(eos), "source": source,
+            "on_best": False, "on_greedy": False,
+        })
+        if parent is not None:
+            self.children.setdefault((parent, int(token_id)), nid)
+        return nid
+
+    def path(self, nid: int) -> list[int]:
+        out = []
+        while nid is not None:
+            out.append(nid)
+            nid = self.nodes[nid]["parent"]
+        return out[::-1]
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: torch.Tensor,
+    beam_size: int,
+    max_steps: int | None = None,
+    length_penalty: float = 0.6,
+    early_stopping: bool = True,
+    return_tree: bool = False,
+    tokenizer=None,
+) -> BeamResult:
+    """Beam search over a padded batch ``src`` (B, S) of source ids (see the module docstring).
+
+    ``max_steps``: cap on emitted tokens for every sentence (default: per row,
+    :func:`~transformer.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
+    alpha >= 0. ``return_tree``: also build one beam tree per sentence, with the greedy
+    path placed in it (free while greedy stays inside the beam, else one extra greedy
+    decoding). ``tokenizer``: the target tokenizer, for token strings in the tree.
+    The model must be in eval mode: dropout would make the search random.
+    """
+    cfg = model.cfg
+    if model.training:
+        raise ValueError("beam_search needs model.eval(): dropout would make the search random")
+    if src.dim() != 2 or src.shape[0] == 0 or src.shape[1] == 0:
+        raise ValueError(f"src must be a non-empty (B, S) batch of ids, got shape {tuple(src.shape)}")
+    k = _check_beam_size(beam_size)
+    alpha = float(length_penalty)
+    if not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
+    banned = sorted({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id})
+    V = cfg.tgt_vocab_size
+    n_cand = 2 * k
+    if n_cand > V - len(banned):
+        raise ValueError(f"beam size {k} is too large for a target vocabulary of {V} tokens")
+
+    B = src.shape[0]
+    device = src.device
+    if max_steps is None:
+        limits = max_new_tokens(model, (src != cfg.src_pad_id).sum(dim=1)).tolist()  # (B,)
+    else:
+        if int(max_steps) < 1:
+            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+        limits = [min(int(max_steps), cfg.max_positions)] * B
+
+    src_mask = model.src_mask(src)  # (B, 1, 1, S)
+    memory, _ = model.encode(src, src_mask)  # (B, S, D)
+    banned_mask = torch.zeros(V, dtype=torch.bool, device=device)
+    banned_mask[banned] = True
+
+    trees = [_Tree(cfg.tgt_sos_id, tokenizer) for _ in range(B)] if return_tree else None
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    # the alive hypotheses: rows of the batch, `nb` consecutive rows per active sentence
+    active = list(range(B))
+    nb = 1
+    seqs: list[list[int]] = [[] for _ in range(B)]  # emitted ids per row
+    row_node = [0] * B  # tree node per row
+    cum = torch.zeros(B, device=device)  # (R,) cumulative log-prob per row
+    dec = model.decode(torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=device), memory, src_mask)
+    cache = dec.cache
+    logits = model.project(dec.hidden[:, -1])  # (R, V)
+
+    t = 0
+    while True:
+        A = len(active)
+        logp = logits.float().log_softmax(dim=-1)  # (R, V): the model's own probabilities
+        # rank each row's tokens by logit (same order as greedy's argmax), then take logp
+        _, cand_tok = logits.masked_fill(banned_mask, float("-inf")).topk(n_cand, dim=-1)  # (R, n_cand)
+        cand_lp = logp.gather(1, cand_tok)  # (R, n_cand)
+        total = (cum[:, None] + cand_lp).view(A, nb * n_cand)  # (A, nb * n_cand)
+        # stable sort: on exact ties, keep the row-major, best-logit-first order
+        order = total.sort(dim=1, descending=True, stable=True).indices[:, :n_cand]  # (A, n_cand)
+        sel_total = total.gather(1, order).tolist()
+        sel_tok = cand_tok.view(A, -1).gather(1, order).tolist()
+        sel_lp = cand_lp.view(A, -1).gather(1, order).tolist()
+        sel_beam = (order // n_cand).tolist()
+        if trees is not None:  # where greedy would go from each row, to place the greedy path
+            g_tok = logits.argmax(dim=-1)  # (R,)
+            g_next = zip(g_tok.tolist(), logp.gather(1, g_tok[:, None])[:, 0].tolist())
+            for row, nxt in enumerate(g_next):
+                trees[active[row // nb]].greedy_next[row_node[row]] = nxt
+
+        next_rows, next_tok, next_cum, next_seqs, next_nodes, next_active = [], [], [], [], [], []
+        for a, i in enumerate(active):
+            kept = []  # (row, token, cum, node)
+            for rank in range(n_cand):
+                tok, tot, lp = sel_tok[a][rank], sel_total[a][rank], sel_lp[a][rank]
+                row = a * nb + sel_beam[a][rank]
+                is_eos = tok == cfg.tgt_eos_id
+                if is_eos and rank < k:
+                    status = "finished"
+                elif not is_eos and len(kept) < k:
+                    status = "kept"
+                else:
+                    status = "pruned"
+                node = None
+                if trees is not None:
+                    node = trees[i].add(row_node[row], t + 1, tok, tot, math.exp(lp), rank, status, eos=is_eos)
+                if status == "finished":
+                    ids = seqs[row] + [tok]
+                    _offer(finished[i], Hypothesis(ids, tot, hypothesis_score(tot, len(ids), alpha), True, node), k)
+                elif status == "kept":
+                    kept.append((row, tok, tot, node))
+            if t + 1 >= limits[i]:
+                done = True  # out of steps: the alive hypotheses compete as they are
+                for row, tok, tot, node in kept:
+                    ids = seqs[row] + [tok]
+                    _offer(finished[i], Hypothesis(ids, tot, hypothesis_score(tot, len(ids), alpha), False, node), k)
+            elif len(finished[i]) >= k:
+                if early_stopping:
+                    done = True
+                else:
+                    best_alive = max(tot for _, _, tot, _ in kept)
+                    done = best_alive / gnmt_length_penalty(limits[i], alpha) <= finished[i][-1].score
+            else:
+                done = False
+            if trees is not None and t + 1 >= limits[i]:
+                for _, _, _, node in kept:
+                    trees[i].nodes[node]["status"] = "finished"
+            if done:
+                continue
+            next_active.append(i)
+            for row, tok, tot, node in kept:
+                next_rows.append(row)
+                next_tok.append(tok)
+                next_cum.append(tot)
+                next_seqs.append(seqs[row] + [tok])
+                next_nodes.append(node)
+        if not next_active:
+            break
+        layout_changed = nb != k or next_active != active
+        rows = torch.tensor(next_rows, dtype=torch.long, device=device)
+        cache = _reorder_cache(cache, rows, layout_changed)
+        if layout_changed:
+            # memory is not read once the cross K/V are cached; kept aligned for clarity
+            memory = memory.index_select(0, rows)
+            src_mask = src_mask.index_select(0, rows)
+        active, nb = next_active, k
+        seqs, row_node = next_seqs, next_nodes
+        cum = torch.tensor(next_cum, device=device)
+        dec = model.decode(torch.tensor(next_tok, device=device)[:, None], memory, src_mask, cache=cache)
+        cache = dec.cache
+        logits = model.project(dec.hidden[:, -1])  # (R, V)
+        t += 1
+
+    result = BeamResult(
+        ids=[f[0].ids for f in finished],
+        scores=[f[0].score for f in finished],
+        hypotheses=finished,
+    )
+    if trees is not None:
+        result.trees = _finish_trees(model, src, trees, finished, limits, k, alpha, early_stopping, max_steps)
+    return result
+
+
+def _offer(pool: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
+    """Insert ``hyp`` into the best-first ``pool``, keeping the ``k`` best (stable on ties)."""
+    pos = len(pool)
+    while pos > 0 and pool[pos - 1].score < hyp.score:
+        pos -= 1
+    pool.insert(pos, hyp)
+    del pool[k:]
+
+
+def _greedy_path(model, src_row, tree: _Tree, limit: int, max_steps) -> tuple[list[int], int, float]:
+    """Place the greedy decoding in ``tree``: (ids, last node, log-prob).
+
+    While greedy stays on nodes the beam expanded, its next token is the argmax recorded
+    at that node, so it costs nothing. Once it leaves them, one greedy decoding forced
+    through the prefix and one teacher-forced pass finish it. Greedy-only nodes are added
+    with status "pruned" and source "greedy".
+    """
+    cfg = model.cfg
+    ids: list[int] = []
+    node, cum = 0, 0.0
+    rest: list[tuple[int, float]] = []
+    while len(ids) < limit:
+        if node in tree.greedy_next:
+            tok, lp = tree.greedy_next[node]
+        else:
+            full = greedy_decode(model, src_row, max_steps=max_steps, forced_prefix=ids).ids[0]
+            if len(full) > len(ids):
+                tgt_in = torch.tensor([[cfg.tgt_sos_id, *full[:-1]]], device=src_row.device)
+                logp = model(src_row, tgt_in).logits[0].float().log_softmax(dim=-1)  # (T, V)
+                rest = [(tok, float(logp[t, tok])) for t, tok in enumerate(full) if t >= len(ids)]
+            break
+        if tok == cfg.tgt_pad_id:  # greedy_decode ends its output at a [PAD]
+            break
+        cum += lp
+        ids.append(tok)
+        node = _greedy_child(tree, node, len(ids), tok, cum, lp, cfg)
+        if tok == cfg.tgt_eos_id:
+            break
+    for tok, lp in rest:
+        cum += lp
+        ids.append(tok)
+        node = _greedy_child(tree, node, len(ids), tok, cum, lp, cfg)
+    return ids, node, cum
+
+
+def _greedy_child(tree: _Tree, node: int, step: int, tok: int, cum: float, lp: float, cfg) -> int:
+    child = tree.children.get((node, tok))
+    if child is None:  # the beam never considered this branch
+        child = tree.add(node, step, tok, cum, math.exp(lp), None, "pruned", eos=tok == cfg.tgt_eos_id, source="greedy")
+    return child
+
+
+def _finish_trees(model, src, trees, finished, limits, k, alpha, early_stopping, max_steps) -> list[dict]:
+    """Mark the best path and the greedy path, and package each tree as a JSON-ready dict."""
+    out = []
+    for b, tree in enumerate(trees):
+        best = finished[b][0].node
+        greedy_ids, node, cum = _greedy_path(model, src[b : b + 1], tree, limits[b], max_steps)
+        greedy_node = node
+        best_path, greedy_path = tree.path(best), tree.path(greedy_node)
+        for n in best_path:
+            tree.nodes[n]["on_best"] = True
+        for n in greedy_path:
+            tree.nodes[n]["on_greedy"] = True
+        for f in finished[b]:
+            tree.nodes[f.node]["score"] = round(f.score, 6)
+        for n in tree.nodes:
+            if n["status"] == "finished" and n["score"] is None:  # finished, later outranked
+                n["score"] = round(hypothesis_score(n["logprob"], n["step"], alpha), 6)
+        out.append({
+            "schema": TREE_SCHEMA,
+            "beam_size": k,
+            "length_penalty": alpha,
+            "early_stopping": bool(early_stopping),
+            "max_steps": int(limits[b]),
+            "candidates_per_step": 2 * k,
+            "steps": max(n["step"] for n in tree.nodes),
+            "score_formula": "logprob / ((5 + length) / 6) ** length_penalty",
+            "nodes": tree.nodes,
+            "best": best,
+            "best_path": best_path,
+            "greedy": greedy_node,
+            "greedy_path": greedy_path,
+            "greedy_logprob": round(cum, 6),
+            "greedy_score": round(hypothesis_score(cum, max(1, len(greedy_ids)), alpha), 6),
+            "hypotheses": [
+                {"node": f.node, "ids": f.ids, "logprob": round(f.logprob, 6), "score": round(f.score, 6),
+                 "length": len(f.ids), "eos": f.eos}
+                for f in finished[b]
+            ],
+        })
+    return out
+
+
+def _batches(translator, sentences: list[str], batch_size: int):
+    """Encode, sort by length (little padding), and yield (input indices, padded src)."""
+    encoded = []
+    for i, s in enumerate(sentences):
+        try:
+            encoded.append(translator.encode_source(s).ids)
+        except ValueError as exc:
+            raise ValueError(f"sentence {i}: {exc}") from None
+    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+    pad = translator.cfg.src_pad_id
+    for start in range(0, len(order), batch_size):
+        idx = order[start : start + batch_size]
+        S = max(len(encoded[i]) for i in idx)
+        src = torch.full((len(idx), S), pad, dtype=torch.long)
+        for row, i in enumerate(idx):
+            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
+        yield idx, src
+
+
+@torch.no_grad()
+def translate_beam(
+    translator,
+    sentences: list[str],
+    beam_size: int,
+    batch_size: int = 64,
+    length_penalty: float = 0.6,
+    early_stopping: bool = True,
+) -> list[str]:
+    """Batched beam-search translation, results in input order (``Translator.translate``
+    calls this when ``beam_size > 1``). Empty sentences raise ``ValueError``."""
+    if isinstance(sentences, str):
+        sentences = [sentences]
+    k = _check_beam_size(beam_size)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+    results = [""] * len(sentences)
+    for idx, src in _batches(translator, list(sentences), batch_size):
+        out = beam_search(translator.model, src, k, length_penalty=length_penalty, early_stopping=early_stopping)
+        for row, i in enumerate(idx):
+            results[i] = translator._decode_text(out.ids[row])
+    return results
+
+
+@torch.no_grad()
+def beam_tree(
+    translator,
+    text: str,
+    beam_size: int,
+    length_penalty: float = 0.6,
+    early_stopping: bool = True,
+) -> tuple[str, dict]:
+    """Beam search on one sentence for the app's ``/beam`` endpoint.
+
+    Returns the best translation and the tree (schema ``"transformer-beam-tree/1"``, see
+    the module docstring) with token strings, the source tokens and the text of every
+    kept hypothesis, so the browser can draw and switch views without a server call.
+    Bad input raises ``ValueError`` with a message fit for the user.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"expected text, got {type(text).__name__}")
+    if not text.strip():
+        raise ValueError("empty sentence: type some text to translate")
+    k = _check_beam_size(beam_size, APP_MAX_BEAM)
+    src = translator.encode_source(text)
+    res = beam_search(translator.model, torch.tensor([src.ids]), k, length_penalty=length_penalty,
+                      early_stopping=early_stopping, return_tree=True, tokenizer=translator.tgt_tok)
+    tree = res.trees[0]
+    greedy_ids = [tree["nodes"][n]["token_id"] for n in tree["greedy_path"][1:]]
+    for h in tree["hypotheses"]:
+        h["text"] = translator._decode_text(h["ids"])
+    translation = translator._decode_text(res.ids[0])
+    tree.update({
+        "src_text": text,
+        "src_tokens": [translator.src_tok.id_to_token(i) for i in src.ids],
+        "truncated": src.truncated,
+        "translation": translation,
+        "greedy_translation": translator._decode_text(greedy_ids),
+    })
+    return translation, tree

@@ -1,0 +1,117 @@
+// Decoder for the compact trace the server sends (schema documented in transformer/payload.py).
+// Everything is decoded once per sentence into dense Float32Arrays, so that every later
+// click only slices arrays that are already in memory.
+
+export const SCHEMA = "attention-explorer-payload/1";
+
+function bytes(b64) {
+  const s = atob(b64);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+function floats(b64) {
+  const b = bytes(b64);
+  // every browser we target is little-endian, like the encoder's "<f4"
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+/** One encoded array -> {shape, data} with data a dense row-major Float32Array. */
+export function decodeArray(a) {
+  const shape = a.shape;
+  const n = shape.reduce((x, y) => x * y, 1);
+  const last = shape[shape.length - 1] || 1;
+  const out = new Float32Array(n);
+  if (a.enc === "f32") {
+    out.set(floats(a.data));
+  } else if (a.enc === "u8lin") {
+    const q = bytes(a.data), k = (a.hi - a.lo) / 255;
+    for (let i = 0; i < n; i++) out[i] = a.lo + q[i] * k;
+  } else if (a.enc === "u8row") {
+    const q = bytes(a.data), scale = floats(a.scale);
+    for (let i = 0; i < n; i++) out[i] = (q[i] * scale[(i / last) | 0]) / 255;
+  } else if (a.enc === "u8tril") {
+    // row i of each (T, T) matrix holds entries 0..i; the rest are exact zeros
+    const q = bytes(a.data), scale = floats(a.scale), T = last;
+    let p = 0;
+    for (let m = 0; m < n / (T * T); m++) {
+      for (let i = 0; i < T; i++) {
+        const row = m * T + i, s = scale[row] / 255;
+        for (let j = 0; j <= i; j++) out[row * T + j] = q[p++] * s;
+      }
+    }
+  } else {
+    throw new Error(`unknown array encoding ${a.enc}`);
+  }
+  return { shape, data: out };
+}
+
+/** A decoded trace: tokens plus accessors into the attention tensors. */
+export class Trace {
+  constructor(p) {
+    if (!p || p.schema !== SCHEMA) throw new Error("not an attention-explorer payload");
+    this.raw = p;
+    this.srcText = p.src_text;
+    this.translation = p.translation;
+    this.src = p.src_tokens;
+    this.tgt = p.tgt_tokens;
+    this.special = new Set(p.special_tokens);
+    this.steps = p.steps;
+    this.heads = p.heads;
+    this.forcedPrefix = p.forced_prefix || [];
+    this.attn = {
+      encoder: decodeArray(p.attn.encoder),
+      decoder: decodeArray(p.attn.decoder),
+      cross: decodeArray(p.attn.cross),
+    };
+    this.topkTokens = p.topk.tokens;
+    this.topkProbs = decodeArray(p.topk.probs);
+    this.pe = decodeArray(p.pe);
+    // analyses (issue 8), optional: older payloads and bare traces lack them
+    this.rollout = p.rollout ? decodeArray(p.rollout) : null; // (T, S) source relevance per step
+    this.encoderRollout = p.encoder_rollout ? decodeArray(p.encoder_rollout) : null; // (S, S)
+    this.lensTokens = p.logit_lens ? p.logit_lens.tokens : null; // [step][layer][rank]
+    this.lensProbs = p.logit_lens ? decodeArray(p.logit_lens.probs) : null; // (T, L_dec, 5)
+    this.headStats = p.head_stats || null; // analysis.head_stats of this sentence (JSON)
+  }
+
+  /** Logit lens at step index t: one entry per decoder layer, each the top-5 {token, prob}. */
+  lens(t) {
+    if (!this.lensTokens) return null;
+    const [, L, k] = this.lensProbs.shape, d = this.lensProbs.data;
+    return this.lensTokens[t].map((toks, l) => toks.map((token, i) => ({ token, prob: d[(t * L + l) * k + i] })));
+  }
+
+  isSpecial(tok) {
+    return this.special.has(tok);
+  }
+
+  /** Number of layers of an attention type (encoder and decoder stacks may differ). */
+  layers(view) {
+    return this.attn[view === "encoder" ? "encoder" : view].shape[0];
+  }
+
+  /** Weight of (layer, head, query, key) in one view; head may be "mean" or "max". */
+  weight(view, layer, head, q, k) {
+    const { shape, data } = this.attn[view];
+    const [, H, Q, K] = shape;
+    const base = layer * H * Q * K + q * K + k;
+    if (head === "mean" || head === "max") {
+      let acc = head === "mean" ? 0 : -Infinity;
+      for (let h = 0; h < H; h++) {
+        const w = data[base + h * Q * K];
+        acc = head === "mean" ? acc + w : Math.max(acc, w);
+      }
+      return head === "mean" ? acc / H : acc;
+    }
+    return data[base + Number(head) * Q * K];
+  }
+
+  /** Top-k candidates for step index t (0-based). */
+  topk(t) {
+    const k = this.topkProbs.shape[1];
+    const probs = Array.from(this.topkProbs.data.subarray(t * k, (t + 1) * k));
+    return this.topkTokens[t].map((token, i) => ({ token, prob: probs[i], rank: i }));
+  }
+}
