@@ -215,7 +215,8 @@ def test_bad_settings_raise(data, tmp_path):
 # ------------------------------------------------------------------ train.py, in-process
 
 
-def test_help_shows_preset_values_not_none(capsys):
+def test_help_shows_preset_values_not_none(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "1000")  # no line wrapping inside names such as "small-vocab"
     with pytest.raises(SystemExit) as exc:
         train.parse_args(["--help"])
     assert exc.value.code == 0
