@@ -27,7 +27,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer import analysis, load_translator  # noqa: E402
+from transformer import analysis  # noqa: E402
+from transformer.cli import load_translator_or_exit  # noqa: E402
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 
@@ -51,11 +52,7 @@ def main(argv=None) -> int:
     if args.repeat < 1:
         print("error: --repeat must be positive", file=sys.stderr)
         return 2
-    try:
-        tr = load_translator(args.checkpoint)
-    except (ValueError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    tr = load_translator_or_exit(args.checkpoint)
     text, r = args.sentence, args.repeat
     trace = tr.trace(text)
     payload = trace.to_dict()

@@ -123,14 +123,9 @@ def main(argv=None) -> int:
         return 2
 
     import app as app_module
-    from transformer import load_translator
-    from transformer.checkpoint import CheckpointError
+    from transformer.cli import load_translator_or_exit
 
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    tr = load_translator_or_exit(args.checkpoint)
     app = app_module.App(tr)
     app.build()  # callbacks return dicts keyed by the components build() makes
     app.translate(SENTENCE)  # warm-up: first calls allocate and load code paths

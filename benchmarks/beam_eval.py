@@ -24,22 +24,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import sacrebleu  # noqa: E402
 import torch  # noqa: E402
 
 from transformer.beam import beam_tree, translate_beam  # noqa: E402
-from transformer.checkpoint import CheckpointError  # noqa: E402
 from transformer.data import DataError, load_split  # noqa: E402
-from transformer.translator import load_translator  # noqa: E402
+from transformer.metrics import corpus_scores  # noqa: E402
+from transformer.cli import load_translator_or_exit  # noqa: E402
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 TREE_TARGET_MS = 500
-
-
-def corpus_scores(hypotheses: list[str], references: list[str]) -> dict[str, float]:
-    """sacrebleu's corpus BLEU (13a tokenisation) and chrF, as transformer.evaluate reports."""
-    return {"bleu": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
-            "chrf": round(sacrebleu.corpus_chrf(hypotheses, [references]).score, 2)}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -76,10 +69,7 @@ def main(argv=None) -> int:
         return fail("--batch-size and --repeat must be positive")
     if args.length_penalty < 0:
         return fail("--length-penalty must be >= 0")
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        return fail(str(exc))
+    tr = load_translator_or_exit(args.checkpoint)
     path = Path(args.data)
     if not path.exists():
         return fail(f"{path}: no such file or directory")

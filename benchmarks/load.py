@@ -27,18 +27,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
+
+from ui_latency import app_server as start_app  # benchmarks/ is on sys.path when run as a script
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_SET = ROOT / "data" / "tatoeba-en-it" / "test.jsonl"
@@ -52,12 +49,6 @@ P95_TARGET_S = 2.0
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sentences(n: int) -> list[str]:
@@ -96,36 +87,10 @@ def parse_setting(text: str) -> dict[str, str]:
 
 @contextmanager
 def app_server(checkpoint: str, setting: dict[str, str], extra: list[str], timeout: float):
-    """``python app.py`` on a free port with one setting; yields its URL."""
-    port = free_port()
-    logfile = Path(tempfile.mkdtemp(prefix="load-bench-")) / "app.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
+    """``python app.py`` on a free port with one setting (started as ui_latency.py does); yields its URL."""
     flags = [f"--{k}={v}" for k, v in setting.items()]
-    cmd = [sys.executable, "app.py", "--checkpoint", checkpoint, "--port", str(port), *flags, *extra]
-    with logfile.open("w") as f:
-        proc = subprocess.Popen(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    t0 = time.perf_counter()
-    try:
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"app exited with {proc.returncode}:\n{logfile.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                if time.perf_counter() - t0 > timeout:
-                    raise RuntimeError(f"app did not answer within {timeout:.0f} s (log {logfile})") from None
-                time.sleep(0.2)
+    with start_app(checkpoint, [*flags, *extra], timeout) as (url, _seconds):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        if "Traceback" in logfile.read_text():
-            log(f"warning: the app logged a traceback (see {logfile})")
 
 
 def client(url: str):

@@ -88,3 +88,14 @@ def translator(tiny_checkpoint):
     from transformer import load_translator
 
     return load_translator(tiny_checkpoint)
+
+
+@pytest.fixture(scope="module")
+def app(translator):
+    """The explorer's ``App`` on the tiny checkpoint, built (its callbacks return dicts keyed
+    by the components ``build()`` makes)."""
+    import app as app_module
+
+    a = app_module.App(translator)
+    a.build()
+    return a

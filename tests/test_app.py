@@ -13,13 +13,6 @@ import app as app_module
 from transformer.payload import decode_payload
 
 
-@pytest.fixture(scope="module")
-def app(translator):
-    a = app_module.App(translator)
-    a.build()
-    return a
-
-
 def value(update):
     """The value of a component update (gr.Textbox(...)) or of a plain returned value."""
     return update.value if isinstance(update, gr.components.Component) else update

@@ -6,6 +6,7 @@ Checks are structural (element ids, data-* attributes set after each paint, the 
 own state), so a retrained checkpoint with other translations still passes.
 """
 
+import contextlib
 import json
 import os
 import socket
@@ -36,11 +37,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, request):
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
+@contextlib.contextmanager
+def serve_app(checkpoint, log: Path):
+    """Run ``python app.py`` on a free port until the block ends; yields (url, log). Other
+    browser test files start their app the same way (with their own checkpoints)."""
     port = free_port()
-    log = tmp_path_factory.mktemp("server") / "app.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     start = time.perf_counter()
     with log.open("w") as f:
@@ -64,6 +65,13 @@ def server(tmp_path_factory, request):
         proc.terminate()
         proc.wait(timeout=20)
     assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, request):
+    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
+    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +203,7 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     tip = page.locator("#viewer-tooltip")
     assert tip.is_visible()
     lines = tip.inner_text()
-    assert "query: step 1" in lines and f"key: source token 2" in lines and "weight: " in lines
+    assert "query: step 1" in lines and "key: source token 2" in lines and "weight: " in lines
     page.mouse.move(box["x"] + g["left"] + 0.5 * g["cell"], box["y"] + g["top"] + 2.5 * g["cell"])
     assert "not generated yet" in tip.inner_text()  # row 3 at step 2
     page.mouse.move(0, 0)

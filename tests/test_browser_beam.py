@@ -7,15 +7,10 @@ BEAM_CHECKPOINT, e.g. a real folder with snapshots, for a manual run). Checks ar
 
 import json
 import os
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
 
-from tests.test_browser import CHROME_ARGS, CHROMIUM, ROOT, free_port
+from tests.test_browser import browser, serve_app  # noqa: F401 (browser is a fixture)
 from tests.test_panel_beam import make_snapshots
 
 pytestmark = pytest.mark.browser
@@ -26,41 +21,8 @@ SENTENCE = "the black cat sleeps."
 def server(tmp_path_factory, request):
     checkpoint = os.environ.get("BEAM_CHECKPOINT") or make_snapshots(
         request.getfixturevalue("tiny_checkpoint"), tmp_path_factory.mktemp("snap") / "tiny")
-    port = free_port()
-    log = tmp_path_factory.mktemp("server") / "app.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    with log.open("w") as f:
-        proc = subprocess.Popen([sys.executable, "app.py", "--checkpoint", str(checkpoint), "--port", str(port)],
-                                cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        for _ in range(480):
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited early:\n{log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail(f"app.py did not serve within 120 s:\n{log.read_text()[-3000:]}")
-        yield url, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
-        yield b
-        b.close()
+    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as served:
+        yield served
 
 
 @pytest.fixture

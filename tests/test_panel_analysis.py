@@ -14,13 +14,6 @@ TEXT = "the black cat sleeps."
 
 
 @pytest.fixture(scope="module")
-def app(translator):
-    a = app_module.App(translator)
-    a.build()
-    return a
-
-
-@pytest.fixture(scope="module")
 def panel(app):
     return app.analysis_panel
 

@@ -37,13 +37,6 @@ def snap_checkpoint(tiny_checkpoint, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def app(translator):
-    a = app_module.App(translator)
-    a.build()
-    return a
-
-
-@pytest.fixture(scope="module")
 def snap_app(snap_checkpoint):
     a = app_module.App(load_translator(snap_checkpoint))
     a.build()
