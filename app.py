@@ -27,9 +27,10 @@ import gradio as gr
 from panels.analysis import AnalysisPanel
 from panels.beam import BeamPanel
 from transformer import viewer
-from transformer.checkpoint import CheckpointError
+from transformer.cli import fail, load_translator_or_exit
 from transformer.payload import encode_trace
-from transformer.translator import Translator, load_translator
+from transformer.serving import TraceBatcher
+from transformer.translator import Translator
 
 log = logging.getLogger("app")
 WEB = Path(__file__).resolve().parent / "transformer" / "web"
@@ -106,8 +107,11 @@ class App:
     """The UI and its callbacks. Holds only the read-only translator; per-visitor data goes
     in and out through ``gr.State``. Callbacks return dicts keyed by component."""
 
-    def __init__(self, tr: Translator) -> None:
+    def __init__(self, tr: Translator, max_batch: int = 8) -> None:
         self.tr = tr
+        # Translate and /translate trace through this: visitors who click at the same time
+        # share one batched decode (transformer/serving.py says why)
+        self.batcher = TraceBatcher(tr, max_batch=max_batch)
 
     @property
     def max_chars(self) -> int:
@@ -130,7 +134,7 @@ class App:
         """Run the model once and send the whole trace to the browser."""
         t0 = time.perf_counter()
         try:
-            trace = self.tr.trace(self.check_text(text))
+            trace = self.batcher.trace(self.check_text(text))
             out = self.show(trace, origin="translate")
         except ValueError as exc:  # bad input: say what is wrong
             return self.failed(str(exc))
@@ -203,12 +207,13 @@ class App:
 
     # --- API and links -----------------------------------------------------------------------
     def api_translate(self, text: str) -> tuple[str, dict]:
-        """Translate one English sentence; returns (translation, trace as JSON: schema in README)."""
+        """Translate one English sentence; returns (translation, trace as JSON: schema in README,
+        float arrays packed, see ``transformer.trace.pack_array``)."""
         try:
-            trace = self.tr.trace(self.check_text(text))
+            trace = self.batcher.trace(self.check_text(text))
         except ValueError as exc:
             raise gr.Error(str(exc)) from None
-        return trace.translation, trace.to_dict()
+        return trace.translation, trace.to_dict(packed=True)
 
     def from_url(self, text: str | None, request: gr.Request) -> dict:
         """A shared link: the fragment's text (handed over by web/url-text.js) or ``?text=``."""
@@ -268,9 +273,14 @@ class App:
 
             outputs = [self.trace_state, self.alt_state, self.translation, self.notice, self.viewer, self.download,
                        self.whatif_btn, self.open_btn, self.whatif_md]
-            translate_btn.click(self.translate, [self.src_text], outputs, api_name="show", api_visibility="private")
+            # the translate handlers mostly wait for the batcher, which runs the model in one
+            # thread: let in two batches' worth, in their own queue (concurrency_id), so the
+            # next batch gathers while one runs
+            batched = dict(concurrency_limit=2 * self.batcher.max_batch, concurrency_id="translate")
+            translate_btn.click(self.translate, [self.src_text], outputs, api_name="show", api_visibility="private",
+                                **batched)
             self.src_text.submit(self.translate, [self.src_text], outputs, api_name="show_on_enter",
-                                 api_visibility="private")  # named, or it would take the name "translate"
+                                 api_visibility="private", **batched)  # named, or it would take the name "translate"
             self.whatif_btn.click(self.whatif, [self.trace_state, whatif_step, whatif_rank],
                                   [self.alt_state, self.whatif_md, self.open_btn], js=web_file("whatif-inputs.js"),
                                   api_name="whatif")
@@ -278,7 +288,7 @@ class App:
                                 api_visibility="private")
             demo.load(self.from_url, [self.src_text], [self.src_text, *outputs], js=web_file("url-text.js"),
                       api_visibility="private")
-            gr.api(self.api_translate, api_name="translate")
+            gr.api(self.api_translate, api_name="translate", **batched)
             self.outputs = outputs  # what App.show / App.failed update, for the panels' own handlers
             self.analysis_panel = AnalysisPanel(self)
             self.analysis_panel.build()
@@ -287,8 +297,8 @@ class App:
         return demo
 
 
-def build_ui(tr: Translator) -> gr.Blocks:
-    return App(tr).build()
+def build_ui(tr: Translator, max_batch: int = 8) -> gr.Blocks:
+    return App(tr, max_batch=max_batch).build()
 
 
 def page_css() -> str:
@@ -307,23 +317,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
                    help="port to listen on (env GRADIO_SERVER_PORT)")
     p.add_argument("--concurrency", type=int, default=int(os.environ.get("APP_CONCURRENCY", "2")),
-                   help="model requests run at once (env APP_CONCURRENCY); more queue up")
+                   help="requests of the other model endpoints (What if?, analyses, beam) run at once "
+                        "(env APP_CONCURRENCY); more queue up. Translate has its own queue (--max-batch)")
+    p.add_argument("--max-batch", type=int, default=int(os.environ.get("APP_MAX_BATCH", "8")),
+                   help="most sentences traced together when visitors translate at the same time "
+                        "(env APP_MAX_BATCH; 1 turns batching off)")
     p.add_argument("--torch-threads", type=int, default=int(os.environ.get("APP_TORCH_THREADS", "0")),
                    help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
+    """Serve until stopped; bad flags or a missing/corrupt checkpoint exit with code 2 and a
+    one-line message (``transformer.cli``)."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
-    if args.concurrency < 1 or args.torch_threads < 0:
-        print("error: --concurrency must be >= 1 and --torch-threads >= 0", file=sys.stderr)
-        return 2
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.concurrency < 1 or args.max_batch < 1 or args.torch_threads < 0:
+        fail("--concurrency and --max-batch must be >= 1 and --torch-threads >= 0")
+    tr = load_translator_or_exit(args.checkpoint)
     if args.torch_threads:
         import torch
 
@@ -331,7 +342,7 @@ def main(argv=None) -> int:
     pruned = prune_trace_files()
     if pruned:
         log.info("removed %d trace files older than a day", pruned)
-    demo = build_ui(tr)
+    demo = build_ui(tr, max_batch=args.max_batch)
     demo.queue(default_concurrency_limit=args.concurrency)
     demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css())
     return 0

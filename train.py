@@ -139,6 +139,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="one tokenizer per language instead of a joint one (disables full weight tying)")
     p.add_argument("--label-smoothing", type=_fraction, help="label smoothing epsilon "
                    + _preset_note(tr("label_smoothing")))
+    p.add_argument("--word-dropout", type=_fraction, help="probability that a source token is replaced by the "
+                   "unknown token during training " + _preset_note(tr("word_dropout")))
     p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bf16 autocast "
                    + _preset_note(lambda p: "bf16" if p.train.bf16 else "float32"))
     p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float32",
@@ -184,6 +186,7 @@ def preset_from_args(args) -> Preset:
                                "n_decoder_layers": args.layers}.items() if v is not None}
     train = {k: v for k, v in {"epochs": args.epochs, "batch_tokens": args.batch_tokens, "lr": args.lr,
                                "warmup_steps": args.warmup_steps, "label_smoothing": args.label_smoothing,
+                               "word_dropout": args.word_dropout,
                                "max_minutes": args.max_minutes, "average_last": args.average_last}.items()
              if v is not None}
     if args.no_bf16:

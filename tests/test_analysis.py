@@ -402,6 +402,14 @@ def test_translate_input_and_beam_validation(translator, monkeypatch):
 
 
 # ----------------------------------------------------------------------------- CLI
+def exit_code(argv) -> int:
+    """analyze's exit code: main returns 0, or exits with 2 (transformer.cli.fail)."""
+    try:
+        return analyze_main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
 def test_analyze_cli_writes_aggregated_head_stats(tiny_checkpoint, data_dir, tmp_path, capsys):
     out = tmp_path / "hs.json"
     assert analyze_main(["--checkpoint", str(tiny_checkpoint), "--data", str(data_dir / "test.jsonl"),
@@ -424,12 +432,12 @@ def test_analyze_cli_bad_input_exits_2(tiny_checkpoint, data_dir, args, msg, cap
     for flag, value in base.items():
         if flag not in args:
             argv += [flag, value]
-    assert analyze_main(argv + args) == 2
+    assert exit_code(argv + args) == 2
     assert msg in capsys.readouterr().err
 
 
 def test_analyze_cli_corrupt_data_exits_2(tiny_checkpoint, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{not json\n")
-    assert analyze_main(["--checkpoint", str(tiny_checkpoint), "--data", str(bad), "--out", str(tmp_path / "o.json")]) == 2
+    assert exit_code(["--checkpoint", str(tiny_checkpoint), "--data", str(bad), "--out", str(tmp_path / "o.json")]) == 2
     assert "error" in capsys.readouterr().err

@@ -109,6 +109,10 @@ def test_whatif_forces_a_candidate_at_a_one_based_step(app):
 def test_api_translate_returns_translation_and_trace(app):
     translation, trace = app.api_translate("the black cat sleeps.")
     assert translation == trace["translation"] and trace["schema"] == "transformer-trace/1"
+    from transformer.trace import unpack_arrays
+
+    cross = unpack_arrays(trace["cross_attn"])  # packed float32, (L, H, T, S)
+    assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))
     with pytest.raises(gr.Error, match="Please type"):
         app.api_translate("")
 
@@ -150,5 +154,7 @@ def test_cli_flags_and_env(monkeypatch):
     assert args.port == 7999 and args.checkpoint == "some/where" and args.concurrency >= 1
     args = app_module.parse_args(["--port", "8001", "--host", "0.0.0.0", "--checkpoint", "x", "--concurrency", "3"])
     assert (args.port, args.host, args.checkpoint, args.concurrency) == (8001, "0.0.0.0", "x", 3)
-    assert app_module.main(["--checkpoint", "/no/such/checkpoint"]) == 2
-    assert app_module.main(["--concurrency", "0"]) == 2
+    for bad in (["--checkpoint", "/no/such/checkpoint"], ["--concurrency", "0"], ["--max-batch", "0"]):
+        with pytest.raises(SystemExit) as exit_:
+            app_module.main(bad)
+        assert exit_.value.code == 2

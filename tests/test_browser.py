@@ -312,6 +312,13 @@ def test_phone_viewport_scrolls_the_maps_not_the_page(server, browser):
     cell = page.evaluate("() => window.attentionExplorer.layout().cols.length")
     width = page.eval_on_selector("#attn-plot canvas", "c => parseFloat(c.style.width)")
     assert width / cell >= 14  # cells stay big enough for legible labels
+    # every figure's PNG button sits above its canvas, not on the title drawn in it
+    overlaps = page.evaluate("""() => [...document.querySelectorAll('.ax-fig:not([hidden])')].map(f => {
+        const b = f.querySelector('.ax-png').getBoundingClientRect();
+        const c = f.querySelector('canvas').getBoundingClientRect();
+        return b.height > 0 && c.height > 0 && b.bottom > c.top + 0.5 && b.top < c.bottom ? f.id : null;
+      }).filter(Boolean)""")
+    assert overlaps == []
     page.click("#next-btn")
     painted(page, 2)
     ctx.close()
@@ -339,7 +346,11 @@ def test_gradio_client_translate_endpoint(server):
     if isinstance(trace, str):
         trace = json.loads(trace)
     assert translation and trace["translation"] == translation
-    assert trace["schema"] == "transformer-trace/1" and len(trace["cross_attn"]) > 0
+    assert trace["schema"] == "transformer-trace/1"
+    from transformer.trace import unpack_arrays
+
+    cross = unpack_arrays(trace)["cross_attn"]  # packed on the wire: (L, H, T, S) float32
+    assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))
 
 
 def test_notebook_output_runs_the_same_viewer(browser, translator, tmp_path):

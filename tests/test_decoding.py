@@ -115,6 +115,25 @@ def test_trace_layout_and_step_slices(translator):
     assert len(d["positional_encoding"]) == S and len(d["topk"]) == T
 
 
+def test_packed_trace_dict_is_exact_and_unpacks_to_the_lists(translator):
+    from transformer.trace import pack_array, unpack_arrays
+
+    trace = translator.trace("the black cat sleeps.")
+    lists = json.loads(json.dumps(trace.to_dict()))
+    packed = json.loads(json.dumps(trace.to_dict(packed=True)))
+    assert packed["cross_attn"].keys() == {"dtype", "shape", "base64"}
+    back = unpack_arrays(packed)
+    for key, arr in (("encoder_attn", trace.encoder_attn), ("decoder_self_attn", trace.decoder_self_attn),
+                     ("cross_attn", trace.cross_attn), ("rollout", trace.rollout)):
+        np.testing.assert_array_equal(back[key], arr.astype(np.float32))  # exact, not rounded
+        np.testing.assert_allclose(back[key], np.array(lists[key]), atol=1e-5)
+    np.testing.assert_allclose(back["logit_lens"]["probs"], np.array(lists["logit_lens"]["probs"]), atol=1e-5)
+    assert back["topk"] == lists["topk"] and back["src_tokens"] == lists["src_tokens"]
+    assert unpack_arrays(lists) == lists  # nothing packed: unchanged
+    big_endian = np.arange(6, dtype=">f4").reshape(2, 3)
+    np.testing.assert_array_equal(unpack_arrays(pack_array(big_endian)), big_endian)
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\n\t", "\x00\x07"])
 def test_empty_input_is_a_clear_value_error(translator, text):
     with pytest.raises(ValueError, match="empty sentence"):
@@ -138,3 +157,24 @@ def test_long_input_is_truncated_and_says_so(translator):
     assert len(trace.src_ids) == translator.cfg.max_positions
     assert trace.steps <= translator.cfg.max_positions
     assert not translator.trace("the cat sleeps.").truncated
+
+
+def test_batched_traces_equal_single_traces(translator):
+    """A sentence traced in a padded batch (other lengths, other stopping steps) reads like
+    the same sentence traced alone: same tokens, arrays equal up to float rounding."""
+    texts = ["the black cat sleeps.", "a dog.", "the small red house is near the old black cat and the dog."]
+    batch = translator.trace_batch(texts)
+    assert translator.trace_batch([]) == []
+    for text, got in zip(texts, batch):
+        alone = translator.trace(text)
+        assert got.translation == alone.translation and got.tgt_ids == alone.tgt_ids
+        assert got.src_tokens == alone.src_tokens and got.topk_tokens == alone.topk_tokens
+        assert got.logit_lens_tokens == alone.logit_lens_tokens
+        for name in ("encoder_attn", "decoder_self_attn", "cross_attn", "topk_probs", "logit_lens_probs",
+                     "rollout", "encoder_rollout"):
+            a, b = getattr(alone, name), getattr(got, name)
+            assert a.shape == b.shape, name
+            np.testing.assert_allclose(b, a, atol=1e-5, err_msg=name)
+        assert got.head_stats["kinds"].keys() == alone.head_stats["kinds"].keys()
+    with pytest.raises(ValueError, match="sentence 2: empty"):
+        translator.trace_batch(["the cat.", "  "])

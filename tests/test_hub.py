@@ -186,6 +186,16 @@ def test_model_card_without_test_scores_and_from_a_hub_dataset():
     assert card.data.datasets == ["Helsinki-NLP/opus_books"]
     assert {r.dataset_split for r in card.data.eval_results} == {"validation"}
     assert "| test |" not in card.text and "Tatoeba" not in card.text
+    assert "It is not a\nproduction translator." in card.text  # the generic limitations
+    # what the shipper knows: title, extra rows, sections, limitations, all in the generated card
+    card = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books",
+                            title="A title", details=[("chosen by", "validation chrF")],
+                            sections={"Beam search": "| k | BLEU |\n|---|---|\n| 4 | 28.6 |"},
+                            limitations="Short sentences only.")
+    text = card.text
+    assert "# A title" in text and "| chosen by | validation chrF |" in text
+    assert text.index("## Scores") < text.index("## Beam search\n\n| k | BLEU |") < text.index("## Samples")
+    assert "## Limitations\n\nShort sentences only." in text and "production translator" not in text
     # an explicit test score overrides; the card round-trips through its own YAML
     card = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books",
                             test_scores={"bleu": 9.5, "chrf": 29.0})

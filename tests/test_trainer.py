@@ -282,3 +282,27 @@ def test_push_to_hub_success(data_dir, tmp_path, monkeypatch, capsys):
     out = capsys.readouterr().out.strip().splitlines()[-1]
     assert json.loads(out)["hub"] == "https://huggingface.co/me/m"
     assert not (tmp_path / "snapshots").exists()
+
+
+def test_word_dropout_replaces_only_real_source_tokens():
+    from transformer.config import TransformerConfig
+    from transformer.training import drop_source_words
+
+    cfg = TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, src_pad_id=0, src_unk_id=1, src_sos_id=2,
+                            src_eos_id=3, tgt_pad_id=7, tgt_unk_id=8, tgt_sos_id=9, tgt_eos_id=10)
+    src = torch.tensor([[2, 11, 12, 13, 3, 0], [2, 14, 3, 0, 0, 0]])
+    assert torch.equal(drop_source_words(src, cfg, 0.0), src)
+    everything = drop_source_words(src, cfg, 0.999999)
+    assert everything.tolist() == [[2, 1, 1, 1, 3, 0], [2, 1, 3, 0, 0, 0]]
+    torch.manual_seed(0)
+    big = torch.randint(11, 50, (200, 50))
+    rate = (drop_source_words(big, cfg, 0.1) == cfg.src_unk_id).float().mean().item()
+    assert 0.08 < rate < 0.12
+
+
+def test_word_dropout_changes_training_and_is_checked(data, tmp_path):
+    plain = make_trainer(data, tmp_path / "a", replace(SETTINGS, epochs=1)).fit()
+    dropped = make_trainer(data, tmp_path / "b", replace(SETTINGS, epochs=1, word_dropout=0.3)).fit()
+    assert not same_weights(weights(plain.best_dir), weights(dropped.best_dir))
+    with pytest.raises(TrainingError, match="word-dropout"):
+        make_trainer(data, tmp_path / "c", replace(SETTINGS, word_dropout=1.0))

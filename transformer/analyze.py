@@ -21,9 +21,8 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .analysis import aggregate_head_stats
-from .checkpoint import CheckpointError
+from .cli import fail, load_translator_or_exit
 from .data import DataError, load_split
-from .translator import load_translator
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -35,37 +34,31 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
-
-
 def main(argv=None) -> int:
+    """0 when the file is written; bad input exits with code 2 and a one-line message
+    (``transformer.cli.fail``)."""
     args = parse_args(argv)
     if args.limit is not None and args.limit <= 0:
-        return _fail("--limit must be positive")
+        fail("--limit must be positive")
     path = Path(args.data)
     if not path.is_file():
-        return _fail(f"{path}: no such file")
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        return _fail(str(exc))
+        fail(f"{path}: no such file")
+    tr = load_translator_or_exit(args.checkpoint)
     if args.out is not None:
         out = Path(args.out)
     elif tr.directory is not None:
         out = Path(tr.directory) / "head_stats.json"
     else:
-        return _fail("no checkpoint folder to write into: pass --out")
+        fail("no checkpoint folder to write into: pass --out")
     if not out.parent.is_dir():
-        return _fail(f"{out.parent}: no such directory for --out")
+        fail(f"{out.parent}: no such directory for --out")
     try:
         pairs = load_split(str(path), "train", tr.cfg.src_lang, tr.cfg.tgt_lang)  # a single file is "train"
     except DataError as exc:
-        return _fail(str(exc))
+        fail(str(exc))
     sentences = [s for s, _ in pairs][: args.limit]
     if not sentences:
-        return _fail(f"{path}: no {tr.cfg.src_lang}-{tr.cfg.tgt_lang} pairs to analyse")
+        fail(f"{path}: no {tr.cfg.src_lang}-{tr.cfg.tgt_lang} pairs to analyse")
 
     start = time.perf_counter()
     stats = []
@@ -73,13 +66,13 @@ def main(argv=None) -> int:
         try:
             stats.append(tr.trace(text).head_stats)  # analysis.head_stats of the trace
         except ValueError as exc:  # e.g. a source that is only control characters
-            return _fail(f"{path}: sentence {i + 1}: {exc}")
+            fail(f"{path}: sentence {i + 1}: {exc}")
     result = aggregate_head_stats(stats)
     result.update({"checkpoint": str(args.checkpoint), "data": str(path)})
     try:
         out.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:
-        return _fail(f"{out}: cannot write ({exc})")
+        fail(f"{out}: cannot write ({exc})")
     seconds = time.perf_counter() - start
     print(json.dumps({"n": len(sentences), "seconds": round(seconds, 2), "out": str(out)}))
     return 0

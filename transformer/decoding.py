@@ -26,18 +26,32 @@ from .trace import StepView, Trace  # noqa: F401  (re-exported: older imports)
 
 
 @dataclass
+class SentenceRecord:
+    """What :func:`greedy_decode` recorded for one sentence of the batch (``need_trace``),
+    cut to its own T emitted steps and S real source tokens (padding dropped)."""
+
+    self_attn: np.ndarray  # (L, H, T, T)
+    cross_attn: np.ndarray  # (L, H, T, S)
+    encoder_attn: np.ndarray  # (L, H, S, S)
+    topk_ids: np.ndarray  # (T, k)
+    topk_probs: np.ndarray  # (T, k)
+    lens_ids: np.ndarray  # (T, L_dec, LENS_K): logit lens, see greedy_decode
+    lens_probs: np.ndarray  # (T, L_dec, LENS_K)
+
+
+@dataclass
 class GreedyResult:
     """Raw output of :func:`greedy_decode`; ids exclude the leading [SOS]."""
 
     ids: list[list[int]]
-    # only filled when need_trace (batch of one): per step arrays
-    self_attn: np.ndarray | None = None  # (L, H, T, T)
-    cross_attn: np.ndarray | None = None  # (L, H, T, S)
-    encoder_attn: np.ndarray | None = None  # (L, H, S, S)
-    topk_ids: np.ndarray | None = None  # (T, k)
-    topk_probs: np.ndarray | None = None  # (T, k)
-    lens_ids: np.ndarray | None = None  # (T, L_dec, LENS_K): logit lens, see greedy_decode
-    lens_probs: np.ndarray | None = None  # (T, L_dec, LENS_K)
+    records: list[SentenceRecord] | None = None  # need_trace: one per sentence
+
+    def __getattr__(self, name: str):
+        # a batch of one reads as its record: result.cross_attn is records[0].cross_attn
+        records = self.__dict__.get("records")
+        if records and len(records) == 1 and name in SentenceRecord.__dataclass_fields__:
+            return getattr(records[0], name)
+        raise AttributeError(name)
 
 
 LENS_K = 5  # candidates the logit lens keeps per layer and step
@@ -70,16 +84,19 @@ def greedy_decode(
 
     ``forced_prefix`` (batch of one): output ids to emit at steps 0..m-1 instead of the
     argmax, after which decoding goes on greedily ("what if the model had said X?").
-    ``need_trace`` (batch of one) records attention and top-k candidates at every step,
-    and the logit lens (nostalgebraist 2020): what each decoder layer's output would
+    ``need_trace`` records, for every sentence, attention and top-k candidates at every
+    step, and the logit lens (nostalgebraist 2020): what each decoder layer's output would
     predict if it were the last, i.e. final norm then output projection, top ``LENS_K``.
-    The recorded arrays are trimmed to the emitted ids: T = len(ids[0]) steps.
+    Each sentence's record is cut to its emitted ids (T = len(ids[b]) steps) and its real
+    source tokens, so a sentence traced in a padded batch reads like one traced alone
+    (equal up to float rounding: padded matmuls sum in another order). Batching is what
+    lets a server trace many visitors' sentences for the price of a few.
     ``head_mask`` silences heads (see ``Transformer.layer_head_masks``), e.g. a knock-out.
     """
     cfg = model.cfg
     B, S = src.shape
-    if (need_trace or forced_prefix) and B != 1:
-        raise ValueError("need_trace and forced_prefix work on one sentence at a time")
+    if forced_prefix and B != 1:
+        raise ValueError("forced_prefix works on one sentence at a time")
     forced_prefix = list(forced_prefix or [])
     if cfg.tgt_pad_id in forced_prefix:
         raise ValueError("a forced prefix cannot contain the [PAD] token")
@@ -111,17 +128,18 @@ def greedy_decode(
         if need_trace:
             probs = logits.float().softmax(dim=-1)
             p, i = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-            tk_ids.append(i[0])
-            tk_probs.append(p[0])
-            self_rows.append(torch.stack([w[0, :, 0] for w in dec.self_attn]))  # (L, H, t+1)
-            cross_rows.append(torch.stack([w[0, :, 0] for w in dec.cross_attn]))  # (L, H, S)
+            tk_ids.append(i)  # (B, k)
+            tk_probs.append(p)
+            self_rows.append(torch.stack([w[:, :, 0] for w in dec.self_attn], dim=1))  # (B, L, H, t+1)
+            cross_rows.append(torch.stack([w[:, :, 0] for w in dec.cross_attn], dim=1))  # (B, L, H, S)
             # logit lens: the last layer's row is exactly the logits above; the earlier
             # layers' outputs are kept and projected after the loop in one matmul, which reads
             # the (V, D) projection once instead of once per step and layer
             lp, li = probs.topk(min(LENS_K, probs.shape[-1]), dim=-1)
-            lens_ids.append(li[0])
-            lens_probs.append(lp[0])
-            lens_hidden.append(torch.stack([h[0, -1] for h in dec.layer_hidden[:-1]]))  # (L - 1, D)
+            lens_ids.append(li)  # (B, LENS_K)
+            lens_probs.append(lp)
+            if len(dec.layer_hidden) > 1:
+                lens_hidden.append(torch.stack([h[:, -1] for h in dec.layer_hidden[:-1]], dim=1))  # (B, L - 1, D)
         nxt = torch.where(finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
         out_ids.append(nxt)
         finished = finished | (nxt == cfg.tgt_eos_id) | (t + 1 >= limits)
@@ -142,30 +160,47 @@ def greedy_decode(
         ids.append(seq)
     result = GreedyResult(ids=ids)
     if need_trace:
-        # a forced [EOS] or [PAD] can end the ids before the recorded steps do: keep only
-        # the steps whose output is in ids, so every array has T = len(ids[0]) rows
-        T = len(ids[0])
-        L, H = self_rows[0].shape[:2]
-        self_attn = torch.zeros(L, H, T, T)
-        for t, row in enumerate(self_rows[:T]):
-            self_attn[:, :, t, : t + 1] = row
-        result.self_attn = self_attn.numpy()
-        result.cross_attn = torch.stack(cross_rows[:T], dim=2).float().numpy()  # (L, H, T, S)
-        result.encoder_attn = torch.stack([w[0] for w in enc_w]).float().numpy()  # (L, H, S, S)
-        result.topk_ids = torch.stack(tk_ids[:T]).numpy()
-        result.topk_probs = torch.stack(tk_probs[:T]).numpy()
-        last_ids, last_probs = torch.stack(lens_ids[:T]), torch.stack(lens_probs[:T])  # (T, K): the output layer
-        if L > 1 and T > 0:
-            hidden = torch.stack(lens_hidden[:T])  # (T, L - 1, D)
-            early = model.project(model.decoder_norm(hidden)).float().softmax(dim=-1)  # (T, L - 1, V)
-            ep, ei = early.topk(last_ids.shape[-1], dim=-1)  # (T, L - 1, K)
-            last_ids = torch.cat([ei, last_ids[:, None]], dim=1)  # (T, L, K)
-            last_probs = torch.cat([ep, last_probs[:, None]], dim=1)
-        else:
-            last_ids, last_probs = last_ids[:, None], last_probs[:, None]  # (T, 1, K)
-        result.lens_ids = last_ids.numpy()  # (T, L, LENS_K)
-        result.lens_probs = last_probs.float().numpy()
+        result.records = _records(model, ids, (src != cfg.src_pad_id).sum(dim=1).tolist(), enc_w, self_rows,
+                                  cross_rows, tk_ids, tk_probs, lens_ids, lens_probs, lens_hidden)
     return result
+
+
+def _records(model, ids, src_lens, enc_w, self_rows, cross_rows, tk_ids, tk_probs, lens_ids, lens_probs,
+             lens_hidden) -> list[SentenceRecord]:
+    """Per-sentence arrays from the per-step batch rows :func:`greedy_decode` kept. A
+    forced [EOS] or [PAD] can end the ids before the recorded steps do: only the steps
+    whose output is in ids are kept, so every array has T = len(ids[b]) rows."""
+    n_steps = len(self_rows)
+    L, H = self_rows[0].shape[1:3]
+    encoder = torch.stack(enc_w, dim=1).float()  # (B, L, H, S, S)
+    top_ids, top_probs = torch.stack(tk_ids, dim=1), torch.stack(tk_probs, dim=1)  # (B, steps, k)
+    last_ids, last_probs = torch.stack(lens_ids, dim=1), torch.stack(lens_probs, dim=1)  # (B, steps, K)
+    if lens_hidden:
+        # the earlier layers' logit lens for every sentence and step in one matmul
+        hidden = torch.stack(lens_hidden, dim=1)  # (B, steps, L - 1, D)
+        early = model.project(model.decoder_norm(hidden)).float().softmax(dim=-1)  # (B, steps, L - 1, V)
+        ep, ei = early.topk(last_ids.shape[-1], dim=-1)  # (B, steps, L - 1, K)
+        all_ids = torch.cat([ei, last_ids[:, :, None]], dim=2)  # (B, steps, L, K)
+        all_probs = torch.cat([ep, last_probs[:, :, None]], dim=2)
+    else:
+        all_ids, all_probs = last_ids[:, :, None], last_probs[:, :, None]  # (B, steps, 1, K)
+    records = []
+    for b, (row_ids, S) in enumerate(zip(ids, src_lens)):
+        T = min(len(row_ids), n_steps)
+        self_attn = torch.zeros(L, H, T, T)
+        for t in range(T):
+            self_attn[:, :, t, : t + 1] = self_rows[t][b]
+        cross = torch.stack([cross_rows[t][b, :, :, :S] for t in range(T)], dim=2) if T else torch.zeros(L, H, 0, S)
+        records.append(SentenceRecord(
+            self_attn=self_attn.numpy(),
+            cross_attn=cross.float().numpy(),  # (L, H, T, S)
+            encoder_attn=encoder[b, :, :, :S, :S].contiguous().numpy(),  # (L, H, S, S)
+            topk_ids=top_ids[b, :T].numpy(),
+            topk_probs=top_probs[b, :T].float().numpy(),
+            lens_ids=all_ids[b, :T].numpy(),  # (T, L, LENS_K)
+            lens_probs=all_probs[b, :T].float().numpy(),
+        ))
+    return records
 
 
 @torch.no_grad()

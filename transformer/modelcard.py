@@ -82,12 +82,20 @@ def _eval_results(scores_by_split: dict[str, dict], dataset_id: str | None, data
 
 def build_model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
                      samples: list[tuple[str, str, str]], data_source: str, *, test_scores: dict | None = None,
-                     dataset_id: str | None = None, license: str = "mit", model_name: str | None = None):
+                     dataset_id: str | None = None, license: str = "mit", model_name: str | None = None,
+                     title: str | None = None, details: list[tuple[str, str]] | None = None,
+                     sections: dict[str, str] | None = None, limitations: str | None = None):
     """The card as a :class:`huggingface_hub.ModelCard`.
 
     ``metrics`` is the checkpoint's metrics.json content; its ``validation`` and (when
     present) ``test`` entries (``{"bleu": .., "chrf": ..}``) become the scores table and the
     model-index. ``test_scores`` overrides ``metrics["test"]``.
+
+    What only the person shipping a model knows goes in through the keywords, so even a
+    curated card is generated, never edited by hand: ``title``; ``details``, extra
+    (label, value) rows for the table at the top (training settings, how it was chosen);
+    ``sections``, extra Markdown sections (heading -> body) after the scores, e.g. beam
+    search or training snapshots; ``limitations`` replaces the generic limitations text.
     """
     from huggingface_hub import ModelCard, ModelCardData
 
@@ -112,11 +120,19 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
              f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm")
     score_rows = "\n".join(f"| {split} | {s.get('bleu')} | {s.get('chrf')} |" for split, s in scores.items())
     sample_lines = "\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |" for s, r, h in samples)
+    detail_rows = "".join(f"\n| {_cell(k)} | {_cell(v)} |" for k, v in (details or []))
+    extra = "".join(f"\n## {heading}\n\n{text.strip()}\n" for heading, text in (sections or {}).items())
+    limits = limitations.strip() if limitations else (
+        "A small teaching model trained on short everyday sentences: it loses track of long sentences\n"
+        "(and can degenerate into repetition), splits and often mistranslates rare words and names\n"
+        "(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms\n"
+        "word by word, and knows nothing of technical, legal or literary text. It is not a\n"
+        "production translator.")
     credit = f"Trained on {display_source(data_source)}."
     if "tatoeba" in str(data_source).lower():
         credit += f" Sentences from {TATOEBA_CREDIT}."
     body = f"""
-# {src}->{tgt} Transformer (from scratch)
+# {title or f"{src}->{tgt} Transformer (from scratch)"}
 
 An encoder-decoder Transformer ("Attention Is All You Need") written from scratch in PyTorch,
 small enough to look inside: every attention map of every layer and head can be inspected
@@ -129,7 +145,7 @@ while it translates.
 | parameters | {n_params:,} |
 | shape | {shape} |
 | vocabulary | {cfg.src_vocab_size} (source) / {cfg.tgt_vocab_size} (target), tied embeddings: {cfg.tie_embeddings} |
-| stored as | {cfg.storage_dtype} safetensors |
+| stored as | {cfg.storage_dtype} safetensors |{detail_rows}
 
 ## Use
 
@@ -148,7 +164,7 @@ Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
 | split | BLEU | chrF |
 |---|---|---|
 {score_rows}
-
+{extra}
 ## Samples (validation)
 
 | source | reference | model |
@@ -161,11 +177,7 @@ Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
 
 ## Limitations
 
-A small teaching model trained on short everyday sentences: it loses track of long sentences
-(and can degenerate into repetition), splits and often mistranslates rare words and names
-(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms
-word by word, and knows nothing of technical, legal or literary text. It is not a
-production translator.
+{limits}
 
 ## Training history (validation, greedy)
 

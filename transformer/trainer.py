@@ -75,6 +75,8 @@ def check_settings(s: TrainSettings) -> None:
         raise TrainingError(f"max-minutes must be positive, got {s.max_minutes}")
     if not 0 <= s.label_smoothing < 1:
         raise TrainingError(f"label-smoothing must be in [0, 1), got {s.label_smoothing}")
+    if not 0 <= s.word_dropout < 1:
+        raise TrainingError(f"word-dropout must be in [0, 1), got {s.word_dropout}")
     if s.average_last < 0:
         raise TrainingError(f"average-last must be 0 or more, got {s.average_last}")
 

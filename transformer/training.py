@@ -35,6 +35,7 @@ class TrainSettings:
     min_lr_ratio: float = 0.05
     weight_decay: float = 0.01
     label_smoothing: float = 0.1
+    word_dropout: float = 0.0
     clip_norm: float = 1.0
     bf16: bool = True
     seed: int = 0
@@ -157,6 +158,8 @@ def train_step(model, batch: Batch, opt, sched, s: TrainSettings, device: str) -
     backward pass averages the gradients over ranks before they are clipped."""
     model.train()
     batch = to_device(batch, device)
+    if s.word_dropout > 0:
+        batch = replace(batch, src=drop_source_words(batch.src, unwrap(model).cfg, s.word_dropout))
     with autocast(s.bf16, device):
         loss = batch_loss(model, batch, s.label_smoothing)
     opt.zero_grad(set_to_none=True)
@@ -165,6 +168,16 @@ def train_step(model, batch: Batch, opt, sched, s: TrainSettings, device: str) -
     opt.step()
     sched.step()
     return loss.item(), norm.item()
+
+
+def drop_source_words(src: torch.Tensor, cfg, p: float) -> torch.Tensor:
+    """Word dropout (Sennrich & Zhang 2019, section 3): each real source token becomes
+    the *source* unknown id with probability ``p``, so the decoder cannot lean on any one
+    source word and learns more from a small corpus. Padding, <s> and </s> are kept.
+    Draws from torch's global RNG, which the run seeds."""
+    special = (src == cfg.src_pad_id) | (src == cfg.src_sos_id) | (src == cfg.src_eos_id)
+    drop = (torch.rand(src.shape, device=src.device) < p) & ~special  # (B, S)
+    return src.masked_fill(drop, cfg.src_unk_id)
 
 
 def to_device(batch: Batch, device: str) -> Batch:

@@ -107,19 +107,42 @@ class Translator:
         ``head_mask``: silence heads while decoding (``Transformer.forward``), e.g. to
         step through a knocked-out model.
         """
-        src = self.encode_source(text)
         for i in forced_prefix or []:
             if not 0 <= int(i) < self.cfg.tgt_vocab_size:
                 raise ValueError(f"forced token id {i} is outside the target vocabulary")
             if int(i) == self.cfg.tgt_pad_id:
                 raise ValueError(f"forced token id {i} is [PAD], which the decoder never emits")
+        return self._traces([text], forced_prefix, top_k, head_mask)[0]
+
+    @torch.no_grad()
+    def trace_batch(self, texts: list[str], top_k: int = 10) -> list[Trace]:
+        """:meth:`trace` for several sentences in one padded batch: what a server does with
+        the sentences that arrive together (``serving.TraceBatcher``). Each trace equals
+        the one-sentence trace up to float rounding; a bad sentence raises ``ValueError``
+        naming it, so check sentences first when one must not fail the others."""
+        if not texts:
+            return []
+        return self._traces(list(texts), None, top_k, None)
+
+    def _traces(self, texts, forced_prefix, top_k, head_mask) -> list[Trace]:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
-        res = greedy_decode(
-            self.model, torch.tensor([src.ids]), forced_prefix=forced_prefix, need_trace=True, top_k=top_k,
-            head_mask=head_mask,
-        )
-        out_ids = res.ids[0]  # greedy_decode trims every recorded array to these steps
+        sources = []
+        for n, text in enumerate(texts, 1):
+            try:
+                sources.append(self.encode_source(text))
+            except ValueError as exc:
+                raise ValueError(str(exc) if len(texts) == 1 else f"sentence {n}: {exc}") from None
+        width = max(len(src.ids) for src in sources)
+        batch = torch.full((len(sources), width), self.cfg.src_pad_id, dtype=torch.long)  # (B, S)
+        for b, src in enumerate(sources):
+            batch[b, : len(src.ids)] = torch.tensor(src.ids)
+        res = greedy_decode(self.model, batch, forced_prefix=forced_prefix, need_trace=True, top_k=top_k,
+                            head_mask=head_mask)
+        return [self._make_trace(text, src, out_ids, rec, forced_prefix)
+                for text, src, out_ids, rec in zip(texts, sources, res.ids, res.records)]
+
+    def _make_trace(self, text, src: EncodedSource, out_ids, rec, forced_prefix) -> Trace:
         tgt_ids = [self.cfg.tgt_sos_id, *out_ids]
         tok = self.tgt_tok.id_to_token
         trace = Trace(
@@ -130,20 +153,20 @@ class Translator:
             tgt_tokens=[tok(i) for i in tgt_ids],
             tgt_ids=tgt_ids,
             special_tokens=list(SPECIAL_TOKENS),
-            encoder_attn=res.encoder_attn,
-            decoder_self_attn=res.self_attn,
-            cross_attn=res.cross_attn,
-            topk_ids=res.topk_ids,
-            topk_tokens=[[tok(i) for i in row] for row in res.topk_ids.tolist()],
-            topk_probs=res.topk_probs,
+            encoder_attn=rec.encoder_attn,
+            decoder_self_attn=rec.self_attn,
+            cross_attn=rec.cross_attn,
+            topk_ids=rec.topk_ids,
+            topk_tokens=[[tok(i) for i in row] for row in rec.topk_ids.tolist()],
+            topk_probs=rec.topk_probs,
             positional_encoding=self.model.pos_encoding.pe.numpy(),
             truncated=src.truncated,
             n_src_tokens_dropped=src.n_dropped,
             finished=bool(out_ids) and out_ids[-1] == self.cfg.tgt_eos_id,
             forced_prefix=list(forced_prefix or []),
-            logit_lens_tokens=[[[tok(i) for i in rank] for rank in layer] for layer in res.lens_ids.tolist()],
-            logit_lens_ids=res.lens_ids,
-            logit_lens_probs=res.lens_probs,
+            logit_lens_tokens=[[[tok(i) for i in rank] for rank in layer] for layer in rec.lens_ids.tolist()],
+            logit_lens_ids=rec.lens_ids,
+            logit_lens_probs=rec.lens_probs,
         )
         trace.encoder_rollout = analysis.encoder_rollout(trace.encoder_attn)
         trace.rollout = analysis.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)
