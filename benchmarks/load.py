@@ -5,11 +5,12 @@
 
 Starts ``python app.py`` on a free port (or uses --url) and, with gradio_client:
 - alone: every sentence once, one call at a time, from one client (latency, throughput);
-- concurrent: --visitors clients (24), each in its own thread, send --requests (48) sentences
+- concurrent: --visitors clients (24), each in its own thread (or process, --visitor-processes),
+  send --requests (48) sentences
   between them, all released at once; p50/p95/max latency from submit to result, throughput
   (requests / wall time), errors;
 - identical: every concurrent result (translation and trace dict) equals the one-at-a-time
-  result for the same sentence: text, tokens and ids exactly, numbers within --atol (1e-5),
+  result for the same sentence: text, tokens and ids exactly, numbers within --atol (1e-4),
   because the app traces sentences that arrive together in one padded batch.
 Prints the figures, then one JSON line with the figures and pass/fail of the issue-7 target
 (0 errors, identical results, p95 <= 2 s).
@@ -170,6 +171,58 @@ def summary(lat: list[float]) -> dict:
             "max_ms": round(max(lat) * 1000, 1), "mean_ms": round(statistics.mean(lat) * 1000, 1)}
 
 
+def visitors_in_threads(url: str, api_name: str, per_visitor: list[list[str]]) -> tuple[list, float]:
+    """Every visitor a thread of this process: their clients share one interpreter lock."""
+    with ThreadPoolExecutor(len(per_visitor)) as pool:
+        clients = list(pool.map(lambda _: client(url), range(len(per_visitor))))
+    barrier = threading.Barrier(len(per_visitor) + 1)
+    results: list[tuple[str, float, object, str | None]] = []
+    lock = threading.Lock()
+
+    def visitor(v: int) -> None:
+        barrier.wait()
+        for t in per_visitor[v]:
+            sec, out, err = call(clients[v], t, api_name)
+            with lock:
+                results.append((t, sec, out, err))
+
+    threads = [threading.Thread(target=visitor, args=(v,)) for v in range(len(per_visitor))]
+    for th in threads:
+        th.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for th in threads:
+        th.join()
+    return results, time.perf_counter() - t0
+
+
+def _visitor_process(url: str, api_name: str, texts: list[str], barrier, out_queue) -> None:
+    c = client(url)
+    barrier.wait()
+    for t in texts:
+        out_queue.put((t, *call(c, t, api_name)))
+
+
+def visitors_in_processes(url: str, api_name: str, per_visitor: list[list[str]]) -> tuple[list, float]:
+    """Every visitor its own process, as real visitors are separate machines: no shared
+    interpreter lock, but their CPU still comes out of the same 2 cores."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    barrier, out_queue = ctx.Barrier(len(per_visitor) + 1), ctx.Queue()
+    procs = [ctx.Process(target=_visitor_process, args=(url, api_name, texts, barrier, out_queue))
+             for texts in per_visitor]
+    for p in procs:
+        p.start()
+    barrier.wait()  # every visitor has its client: release them together
+    t0 = time.perf_counter()
+    results = [out_queue.get() for _ in range(sum(map(len, per_visitor)))]
+    wall = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    return results, wall
+
+
 def run_once(url: str, args, texts: list[str]) -> dict:
     """Alone then concurrent against one running app."""
     solo = client(url)
@@ -199,28 +252,12 @@ def run_once(url: str, args, texts: list[str]) -> dict:
         f"result JSON {res['result_kb_median']} KB (median)")
 
     # concurrent visitors, each with its own client (own session), released together
-    with ThreadPoolExecutor(args.visitors) as pool:
-        clients = list(pool.map(lambda _: client(url), range(args.visitors)))
     jobs = [texts[i % len(texts)] for i in range(args.requests)]
     per_visitor = [jobs[v::args.visitors] for v in range(args.visitors)]
-    barrier = threading.Barrier(args.visitors)
-    results: list[tuple[str, float, object, str | None]] = []
-    lock = threading.Lock()
-
-    def visitor(v: int) -> None:
-        barrier.wait()
-        for t in per_visitor[v]:
-            sec, out, err = call(clients[v], t, args.api_name)
-            with lock:
-                results.append((t, sec, out, err))
-
-    threads = [threading.Thread(target=visitor, args=(v,)) for v in range(args.visitors)]
-    t0 = time.perf_counter()
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    wall = time.perf_counter() - t0
+    if args.visitor_processes:
+        results, wall = visitors_in_processes(url, args.api_name, per_visitor)
+    else:
+        results, wall = visitors_in_threads(url, args.api_name, per_visitor)
     lat = [sec for _, sec, _, _ in results]
     errs = [err for *_, err in results if err]
     mismatches, worst = [], 0.0
@@ -231,7 +268,8 @@ def run_once(url: str, args, texts: list[str]) -> dict:
         worst = max(worst, d)
         if bad or d > args.atol:
             mismatches.append(f"{t!r}: {bad or f'max diff {d:.3g}'}")
-    res["concurrent"] = {"visitors": args.visitors, "n": len(results), **summary(lat),
+    res["concurrent"] = {"visitors": args.visitors, "visitor_processes": args.visitor_processes,
+                         "n": len(results), **summary(lat),
                          "throughput_per_s": round(len(results) / wall, 2), "wall_s": round(wall, 2),
                          "errors": len(errs)}
     res["identical"] = not mismatches and not errs and not errors
@@ -256,11 +294,15 @@ def main(argv=None) -> int:
     p.add_argument("--api-name", default=API_NAME, help="endpoint to call")
     p.add_argument("--visitors", type=int, default=24, help="concurrent clients")
     p.add_argument("--requests", type=int, default=48, help="translations sent by all visitors together")
-    p.add_argument("--atol", type=float, default=1e-5,
+    p.add_argument("--visitor-processes", action="store_true",
+                   help="run each visitor in its own process instead of a thread of this one (real visitors "
+                        "do not share one Python interpreter lock; they still share these 2 cores)")
+    p.add_argument("--atol", type=float, default=1e-4,
                    help="largest numeric difference still counted as identical: sentences traced together "
                         "in one padded batch (app.py --max-batch) sum in another order, so attention "
-                        "weights differ in the 7th decimal; tokens and ids must match exactly (default 1e-5; "
-                        "0 = bit for bit)")
+                        "weights differ around the 7th decimal, which can move the last digit of the head "
+                        "diagnostics (rounded to 4 decimals); text, tokens and ids must match exactly "
+                        "(default 1e-4; 0 = bit for bit)")
     p.add_argument("--sweep", nargs="+", metavar="SETTING",
                    help="settings to compare, each like torch-threads=1,concurrency=2 (app.py flags; "
                         "the app is started once per setting)")

@@ -128,7 +128,10 @@ def test_packed_trace_dict_is_exact_and_unpacks_to_the_lists(translator):
         np.testing.assert_array_equal(back[key], arr.astype(np.float32))  # exact, not rounded
         np.testing.assert_allclose(back[key], np.array(lists[key]), atol=1e-5)
     np.testing.assert_allclose(back["logit_lens"]["probs"], np.array(lists["logit_lens"]["probs"]), atol=1e-5)
-    assert back["topk"] == lists["topk"] and back["src_tokens"] == lists["src_tokens"]
+    assert back["src_tokens"] == lists["src_tokens"]
+    for packed_step, list_step, probs in zip(back["topk"], lists["topk"], trace.topk_probs):
+        assert [c["token"] for c in packed_step] == [c["token"] for c in list_step]
+        assert [c["prob"] for c in packed_step] == probs.astype(float).tolist()  # exact when packed
     assert unpack_arrays(lists) == lists  # nothing packed: unchanged
     big_endian = np.arange(6, dtype=">f4").reshape(2, 3)
     np.testing.assert_array_equal(unpack_arrays(pack_array(big_endian)), big_endian)

@@ -148,7 +148,8 @@ class Trace:
         def r(a: np.ndarray) -> list | dict:
             return pack_array(a) if packed else np.round(a.astype(np.float64), 5).tolist()
 
-        top_ids, top_probs = self.topk_ids.tolist(), np.round(self.topk_probs.astype(np.float64), 5).tolist()
+        probs = self.topk_probs.astype(np.float64)
+        top_ids, top_probs = self.topk_ids.tolist(), (probs if packed else np.round(probs, 5)).tolist()
         out = {
             "schema": "transformer-trace/1",
             "src_text": self.src_text,
