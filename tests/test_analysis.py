@@ -366,8 +366,9 @@ def test_trace_show_delegates_to_the_notebook_module(translator, monkeypatch):
 def test_greedy_decode_returns_trimmed_arrays(translator):
     cfg = translator.cfg
     src = torch.tensor([translator.encode_source(TEXT).ids])
-    res = greedy_decode(translator.model, src, forced_prefix=[5, cfg.tgt_eos_id], need_trace=True)
-    assert res.ids[0] == [5, cfg.tgt_eos_id]
+    out = greedy_decode(translator.model, src, forced_prefix=[5, cfg.tgt_eos_id], need_trace=True)
+    res = out.records[0]
+    assert out.ids[0] == [5, cfg.tgt_eos_id]
     assert res.self_attn.shape[2:] == (2, 2) and res.cross_attn.shape[2] == 2
     assert res.topk_ids.shape[0] == 2 and res.lens_ids.shape[0] == 2
     with pytest.raises(ValueError, match=r"\[PAD\]"):

@@ -46,13 +46,6 @@ class GreedyResult:
     ids: list[list[int]]
     records: list[SentenceRecord] | None = None  # need_trace: one per sentence
 
-    def __getattr__(self, name: str):
-        # a batch of one reads as its record: result.cross_attn is records[0].cross_attn
-        records = self.__dict__.get("records")
-        if records and len(records) == 1 and name in SentenceRecord.__dataclass_fields__:
-            return getattr(records[0], name)
-        raise AttributeError(name)
-
 
 LENS_K = 5  # candidates the logit lens keeps per layer and step
 
