@@ -1,7 +1,7 @@
 """Beam search on the test set: BLEU, chrF and speed per beam size, and the beam tree's server time.
 
     python benchmarks/beam_eval.py [--checkpoint checkpoints/en-it] \
-        [--data data/tatoeba-en-it/test.jsonl] [--beam-sizes 1,4,8] [--limit N]
+        [--data data/tatoeba-en-it/test.jsonl] [--beam-sizes 1,4,8] [--limit N] [--save]
 
 - one row for greedy decoding (``Translator.translate``, the baseline) and one per beam
   size k (``transformer.beam.translate_beam``): sacrebleu BLEU and chrF against the
@@ -9,7 +9,8 @@
 - ``beam_tree`` (what the app's ``/beam`` endpoint runs) on a 10-word sentence at k=4:
   median wall-clock and CPU milliseconds over ``--repeat`` runs after one warm-up
   (target: <= 500 ms wall-clock; CPU time tells what it costs when the machine is shared).
-Progress goes to stderr; the table to stdout; the last line is one JSON object.
+Progress goes to stderr; the table to stdout; the last line is one JSON object. ``--save``
+also records the table in the checkpoint (metrics.json ``beam``, model card section).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from transformer.beam import beam_tree, translate_beam  # noqa: E402
 from transformer.data import DataError, load_split  # noqa: E402
 from transformer.metrics import corpus_scores  # noqa: E402
 from transformer.cli import load_translator_or_exit  # noqa: E402
+from transformer.modelcard import display_source  # noqa: E402
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 TREE_TARGET_MS = 500
@@ -47,7 +49,33 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha of the length penalty")
     p.add_argument("--repeat", type=int, default=10, help="timed runs of beam_tree (median reported)")
     p.add_argument("--sentence", default=SENTENCE, help="sentence for the beam_tree timing")
+    p.add_argument("--save", action="store_true",
+                   help="record the table in the checkpoint: metrics.json gains a 'beam' entry and the "
+                        "model card (README.md) a 'Beam search' section (local checkpoint folders only)")
     return p.parse_args(argv)
+
+
+def save_to_checkpoint(directory: Path, beam: dict) -> list[Path]:
+    """Write ``beam`` into ``directory``'s metrics.json and model card; returns the files
+    written. Each file is replaced whole (written beside it, then renamed), so an
+    interrupted run leaves the old file, never half a file."""
+    from transformer.modelcard import BEAM_HEADING, beam_section, with_section
+
+    written = []
+    metrics_path = directory / "metrics.json"
+    metrics = json.loads(metrics_path.read_text(encoding="utf-8")) if metrics_path.is_file() else {}
+    metrics["beam"] = beam
+    card_path = directory / "README.md"
+    updates = [(metrics_path, json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")]
+    if card_path.is_file():
+        card = card_path.read_text(encoding="utf-8")
+        updates.append((card_path, with_section(card, BEAM_HEADING, beam_section(beam)).rstrip("\n") + "\n"))
+    for path, text in updates:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(path)
+        written.append(path)
+    return written
 
 
 def fail(message: str) -> int:
@@ -69,6 +97,8 @@ def main(argv=None) -> int:
         return fail("--batch-size and --repeat must be positive")
     if args.length_penalty < 0:
         return fail("--length-penalty must be >= 0")
+    if args.save and not (Path(args.checkpoint) / "config.json").is_file():
+        return fail(f"--save needs a local checkpoint folder, and {args.checkpoint} is not one")
     tr = load_translator_or_exit(args.checkpoint)
     path = Path(args.data)
     if not path.exists():
@@ -125,6 +155,16 @@ def main(argv=None) -> int:
     print(f"beam_tree k=4, {tree_ms['words']} words: median {tree_ms['median_ms']} ms (min {tree_ms['min_ms']}, "
           f"CPU {tree_ms['median_cpu_ms']} ms, target <= {TREE_TARGET_MS} ms), {tree_ms['nodes']} nodes, "
           f"{tree_ms['json_bytes']} bytes of JSON")
+    if args.save:
+        beam = {"data": display_source(str(path)), "n": len(sources), "length_penalty": args.length_penalty,
+                "torch_threads": torch.get_num_threads(), "batch_size": args.batch_size,
+                "command": " ".join(["python benchmarks/beam_eval.py", *(argv if argv is not None else sys.argv[1:])]),
+                "rows": rows}
+        try:
+            for f in save_to_checkpoint(Path(args.checkpoint), beam):
+                print(f"wrote {f}", file=sys.stderr)
+        except (OSError, ValueError) as exc:
+            return fail(f"could not save to {args.checkpoint}: {exc}")
     print(json.dumps({"checkpoint": str(args.checkpoint), "data": str(path), "n": len(sources),
                       "length_penalty": args.length_penalty, "torch_threads": torch.get_num_threads(),
                       "results": rows, "beam_tree": tree_ms}))

@@ -19,7 +19,11 @@ Prints the figures, then one JSON line with the figures and pass/fail of the iss
 A setting is key=value pairs separated by commas, each passed to app.py as --key=value:
   concurrency=N     requests the Gradio queue runs at once (app.py --concurrency);
   torch-threads=N   torch intra-op threads of the app process (app.py --torch-threads);
-  threads=N         short for torch-threads=N.
+  threads=N         short for torch-threads=N;
+  max-batch=N       sentences traced together at most (app.py --max-batch);
+  client-tls=fresh  the visitors' gradio_client builds a new TLS context per call, as it does
+                    by default (the benchmark otherwise gives them one shared context: a real
+                    visitor's client runs on their own machine, see shared_tls_context).
 Exit code 0 when it ran (whether or not the target passes), 2 on bad flags or an app that does
 not start.
 """
@@ -77,16 +81,19 @@ def sentences(n: int) -> list[str]:
 
 
 def parse_setting(text: str) -> dict[str, str]:
-    """'threads=1,concurrency=2' -> {'torch-threads': '1', 'concurrency': '2'}."""
+    """'threads=1,concurrency=2' -> {'torch-threads': '1', 'concurrency': '2'}.
+    ``client-tls`` is the benchmark's own (shared or fresh), the rest are app.py flags."""
     out = {}
     for part in filter(None, text.split(",")):
         if "=" not in part:
             raise ValueError(f"setting {text!r}: expected key=value pairs separated by commas")
         k, v = (x.strip() for x in part.split("=", 1))
         out["torch-threads" if k == "threads" else k] = v
-    for k in ("torch-threads", "concurrency"):
+    for k in ("torch-threads", "concurrency", "max-batch"):
         if k in out and not out[k].isdigit():
             raise ValueError(f"setting {text!r}: {k} must be a non-negative integer")
+    if out.get("client-tls", "shared") not in ("shared", "fresh"):
+        raise ValueError(f"setting {text!r}: client-tls must be 'shared' or 'fresh'")
     return out
 
 
@@ -98,10 +105,36 @@ def app_server(checkpoint: str, setting: dict[str, str], extra: list[str], timeo
         yield url
 
 
-def client(url: str):
+_TLS_CONTEXT = None
+
+
+def shared_tls_context():
+    """One verifying TLS context for every visitor's client in this process.
+
+    gradio_client builds two httpx clients per call, and httpx loads the whole CA bundle into
+    a fresh ``ssl.SSLContext`` for each (about 20-35 ms of CPU, even for an http:// URL). A
+    real visitor pays that on their own machine; here the visitors share the app's 2 cores,
+    so it would be charged to the server. Handing gradio_client one context (its
+    ``ssl_verify`` goes to httpx as ``verify=``) keeps certificate checks and drops the cost.
+    ``client-tls=fresh`` in --sweep measures gradio_client's default side by side.
+    """
+    global _TLS_CONTEXT
+    if _TLS_CONTEXT is None:
+        import ssl
+
+        import certifi
+
+        _TLS_CONTEXT = ssl.create_default_context(cafile=certifi.where())
+    return _TLS_CONTEXT
+
+
+def client(url: str, fresh_tls: bool = False):
+    """A gradio_client ``Client`` for one visitor (see ``shared_tls_context`` for ``fresh_tls``)."""
     from gradio_client import Client
 
-    return Client(url, verbose=False)
+    if fresh_tls:
+        return Client(url, verbose=False)
+    return Client(url, verbose=False, ssl_verify=shared_tls_context())
 
 
 API_NAME = "/translate"
@@ -171,10 +204,11 @@ def summary(lat: list[float]) -> dict:
             "max_ms": round(max(lat) * 1000, 1), "mean_ms": round(statistics.mean(lat) * 1000, 1)}
 
 
-def visitors_in_threads(url: str, api_name: str, per_visitor: list[list[str]]) -> tuple[list, float]:
+def visitors_in_threads(url: str, api_name: str, per_visitor: list[list[str]],
+                        fresh_tls: bool = False) -> tuple[list, float]:
     """Every visitor a thread of this process: their clients share one interpreter lock."""
     with ThreadPoolExecutor(len(per_visitor)) as pool:
-        clients = list(pool.map(lambda _: client(url), range(len(per_visitor))))
+        clients = list(pool.map(lambda _: client(url, fresh_tls), range(len(per_visitor))))
     barrier = threading.Barrier(len(per_visitor) + 1)
     results: list[tuple[str, float, object, str | None]] = []
     lock = threading.Lock()
@@ -196,21 +230,22 @@ def visitors_in_threads(url: str, api_name: str, per_visitor: list[list[str]]) -
     return results, time.perf_counter() - t0
 
 
-def _visitor_process(url: str, api_name: str, texts: list[str], barrier, out_queue) -> None:
-    c = client(url)
+def _visitor_process(url: str, api_name: str, texts: list[str], barrier, out_queue, fresh_tls: bool) -> None:
+    c = client(url, fresh_tls)
     barrier.wait()
     for t in texts:
         out_queue.put((t, *call(c, t, api_name)))
 
 
-def visitors_in_processes(url: str, api_name: str, per_visitor: list[list[str]]) -> tuple[list, float]:
+def visitors_in_processes(url: str, api_name: str, per_visitor: list[list[str]],
+                          fresh_tls: bool = False) -> tuple[list, float]:
     """Every visitor its own process, as real visitors are separate machines: no shared
     interpreter lock, but their CPU still comes out of the same 2 cores."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     barrier, out_queue = ctx.Barrier(len(per_visitor) + 1), ctx.Queue()
-    procs = [ctx.Process(target=_visitor_process, args=(url, api_name, texts, barrier, out_queue))
+    procs = [ctx.Process(target=_visitor_process, args=(url, api_name, texts, barrier, out_queue, fresh_tls))
              for texts in per_visitor]
     for p in procs:
         p.start()
@@ -223,9 +258,9 @@ def visitors_in_processes(url: str, api_name: str, per_visitor: list[list[str]])
     return results, wall
 
 
-def run_once(url: str, args, texts: list[str]) -> dict:
+def run_once(url: str, args, texts: list[str], fresh_tls: bool = False) -> dict:
     """Alone then concurrent against one running app."""
-    solo = client(url)
+    solo = client(url, fresh_tls)
     for t in texts[:2]:  # warm up the server (first calls load code paths, allocate caches)
         _, _, err = call(solo, t, args.api_name)
         if err:
@@ -254,10 +289,12 @@ def run_once(url: str, args, texts: list[str]) -> dict:
     # concurrent visitors, each with its own client (own session), released together
     jobs = [texts[i % len(texts)] for i in range(args.requests)]
     per_visitor = [jobs[v::args.visitors] for v in range(args.visitors)]
+    cpu0 = time.process_time()
     if args.visitor_processes:
-        results, wall = visitors_in_processes(url, args.api_name, per_visitor)
+        results, wall = visitors_in_processes(url, args.api_name, per_visitor, fresh_tls)
     else:
-        results, wall = visitors_in_threads(url, args.api_name, per_visitor)
+        results, wall = visitors_in_threads(url, args.api_name, per_visitor, fresh_tls)
+    client_cpu = time.process_time() - cpu0  # the visitors' own CPU, taken from the same 2 cores
     lat = [sec for _, sec, _, _ in results]
     errs = [err for *_, err in results if err]
     mismatches, worst = [], 0.0
@@ -269,14 +306,17 @@ def run_once(url: str, args, texts: list[str]) -> dict:
         if bad or d > args.atol * (1 + 1e-9):  # a last-digit flip of a rounded value is exactly atol
             mismatches.append(f"{t!r}: {bad or f'max diff {d:.3g}'}")
     res["concurrent"] = {"visitors": args.visitors, "visitor_processes": args.visitor_processes,
+                         "client_tls": "fresh" if fresh_tls else "shared",
                          "n": len(results), **summary(lat),
                          "throughput_per_s": round(len(results) / wall, 2), "wall_s": round(wall, 2),
-                         "errors": len(errs)}
+                         "errors": len(errs),
+                         "client_cpu_s": None if args.visitor_processes else round(client_cpu, 2)}
     res["identical"] = not mismatches and not errs and not errors
     res["max_abs_diff"] = worst
     log(f"concurrent: {len(results)} calls from {args.visitors} visitors, {res['concurrent']['throughput_per_s']}/s, "
         f"p50 {res['concurrent']['p50_ms']} ms, p95 {res['concurrent']['p95_ms']} ms, "
-        f"max {res['concurrent']['max_ms']} ms, {len(errs)} errors")
+        f"max {res['concurrent']['max_ms']} ms, {len(errs)} errors"
+        + ("" if args.visitor_processes else f"; the visitors used {client_cpu:.2f} s of CPU"))
     log(f"identical to one at a time: {res['identical']} (max abs diff {worst:.3g}, "
         f"{len(mismatches)} mismatches{': ' + mismatches[0] if mismatches else ''})")
     if errs:
@@ -330,11 +370,13 @@ def main(argv=None) -> int:
         for s in settings:
             label = ",".join(f"{k}={v}" for k, v in s.items()) or "app.py defaults"
             log(f"--- setting: {label}")
+            app_flags = {k: v for k, v in s.items() if k != "client-tls"}
+            fresh_tls = s.get("client-tls") == "fresh"
             if args.url:
-                res = run_once(args.url.rstrip("/") + "/", args, texts)
+                res = run_once(args.url.rstrip("/") + "/", args, texts, fresh_tls)
             else:
-                with app_server(str(ckpt), s, args.app_arg, args.timeout) as url:
-                    res = run_once(url, args, texts)
+                with app_server(str(ckpt), app_flags, args.app_arg, args.timeout) as url:
+                    res = run_once(url, args, texts, fresh_tls)
             runs.append({"setting": label, **res})
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)

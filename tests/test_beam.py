@@ -318,3 +318,33 @@ def test_translate_beam_and_beam_search_validate_their_arguments(tiny):
             beam_search(tiny.model, src, 2)
     finally:
         tiny.model.eval()
+
+
+def test_beam_eval_save_records_the_table_in_the_checkpoint(tiny_checkpoint, data_dir, tmp_path, capsys):
+    """benchmarks/beam_eval.py --save: metrics.json gains 'beam', the card a 'Beam search'
+    section after Scores, and the rest of both files is kept."""
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("beam_eval", ROOT / "benchmarks" / "beam_eval.py")
+    beam_eval = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(beam_eval)
+    ckpt = Path(shutil.copytree(tiny_checkpoint, tmp_path / "ckpt"))
+    (ckpt / "metrics.json").write_text(json.dumps({"validation": {"bleu": 1.0, "chrf": 2.0}}), encoding="utf-8")
+    (ckpt / "README.md").write_text("# tiny\n\n## Scores\n\nsome\n\n## Data\n\ncredit\n", encoding="utf-8")
+    argv = ["--checkpoint", str(ckpt), "--data", str(data_dir / "test.jsonl"), "--beam-sizes", "1,2",
+            "--repeat", "1", "--save"]
+    assert beam_eval.main(argv) == 0
+    metrics = json.loads((ckpt / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics["validation"] == {"bleu": 1.0, "chrf": 2.0}
+    beam = metrics["beam"]
+    assert [r["decoder"] for r in beam["rows"]] == ["greedy", "beam k=1", "beam k=2"]
+    assert beam["n"] == 6 and isinstance(beam["rows"][1]["equals_greedy"], bool)  # (an untrained model may pick [PAD])
+    card = (ckpt / "README.md").read_text(encoding="utf-8")
+    assert card.index("## Scores") < card.index("## Beam search") < card.index("## Data")
+    assert card.startswith("# tiny\n\n## Scores\n\nsome\n") and card.endswith("## Data\n\ncredit\n")
+    assert f"| beam k=2 | {beam['rows'][2]['bleu']:.2f} |" in card
+    assert beam_eval.main(argv) == 0 and (ckpt / "README.md").read_text(encoding="utf-8").count("## Beam search") == 1
+    # --save needs a local folder; nothing is written on a refusal
+    assert beam_eval.main(["--checkpoint", str(tmp_path / "nowhere"), "--save"]) == 2
+    assert "--save needs a local checkpoint folder" in capsys.readouterr().err

@@ -19,7 +19,7 @@ from transformer import CheckpointError, load_translator
 from transformer.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, save_checkpoint
 from transformer.config import TransformerConfig
 from transformer.hub import HubError, push_checkpoint
-from transformer.modelcard import build_model_card, model_card
+from transformer.modelcard import beam_section, build_model_card, model_card, with_section
 
 SENTENCE = "the black cat sleeps."
 METRICS = {"validation": {"bleu": 30.62, "chrf": 52.65}, "test": {"bleu": 26.35, "chrf": 51.18},
@@ -202,3 +202,30 @@ def test_model_card_without_test_scores_and_from_a_hub_dataset():
     again = ModelCard(str(card))
     assert {(r.dataset_split, r.metric_type): r.metric_value for r in again.data.eval_results}[("test", "bleu")] == 9.5
     assert json.loads(json.dumps(again.data.to_dict()))["pipeline_tag"] == "translation"
+
+
+BEAM = {"data": "data/tatoeba-en-it/test.jsonl", "n": 1000, "length_penalty": 0.6, "torch_threads": 2,
+        "batch_size": 64, "command": "python benchmarks/beam_eval.py --save",
+        "rows": [{"decoder": "greedy", "k": 1, "bleu": 26.35, "chrf": 51.18, "seconds": 5.0, "sentences_per_s": 200.0},
+                 {"decoder": "beam k=1", "k": 1, "bleu": 26.35, "chrf": 51.18, "seconds": 6.0,
+                  "sentences_per_s": 166.7, "equals_greedy": True},
+                 {"decoder": "beam k=4", "k": 4, "bleu": 28.57, "chrf": 51.42, "seconds": 11.0, "sentences_per_s": 90.9}]}
+
+
+def test_beam_table_becomes_a_card_section_and_replaces_an_old_one():
+    metrics = {"validation": {"bleu": 10.0, "chrf": 30.0}, "beam": BEAM}
+    text = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books").text
+    assert text.index("## Scores") < text.index("## Beam search") < text.index("## Samples")
+    assert "| beam k=4 | 28.57 | 51.42 | 90.9 | 2.20x |" in text
+    assert "| beam k=1 (same output as greedy) | 26.35 |" in text
+    assert "Best: beam k=4, +2.22 BLEU and +0.24 chrF over greedy, for 2.2x the decoding time." in text
+    assert "`python benchmarks/beam_eval.py --save`" in text
+    # a hand-curated card: the section goes after Scores, and a second save replaces it
+    card = "# M\n\n## Scores\n\n| a |\n\n## Samples\n\nx\n"
+    once = with_section(card, "Beam search", beam_section(BEAM))
+    assert once.index("## Scores") < once.index("## Beam search") < once.index("## Samples")
+    newer = {**BEAM, "rows": [{**r, "bleu": r["bleu"] + 1} for r in BEAM["rows"]]}
+    twice = with_section(once, "Beam search", beam_section(newer))
+    assert twice.count("## Beam search") == 1 and "| beam k=4 | 29.57 |" in twice and "| 28.57 |" not in twice
+    assert twice.endswith("## Samples\n\nx\n")
+    assert with_section("# M\n", "New", "body").endswith("## New\n\nbody\n")  # no anchor: at the end

@@ -128,7 +128,10 @@ def greedy_decode(
             # logit lens: the last layer's row is exactly the logits above; the earlier
             # layers' outputs are kept and projected after the loop in one matmul, which reads
             # the (V, D) projection once instead of once per step and layer
-            lp, li = probs.topk(min(LENS_K, probs.shape[-1]), dim=-1)
+            if p.shape[-1] >= LENS_K:  # its top LENS_K are the first of the sorted top-k above
+                lp, li = p[:, :LENS_K], i[:, :LENS_K]
+            else:
+                lp, li = probs.topk(min(LENS_K, probs.shape[-1]), dim=-1)
             lens_ids.append(li)  # (B, LENS_K)
             lens_probs.append(lp)
             if len(dec.layer_hidden) > 1:

@@ -63,6 +63,61 @@ def dataset_metadata(data_source: str, src_lang: str, tgt_lang: str) -> tuple[st
     return None, name
 
 
+BEAM_HEADING = "Beam search"
+
+
+def beam_section(beam: dict) -> str:
+    """Markdown for ``metrics["beam"]`` (written by ``benchmarks/beam_eval.py --save``): BLEU,
+    chrF and speed of greedy decoding and of each beam size on one split, and the command."""
+    rows = beam["rows"]
+    greedy = next((r for r in rows if r["decoder"] == "greedy"), rows[0])
+    lines = [
+        f"Greedy decoding and beam search (GNMT length penalty alpha = {beam['length_penalty']}) on the "
+        f"{beam['n']:,} sentences of `{beam['data']}`, sacrebleu BLEU 13a and chrF, {beam['torch_threads']} "
+        f"CPU thread(s), batches of {beam['batch_size']} sentences:",
+        "",
+        "| decoder | BLEU | chrF | sentences/s | time vs greedy |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows:
+        same = " (same output as greedy)" if r.get("equals_greedy") else ""
+        lines.append(f"| {r['decoder']}{same} | {r['bleu']:.2f} | {r['chrf']:.2f} | {r['sentences_per_s']:.1f} | "
+                     f"{r['seconds'] / max(greedy['seconds'], 1e-9):.2f}x |")
+    best = max(rows, key=lambda r: r["bleu"])
+    if best is not greedy:
+        lines += ["", f"Best: {best['decoder']}, {best['bleu'] - greedy['bleu']:+.2f} BLEU and "
+                      f"{best['chrf'] - greedy['chrf']:+.2f} chrF over greedy, for "
+                      f"{best['seconds'] / max(greedy['seconds'], 1e-9):.1f}x the decoding time."]
+    lines += ["", f"Measured with `{beam['command']}`."]
+    return "\n".join(lines)
+
+
+def with_section(card: str, heading: str, body: str, after: str = "Scores") -> str:
+    """``card`` (Markdown) with the ``## heading`` section set to ``body``: replaced if the
+    card has it, else inserted after the ``## after`` section (or at the end). Lets a
+    measurement added later (beam search) update a card without rewriting the rest."""
+    lines = card.split("\n")
+
+    def span(name: str) -> tuple[int, int] | None:
+        starts = [i for i, line in enumerate(lines) if line.strip() == f"## {name}"]
+        if not starts:
+            return None
+        end = next((j for j in range(starts[0] + 1, len(lines)) if lines[j].startswith("## ")), len(lines))
+        return starts[0], end
+
+    block = [f"## {heading}", "", body.strip(), ""]
+    own = span(heading)
+    if own:
+        lines[own[0]:own[1]] = block
+    else:
+        anchor = span(after)
+        at = anchor[1] if anchor else len(lines)
+        if at > 0 and lines[at - 1].strip():
+            block = ["", *block]
+        lines[at:at] = block
+    return "\n".join(lines)
+
+
 def _eval_results(scores_by_split: dict[str, dict], dataset_id: str | None, dataset_name: str,
                   src_lang: str, tgt_lang: str) -> list:
     from huggingface_hub import EvalResult
@@ -96,6 +151,8 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
     (label, value) rows for the table at the top (training settings, how it was chosen);
     ``sections``, extra Markdown sections (heading -> body) after the scores, e.g. beam
     search or training snapshots; ``limitations`` replaces the generic limitations text.
+    A ``metrics["beam"]`` entry (``benchmarks/beam_eval.py --save``) adds the beam-search
+    table as its own section.
     """
     from huggingface_hub import ModelCard, ModelCardData
 
@@ -121,7 +178,10 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
     score_rows = "\n".join(f"| {split} | {s.get('bleu')} | {s.get('chrf')} |" for split, s in scores.items())
     sample_lines = "\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |" for s, r, h in samples)
     detail_rows = "".join(f"\n| {_cell(k)} | {_cell(v)} |" for k, v in (details or []))
-    extra = "".join(f"\n## {heading}\n\n{text.strip()}\n" for heading, text in (sections or {}).items())
+    sections = dict(sections or {})
+    if metrics.get("beam") and BEAM_HEADING not in sections:
+        sections[BEAM_HEADING] = beam_section(metrics["beam"])
+    extra = "".join(f"\n## {heading}\n\n{text.strip()}\n" for heading, text in sections.items())
     limits = limitations.strip() if limitations else (
         "A small teaching model trained on short everyday sentences: it loses track of long sentences\n"
         "(and can degenerate into repetition), splits and often mistranslates rare words and names\n"
