@@ -119,21 +119,17 @@ def greedy_decode(
         else:
             nxt = logits.argmax(dim=-1)
         if need_trace:
-            probs = logits.float().softmax(dim=-1)
-            p, i = probs.topk(min(top_k, probs.shape[-1]), dim=-1)
-            tk_ids.append(i)  # (B, k)
-            tk_probs.append(p)
+            # one sorted top-k serves both the candidates (top_k) and the last layer's lens (LENS_K)
+            p, i = logits.float().softmax(dim=-1).topk(min(max(top_k, LENS_K), logits.shape[-1]), dim=-1)
+            tk_ids.append(i[:, :top_k])  # (B, k)
+            tk_probs.append(p[:, :top_k])
             self_rows.append(torch.stack([w[:, :, 0] for w in dec.self_attn], dim=1))  # (B, L, H, t+1)
             cross_rows.append(torch.stack([w[:, :, 0] for w in dec.cross_attn], dim=1))  # (B, L, H, S)
             # logit lens: the last layer's row is exactly the logits above; the earlier
             # layers' outputs are kept and projected after the loop in one matmul, which reads
             # the (V, D) projection once instead of once per step and layer
-            if p.shape[-1] >= LENS_K:  # its top LENS_K are the first of the sorted top-k above
-                lp, li = p[:, :LENS_K], i[:, :LENS_K]
-            else:
-                lp, li = probs.topk(min(LENS_K, probs.shape[-1]), dim=-1)
-            lens_ids.append(li)  # (B, LENS_K)
-            lens_probs.append(lp)
+            lens_ids.append(i[:, :LENS_K])  # (B, LENS_K)
+            lens_probs.append(p[:, :LENS_K])
             if len(dec.layer_hidden) > 1:
                 lens_hidden.append(torch.stack([h[:, -1] for h in dec.layer_hidden[:-1]], dim=1))  # (B, L - 1, D)
         nxt = torch.where(finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
