@@ -22,13 +22,15 @@ def softmax_rows(shape, causal=False):
     return (e / e.sum(-1, keepdims=True)).astype(np.float32)
 
 
-def synthetic_trace(S, T, L=3, H=8, d=256, k=10) -> Trace:
-    """A trace shaped like the shipped model's (3+3 layers, 8 heads, d_model 256)."""
+def synthetic_trace(S, T, L=3, H=8, d=256, k=10, analyses=False) -> Trace:
+    """A trace shaped like the shipped model's (3+3 layers, 8 heads, d_model 256); with
+    ``analyses``, also the logit lens, rollouts and head statistics a real trace carries,
+    with subword strings as long as real ones."""
     pos = np.arange(128)[:, None]
     div = np.exp(np.arange(0, d, 2) * (-np.log(10000.0) / d))
     pe = np.zeros((128, d), np.float32)
     pe[:, 0::2], pe[:, 1::2] = np.sin(pos * div), np.cos(pos * div)
-    return Trace(
+    tr = Trace(
         src_text="x", translation="y", src_tokens=["[SOS]"] + [f"▁w{i}" for i in range(S - 2)] + ["[EOS]"],
         src_ids=list(range(S)), tgt_tokens=["[SOS]"] + [f"▁v{i}" for i in range(T)], tgt_ids=list(range(T + 1)),
         special_tokens=["[PAD]", "[UNK]", "[SOS]", "[EOS]"],
@@ -37,13 +39,27 @@ def synthetic_trace(S, T, L=3, H=8, d=256, k=10) -> Trace:
         topk_tokens=[[f"t{j}" for j in range(k)] for _ in range(T)],
         topk_probs=np.sort(RNG.random((T, k)).astype(np.float32))[:, ::-1], positional_encoding=pe,
     )
+    if analyses:
+        word = lambda i: f"▁parola{i}"  # noqa: E731 - about as long as a real Italian subword
+        # a real 126-token trace of the shipped model refers to about 250 distinct token ids
+        pool = RNG.choice(4000, 400, replace=False)
+        tr.topk_ids = pool[RNG.integers(0, len(pool), (T, k))]
+        tr.topk_tokens = [[word(i) for i in row] for row in tr.topk_ids.tolist()]
+        tr.logit_lens_ids = pool[RNG.integers(0, len(pool), (T, L, 5))]
+        tr.logit_lens_tokens = [[[word(i) for i in r] for r in layer] for layer in tr.logit_lens_ids.tolist()]
+        tr.logit_lens_probs = RNG.random((T, L, 5)).astype(np.float32)
+        tr.rollout, tr.encoder_rollout = softmax_rows((T, S)), softmax_rows((S, S))
+        tr.head_stats = {kind: {stat: RNG.random((L, H)).round(4).tolist() for stat in ("entropy", "prev", "same",
+                                                                                         "next", "sink_sos", "max")}
+                         for kind in ("encoder", "decoder_self", "cross")}
+    return tr
 
 
 @pytest.mark.parametrize("shape", [(3, 8, 12, 12), (2, 4, 1, 7), (5, 33)])
 def test_rows_roundtrip_within_half_a_step(shape):
     x = softmax_rows(shape)
     y = P.decode_array(P.encode_rows(x))
-    step = x.max(-1, keepdims=True) / 255
+    step = x.max(-1, keepdims=True) * (1 + 2**-10) / 255  # the scale is the row max rounded up to float16
     assert y.shape == x.shape and np.all(np.abs(y - x) <= step / 2 + 1e-7)
     assert not np.allclose(y, 0)
 
@@ -52,7 +68,7 @@ def test_tril_stores_half_and_keeps_the_upper_triangle_zero():
     x = softmax_rows((3, 8, 20, 20), causal=True)
     a = P.encode_tril(x)
     y = P.decode_array(a)
-    assert np.all(np.abs(y - x) <= x.max(-1, keepdims=True) / 510 + 1e-7)
+    assert np.all(np.abs(y - x) <= x.max(-1, keepdims=True) * (1 + 2**-10) / 510 + 1e-7)
     assert np.all(y[..., np.triu_indices(20, k=1)[0], np.triu_indices(20, k=1)[1]] == 0)
     assert len(a["data"]) < len(P.encode_rows(x)["data"]) * 0.6  # about half the bytes
 
@@ -84,22 +100,27 @@ def test_real_trace_roundtrip(translator):
 def test_optional_analysis_fields_travel_when_present():
     tr = synthetic_trace(8, 6)
     assert not {"logit_lens", "rollout", "encoder_rollout", "head_stats"} & set(P.encode_trace(tr))
-    tr.logit_lens_tokens = [[["a"] * 5] * 3] * 6
+    tr.logit_lens_ids = RNG.integers(0, 50, (6, 3, 5))
+    tr.logit_lens_tokens = [[[f"▁x{i}" for i in k] for k in layer] for layer in tr.logit_lens_ids.tolist()]
     tr.logit_lens_probs = RNG.random((6, 3, 5)).astype(np.float32)
     tr.rollout = softmax_rows((6, 8))
     tr.encoder_rollout = softmax_rows((8, 8))
     tr.head_stats = {"entropy": [[1.0]]}
     p = P.encode_trace(tr)
     d = P.decode_payload(p)
-    assert p["logit_lens"]["tokens"] == tr.logit_lens_tokens and p["head_stats"] == tr.head_stats
+    tokens = P.decode_tokens(json.loads(json.dumps(p)))
+    assert tokens["logit_lens_tokens"] == tr.logit_lens_tokens and p["head_stats"] == tr.head_stats
+    assert tokens["topk_tokens"] == tr.topk_tokens
     np.testing.assert_allclose(d["logit_lens_probs"], tr.logit_lens_probs)
     assert np.abs(d["rollout"] - tr.rollout).max() <= 1 / 255
 
 
-@pytest.mark.parametrize("S, T, limit", [(12, 13, 100_000), (128, 127, 1_500_000)])
+@pytest.mark.parametrize("S, T, limit", [(12, 13, 100_000), (128, 128, 1_500_000)])
 def test_payload_size_targets(S, T, limit):
-    """10-word sentence (about 12 source tokens) and the 126-token cap, shipped model's shape."""
-    size = len(json.dumps(P.encode_trace(synthetic_trace(S, T))))
+    """10-word sentence (about 12 source tokens) and the 126-token cap, shipped model's shape,
+    with every analysis a real trace carries. At the cap both source and target reach 128
+    positions (a model that never emits [EOS] runs to the limit), so this is the worst case."""
+    size = len(json.dumps(P.encode_trace(synthetic_trace(S, T, analyses=True)), ensure_ascii=False).encode())
     assert size <= limit, size
 
 
@@ -120,3 +141,15 @@ def test_notebook_viewer_embeds_the_same_modules_and_escapes_text(translator):
     assert set(data["modules"]) == set(MODULES)
     assert data["payload"]["src_text"] == tr.src_text
     assert 'import(url("viewer.js"))' in viewer_html(P.encode_trace(tr))
+
+
+def test_token_ids_travel_as_two_bytes_and_large_vocabularies_as_four():
+    ids = RNG.integers(0, 4000, (7, 10))
+    a = P.encode_ids(ids)
+    assert a["enc"] == "u16" and len(a["data"]) <= ids.size * 2 * 4 / 3 + 4
+    np.testing.assert_array_equal(P.decode_array(json.loads(json.dumps(a))), ids)
+    big = np.array([[0, 70_000, 65_535]])
+    assert P.encode_ids(big)["enc"] == "i32"
+    np.testing.assert_array_equal(P.decode_array(P.encode_ids(big)), big)
+    with pytest.raises(ValueError):
+        P.encode_ids([-1])

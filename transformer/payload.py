@@ -1,10 +1,11 @@
 """The compact trace the browser viewer draws from: ``encode_trace(trace) -> dict``.
 
 Why: the server runs the model once per sentence and the browser draws every view from
-this one payload, so it must be small (about 20 KB for a 10-word sentence, about 1.3 MB at
-the 126-token cap) and quick to make. ``Trace.to_dict()`` stays the full-precision download.
+this one payload, so it must be small (about 40 KB for a 10-word sentence, at most about
+1.47 MB at the 126-token cap, where both source and target reach 128 positions) and quick
+to make. ``Trace.to_dict()`` stays the full-precision download.
 
-Schema ``attention-explorer-payload/1`` (a JSON object):
+Schema ``attention-explorer-payload/2`` (a JSON object):
 
 - ``schema``, ``src_text``, ``translation``, ``src_tokens``, ``tgt_tokens``, ``special_tokens``,
   ``forced_prefix`` (target ids), ``truncated``, ``n_src_tokens_dropped``, ``finished``,
@@ -12,21 +13,28 @@ Schema ``attention-explorer-payload/1`` (a JSON object):
   subwords read as ``[UNK]``, specials excluded), ``origin`` (free label, e.g. ``"whatif"``).
 - ``attn``: ``{"encoder": A (L,H,S,S), "decoder": A (L,H,T,T), "cross": A (L,H,T,S)}``;
   rows are queries, columns keys. Step t (0-based) is row t of decoder and cross.
-- ``topk``: ``{"tokens": [[str]] (T,k), "ids": [[int]], "probs": A (T,k)}``.
+- ``vocab``: ``{"<id>": str}``, the target-vocabulary string of every token id that ``topk``
+  and ``logit_lens`` refer to. Tokens travel as ids plus this table because the same few
+  hundred strings repeat across steps and layers (version 1 sent the strings themselves,
+  about 60 KB at the 126-token cap).
+- ``topk``: ``{"ids": A (T,k) token ids, "probs": A (T,k)}``.
 - ``pe``: A (P, d_model): the model's positional-encoding buffer, first P positions
   (P = the longer of source and target, at least 16, at most max_positions).
-- optional (present when the trace has them): ``logit_lens`` ``{"tokens": (T,L,5) str,
+- optional (present when the trace has them): ``logit_lens`` ``{"ids": A (T,L,5),
   "probs": A (T,L,5)}``, ``encoder_rollout`` A (S,S), ``rollout`` A (T,S), ``head_stats`` (JSON).
 
 Every array ``A`` is ``{"enc": ..., "shape": [...], "data": base64}`` with ``enc`` one of:
 
 - ``"u8row"``: each last-axis row r is quantised against its own maximum ``m_r``:
-  ``q = round(255 * x / m_r)``; ``scale`` (base64 float32, one per row) holds ``m_r``;
-  value ``= q * m_r / 255``, so the error is at most ``m_r / 510``. For non-negative data.
+  ``q = round(255 * x / m_r)``; ``scale`` (base64 little-endian float16, one per row) holds
+  ``m_r``, the row's maximum rounded up to the next float16; value ``= q * m_r / 255``, so
+  the error is at most ``m_r / 510``. For non-negative data below 65504.
 - ``"u8tril"``: as ``u8row`` but row i of each (T, T) matrix stores only entries 0..i
   (the causal decoder never looks right of the diagonal, where weights are exactly 0).
 - ``"u8lin"``: ``q = round(255 * (x - lo) / (hi - lo))`` with ``lo``/``hi`` given; for signed data.
 - ``"f32"``: little-endian float32.
+- ``"u16"`` / ``"i32"``: little-endian integers (token ids; ``i32`` only for vocabularies of
+  more than 65,536 entries).
 
 ``decode_payload`` is the inverse in Python (used by the tests); the browser's decoder is
 ``transformer/web/payload.js``.
@@ -38,7 +46,7 @@ import base64
 
 import numpy as np
 
-SCHEMA = "attention-explorer-payload/1"
+SCHEMA = "attention-explorer-payload/2"
 MIN_PE_POSITIONS = 16
 
 
@@ -51,10 +59,19 @@ def _unb64(s: str, dtype) -> np.ndarray:
 
 
 def _row_scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row maxima (rows of all zeros get scale 1 so they decode to zeros)."""
+    """Per-row maxima as float16, rounded up so that no value exceeds its row's scale (rows
+    of all zeros get scale 1 so they decode to zeros), and the values quantised against them.
+    float16 halves the scales' share of the payload (about 50 KB at the 126-token cap); its
+    relative error, under 0.05%, is far below the uint8 step."""
     m = x.max(axis=-1, keepdims=True) if x.shape[-1] else np.ones(x.shape[:-1] + (1,), np.float32)
     m = np.where(m > 0, m, 1.0).astype(np.float32)
-    return m, np.rint(np.clip(x / m, 0.0, 1.0) * 255.0).astype(np.uint8)
+    if m.size and m.max() > np.finfo(np.float16).max:
+        raise ValueError("u8row/u8tril scales are stored as float16: values must stay below 65504")
+    m16 = m.astype(np.float16)
+    low = m16.astype(np.float32) < m
+    m16[low] = np.nextafter(m16[low], np.float16(np.inf))
+    m = m16.astype(np.float32)
+    return m16, np.rint(np.clip(x / m, 0.0, 1.0) * 255.0).astype(np.uint8)
 
 
 def encode_rows(x: np.ndarray) -> dict:
@@ -85,17 +102,28 @@ def encode_f32(x: np.ndarray) -> dict:
     return {"enc": "f32", "shape": list(x.shape), "data": _b64(x)}
 
 
+def encode_ids(x) -> dict:
+    """Token ids as ``u16`` (two bytes each, base64), or ``i32`` for very large vocabularies."""
+    x = np.asarray(x, dtype=np.int64)
+    if x.size and (x.min() < 0 or x.max() > np.iinfo(np.int32).max):
+        raise ValueError("token ids must be non-negative 32-bit integers")
+    small = not x.size or x.max() <= np.iinfo(np.uint16).max
+    return {"enc": "u16" if small else "i32", "shape": list(x.shape), "data": _b64(x.astype("<u2" if small else "<i4"))}
+
+
 def decode_array(a: dict) -> np.ndarray:
-    """The inverse of the ``encode_*`` functions (float32 result)."""
+    """The inverse of the ``encode_*`` functions (float32 result; int64 for ids)."""
     shape = tuple(a["shape"])
-    if a["enc"] not in ("f32", "u8lin", "u8row", "u8tril"):
+    if a["enc"] not in ("f32", "u8lin", "u8row", "u8tril", "u16", "i32"):
         raise ValueError(f"unknown array encoding {a['enc']!r}")
+    if a["enc"] in ("u16", "i32"):
+        return _unb64(a["data"], "<u2" if a["enc"] == "u16" else "<i4").reshape(shape).astype(np.int64)
     if a["enc"] == "f32":
         return _unb64(a["data"], "<f4").reshape(shape).astype(np.float32)
     if a["enc"] == "u8lin":
         q = _unb64(a["data"], np.uint8).reshape(shape).astype(np.float32)
         return (a["lo"] + q / 255.0 * (a["hi"] - a["lo"])).astype(np.float32)
-    scale = _unb64(a["scale"], "<f4").reshape(shape[:-1] + (1,))
+    scale = _unb64(a["scale"], "<f2").astype(np.float32).reshape(shape[:-1] + (1,))
     if a["enc"] == "u8row":
         q = _unb64(a["data"], np.uint8).reshape(shape).astype(np.float32)
         return q * scale / 255.0
@@ -117,6 +145,15 @@ def encode_trace(trace, origin: str = "translate") -> dict:
     """A :class:`~transformer.trace.Trace` -> the JSON-ready payload described above."""
     S, T = len(trace.src_tokens), trace.steps
     pe_rows = int(min(trace.positional_encoding.shape[0], max(S, T + 1, MIN_PE_POSITIONS)))
+    vocab: dict[str, str] = {}
+    for ids, tokens in zip(trace.topk_ids, trace.topk_tokens):
+        vocab.update(zip(map(str, np.asarray(ids).tolist()), tokens))
+    lens = None
+    if all(getattr(trace, f"logit_lens_{x}", None) is not None for x in ("ids", "tokens", "probs")):
+        lens = trace.logit_lens_ids
+        for step_ids, step_tokens in zip(lens, trace.logit_lens_tokens):
+            for ids, tokens in zip(step_ids, step_tokens):
+                vocab.update(zip(map(str, np.asarray(ids).tolist()), tokens))
     out = {
         "schema": SCHEMA,
         "origin": origin,
@@ -141,17 +178,16 @@ def encode_trace(trace, origin: str = "translate") -> dict:
             "decoder": encode_tril(trace.decoder_self_attn),
             "cross": encode_rows(trace.cross_attn),
         },
+        "vocab": vocab,
         "topk": {
-            "tokens": [list(row) for row in trace.topk_tokens],
-            "ids": np.asarray(trace.topk_ids).astype(int).tolist(),
+            "ids": encode_ids(trace.topk_ids),
             "probs": encode_f32(trace.topk_probs),
         },
         "pe": encode_linear(trace.positional_encoding[:pe_rows], -1.0, 1.0),
     }
-    lens_tokens, lens_probs = getattr(trace, "logit_lens_tokens", None), getattr(trace, "logit_lens_probs", None)
-    if lens_tokens is not None and lens_probs is not None:
-        out["logit_lens"] = {"tokens": [[list(k) for k in layer] for layer in lens_tokens],
-                             "probs": encode_f32(lens_probs)}
+    if lens is not None:
+        out["logit_lens"] = {"ids": encode_ids(trace.logit_lens_ids),
+                             "probs": encode_f32(trace.logit_lens_probs)}
     for name in ("encoder_rollout", "rollout"):
         value = getattr(trace, name, None)
         if value is not None:
@@ -159,6 +195,17 @@ def encode_trace(trace, origin: str = "translate") -> dict:
     head_stats = getattr(trace, "head_stats", None)
     if head_stats is not None:
         out["head_stats"] = head_stats
+    return out
+
+
+def decode_tokens(payload: dict) -> dict[str, list]:
+    """The token strings of a payload: ``topk_tokens`` (T, k) and, when present,
+    ``logit_lens_tokens`` (T, L, 5), looked up in its ``vocab`` table."""
+    vocab = payload["vocab"]
+    out = {"topk_tokens": [[vocab[str(i)] for i in row] for row in decode_array(payload["topk"]["ids"]).tolist()]}
+    if "logit_lens" in payload:
+        out["logit_lens_tokens"] = [[[vocab[str(i)] for i in k] for k in layer]
+                                    for layer in decode_array(payload["logit_lens"]["ids"]).tolist()]
     return out
 
 

@@ -2,7 +2,7 @@
 // Everything is decoded once per sentence into dense Float32Arrays, so that every later
 // click only slices arrays that are already in memory.
 
-export const SCHEMA = "attention-explorer-payload/1";
+export const SCHEMA = "attention-explorer-payload/2";
 
 function bytes(b64) {
   const s = atob(b64);
@@ -17,11 +17,31 @@ function floats(b64) {
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 }
 
-/** One encoded array -> {shape, data} with data a dense row-major Float32Array. */
+/** Little-endian float16 values (the per-row scales) -> Float32Array. */
+function halfs(b64) {
+  const b = bytes(b64), view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  const out = new Float32Array(b.byteLength / 2);
+  for (let i = 0; i < out.length; i++) {
+    const h = view.getUint16(2 * i, true), e = (h >> 10) & 0x1f, f = h & 0x3ff;
+    const v = e === 0 ? f * 2 ** -24 : e === 31 ? (f ? NaN : Infinity) : (1024 + f) * 2 ** (e - 25);
+    out[i] = h & 0x8000 ? -v : v;
+  }
+  return out;
+}
+
+/** One encoded array -> {shape, data} with data a dense row-major Float32Array (an
+ * Int32Array for token ids, encodings "u16" and "i32"). */
 export function decodeArray(a) {
   const shape = a.shape;
   const n = shape.reduce((x, y) => x * y, 1);
   const last = shape[shape.length - 1] || 1;
+  if (a.enc === "u16" || a.enc === "i32") {
+    const b = bytes(a.data);
+    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    const ids = new Int32Array(n);
+    for (let i = 0; i < n; i++) ids[i] = a.enc === "u16" ? view.getUint16(2 * i, true) : view.getInt32(4 * i, true);
+    return { shape, data: ids };
+  }
   const out = new Float32Array(n);
   if (a.enc === "f32") {
     out.set(floats(a.data));
@@ -29,11 +49,11 @@ export function decodeArray(a) {
     const q = bytes(a.data), k = (a.hi - a.lo) / 255;
     for (let i = 0; i < n; i++) out[i] = a.lo + q[i] * k;
   } else if (a.enc === "u8row") {
-    const q = bytes(a.data), scale = floats(a.scale);
+    const q = bytes(a.data), scale = halfs(a.scale);
     for (let i = 0; i < n; i++) out[i] = (q[i] * scale[(i / last) | 0]) / 255;
   } else if (a.enc === "u8tril") {
     // row i of each (T, T) matrix holds entries 0..i; the rest are exact zeros
-    const q = bytes(a.data), scale = floats(a.scale), T = last;
+    const q = bytes(a.data), scale = halfs(a.scale), T = last;
     let p = 0;
     for (let m = 0; m < n / (T * T); m++) {
       for (let i = 0; i < T; i++) {
@@ -65,13 +85,21 @@ export class Trace {
       decoder: decodeArray(p.attn.decoder),
       cross: decodeArray(p.attn.cross),
     };
-    this.topkTokens = p.topk.tokens;
+    // tokens travel as ids plus one id -> string table (p.vocab), see transformer/payload.py
+    const names = (a) => { // ids (T, ..., k) -> nested arrays of strings, same shape
+      const { shape, data } = decodeArray(a);
+      const nest = (off, dim) => dim === shape.length - 1
+        ? Array.from(data.subarray(off, off + shape[dim]), (i) => p.vocab[i])
+        : Array.from({ length: shape[dim] }, (_, j) => nest((off + j) * shape[dim + 1], dim + 1));
+      return nest(0, 0);
+    };
+    this.topkTokens = names(p.topk.ids); // [step][rank]
     this.topkProbs = decodeArray(p.topk.probs);
     this.pe = decodeArray(p.pe);
     // analyses (issue 8), optional: older payloads and bare traces lack them
     this.rollout = p.rollout ? decodeArray(p.rollout) : null; // (T, S) source relevance per step
     this.encoderRollout = p.encoder_rollout ? decodeArray(p.encoder_rollout) : null; // (S, S)
-    this.lensTokens = p.logit_lens ? p.logit_lens.tokens : null; // [step][layer][rank]
+    this.lensTokens = p.logit_lens ? names(p.logit_lens.ids) : null; // [step][layer][rank]
     this.lensProbs = p.logit_lens ? decodeArray(p.logit_lens.probs) : null; // (T, L_dec, 5)
     this.headStats = p.head_stats || null; // analysis.head_stats of this sentence (JSON)
   }

@@ -4,7 +4,7 @@
 // (transformer/notebook.py). All user and token text goes in with textContent.
 //
 //   const viewer = mount(hostElement, { syncUrl: true, globalKeys: true, candidateSelector: "#candidate select" });
-//   viewer.load(payload);   // an attention-explorer-payload/1 object, or null to clear
+//   viewer.load(payload);   // an attention-explorer-payload/2 object, or null to clear
 
 import { Trace } from "./payload.js";
 import { drawHeatmap, drawMosaic, cellSize } from "./heatmap.js";
