@@ -16,6 +16,10 @@ that no request is made). What is left to time, for a 10-word and a 126-token se
 - *_extra: the same callbacks with ``Translator.trace`` answered from memory, i.e. their cost
   besides the model; ``api_extra_vs_model`` = api_extra / trace (issue 7: the JSON must not
   cost more than the model does, i.e. <= 1);
+- epochs (issue 9, when the checkpoint has snapshots): loading them (``load_snapshots``, part of
+  start-up), the first trace of each snapshot for the 10-word sentence (its own translation plus
+  the forced trace, as the training-epoch control asks for it), and the same request again
+  (answered from the cache);
 - startup: from ``python app.py`` to the first HTTP answer.
 Medians over --repeat runs. The last line is one JSON object.
 """
@@ -95,12 +99,14 @@ def measure(app, app_module, text: str, repeat: int) -> dict:
     api_ms, api_json = timed(lambda: json.dumps(app.api_translate(text), ensure_ascii=False), repeat)
     # the same two callbacks with the model call answered from memory: what they cost on top
     # of the model, measured directly rather than as a difference of two noisy medians
-    tr.trace = lambda *args, **kwargs: trace  # instance attribute shadows the method
+    # (the callbacks reach the model through the app's TraceBatcher, so that is what is answered
+    # from memory; instance attributes shadow the methods)
+    tr.trace = app.batcher.trace = lambda *args, **kwargs: trace
     try:
         translate_extra_ms, _ = timed(lambda: app.translate(text), repeat)
         api_extra_ms, _ = timed(lambda: json.dumps(app.api_translate(text), ensure_ascii=False), repeat)
     finally:
-        del tr.trace
+        del tr.trace, app.batcher.trace
     return {
         "src_tokens": len(trace.src_tokens), "steps": trace.steps,
         "translate_ms": translate_ms, "trace_ms": trace_ms, "translate_extra_ms": translate_extra_ms,
@@ -108,6 +114,25 @@ def measure(app, app_module, text: str, repeat: int) -> dict:
         "api_ms": api_ms, "api_extra_ms": api_extra_ms, "api_kb": round(len(api_json.encode()) / 1000, 1),
         "api_extra_vs_model": round(api_extra_ms / trace_ms, 2),
     }
+
+
+def measure_epochs(app, text: str) -> dict | None:
+    """The training-epoch panel on one sentence: snapshot loading, first and cached requests."""
+    from panels.beam import EpochCache, load_snapshots
+
+    panel = app.beam_panel
+    if not panel.snapshots:
+        return None
+    t0 = time.perf_counter()
+    load_snapshots(app.tr.directory)
+    load_s = time.perf_counter() - t0
+    trace = app.tr.trace(text)
+    panel.cache = EpochCache()  # cold: nothing traced yet
+    first_ms, data = timed(lambda: panel.epoch_data(trace), 1)
+    again_ms, _ = timed(lambda: panel.epoch_data(trace), 5)
+    return {"snapshots": [s["epoch"] for s in data["snapshots"]], "load_s": round(load_s, 2),
+            "first_trace_ms": [s["trace_ms"] for s in data["snapshots"]], "all_first_ms": first_ms,
+            "again_ms": again_ms}
 
 
 def main(argv=None) -> int:
@@ -132,6 +157,7 @@ def main(argv=None) -> int:
     result = {"sentence_words": len(SENTENCE.split()), "short": measure(app, app_module, SENTENCE, args.repeat)}
     result[f"long_{args.long_tokens}_tokens"] = measure(app, app_module, long_sentence(tr, args.long_tokens),
                                                         max(1, args.repeat // 2))
+    result["epochs"] = measure_epochs(app, SENTENCE)
     if not args.skip_startup:
         result["startup_s"] = round(startup_seconds(args.checkpoint, args.startup_timeout), 2)
     for name in ("short", f"long_{args.long_tokens}_tokens"):
@@ -140,6 +166,12 @@ def main(argv=None) -> int:
               f" model {r['trace_ms']} ms + {r['translate_extra_ms']} ms besides the model (payload {r['payload_ms']} ms,"
               f" {r['payload_kb']} KB; trace file {r['trace_file_ms']} ms); /translate API {r['api_ms']} ms, of which "
               f"{r['api_extra_ms']} ms besides the model = {r['api_extra_vs_model']}x the model ({r['api_kb']} KB JSON)")
+    e = result["epochs"]
+    if e is None:
+        print("epochs: the checkpoint has no snapshots")
+    else:
+        print(f"epochs {e['snapshots']}: loading the snapshots {e['load_s']} s; first trace of each (10 words): "
+              f"{e['first_trace_ms']} ms ({e['all_first_ms']} ms for all); again (cached): {e['again_ms']} ms")
     print(f"startup {result.get('startup_s', 'n/a')} s")
     print(json.dumps(result))
     return 0
