@@ -27,6 +27,7 @@ import gradio as gr
 from panels.analysis import AnalysisPanel
 from panels.beam import BeamPanel
 from transformer import viewer
+from transformer.checkpoint import write_file_atomic
 from transformer.cli import fail, load_translator_or_exit
 from transformer.payload import encode_trace
 from transformer.serving import TraceBatcher
@@ -86,10 +87,7 @@ def write_trace_file(trace) -> str:
     path = TRACE_DIR / f"trace-{hashlib.sha256(data).hexdigest()[:24]}.json"
     if not path.exists():
         TRACE_DIR.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=TRACE_DIR, suffix=".part")
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
+        write_file_atomic(path, data)
     return str(path)
 
 

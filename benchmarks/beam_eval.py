@@ -59,6 +59,7 @@ def save_to_checkpoint(directory: Path, beam: dict) -> list[Path]:
     """Write ``beam`` into ``directory``'s metrics.json and model card; returns the files
     written. Each file is replaced whole (written beside it, then renamed), so an
     interrupted run leaves the old file, never half a file."""
+    from transformer.checkpoint import write_file_atomic
     from transformer.modelcard import BEAM_HEADING, beam_section, with_section
 
     written = []
@@ -71,10 +72,7 @@ def save_to_checkpoint(directory: Path, beam: dict) -> list[Path]:
         card = card_path.read_text(encoding="utf-8")
         updates.append((card_path, with_section(card, BEAM_HEADING, beam_section(beam)).rstrip("\n") + "\n"))
     for path, text in updates:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
-        written.append(path)
+        written.append(write_file_atomic(path, text))
     return written
 
 

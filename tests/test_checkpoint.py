@@ -1,6 +1,7 @@
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -242,3 +243,20 @@ def test_killed_between_the_two_renames_still_loads(tmp_path, tiny_checkpoint, t
     d = copy_ckpt(tiny_checkpoint, tmp_path / "best")
     os.replace(d, tmp_path / f".best.old-{os.getpid()}")  # the old copy was moved aside, new not yet in
     assert load_translator(d).trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
+
+
+def test_write_file_atomic_replaces_whole_files_with_normal_permissions(tmp_path):
+    target = tmp_path / "metrics.json"
+    old_umask = os.umask(0o022)
+    try:
+        ckpt.write_file_atomic(target, "first ✓")
+        assert target.read_text(encoding="utf-8") == "first ✓"
+        assert stat.S_IMODE(target.stat().st_mode) == 0o644  # not mkstemp's owner-only 0600
+        ckpt.write_file_atomic(target, b"second")
+        assert target.read_bytes() == b"second"
+        with pytest.raises(TypeError):  # a write that fails half-way keeps the old file
+            ckpt.write_file_atomic(target, 12345)
+        assert target.read_bytes() == b"second"
+        assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary left behind
+    finally:
+        os.umask(old_umask)

@@ -13,6 +13,7 @@ share the tokenizer of the checkpoint they sit in (:func:`list_snapshots`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -144,6 +145,26 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def write_file_atomic(path: str | Path, data: str | bytes) -> Path:
+    """Replace the file ``path`` whole: write a temporary sibling, then rename it over.
+    Why: a reader (another visitor downloading it, or the app loading a checkpoint) and a
+    process killed mid-way see the old file or the new one, never half of one. Text is
+    written as UTF-8; the file gets the user's normal permissions, not ``mkstemp``'s 0600."""
+    path = Path(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(raw)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def _normal_permissions(root: Path) -> None:
