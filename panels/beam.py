@@ -271,8 +271,9 @@ class BeamPanel:
         outputs = [self.beam_state, self.beam_translation, self.beam_view, self.beam_notice]
         beam_btn.click(self.show_beam, [app.src_text, self.beam_size], outputs, api_name="beam_show",
                        api_visibility="private")
-        open_btn.click(self.open_hypothesis, [self.beam_state, hyp_index], app.outputs,
-                       js=web_file("beam-open-inputs.js"), api_name="beam_open", api_visibility="private")
+        app.then_download(open_btn.click(self.open_hypothesis, [self.beam_state, hyp_index], app.outputs,
+                                         js=web_file("beam-open-inputs.js"), api_name="beam_open",
+                                         api_visibility="private"))
         gr.api(self.api_beam, api_name="beam")
 
         if not self.snapshots:

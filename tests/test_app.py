@@ -36,8 +36,12 @@ def test_translate_returns_outputs_keyed_by_component(app):
     p = payload(out, app)
     assert p["src_tokens"] == trace.src_tokens and p["steps"] == trace.steps and p["origin"] == "translate"
     np.testing.assert_allclose(decode_payload(p)["cross_attn"], trace.cross_attn, atol=1 / 255)
-    with open(file_path(out[app.download]), encoding="utf-8") as f:
+    assert file_path(out[app.download]) is None  # written after the views, by prepare_download
+    ready = app.prepare_download(trace)[app.download]
+    assert ready.interactive is True
+    with open(file_path(ready), encoding="utf-8") as f:
         assert json.load(f)["src_tokens"] == trace.src_tokens
+    assert file_path(app.prepare_download(None)[app.download]) is None
     assert out[app.whatif_btn].interactive is True and out[app.open_btn].interactive is False
 
 

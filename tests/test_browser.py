@@ -240,6 +240,13 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
         page.click("#topk .ax-png")
     assert d.value.suggested_filename.startswith("topk")
 
+    # the full-precision trace: the button is enabled once the file is written (after the views)
+    page.wait_for_selector("#download-trace:not([disabled])")
+    with page.expect_download() as d:
+        page.click("#download-trace")
+    with open(d.value.path(), encoding="utf-8") as f:
+        assert json.load(f)["src_text"] == SENTENCE
+
 
 def test_shared_link_reopens_the_same_view(server, page):
     url, _ = server
