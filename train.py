@@ -141,7 +141,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    + _preset_note(tr("label_smoothing")))
     p.add_argument("--word-dropout", type=_fraction, help="probability that a source token is replaced by the "
                    "unknown token during training " + _preset_note(tr("word_dropout")))
-    p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bf16 autocast "
+    p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bf16 autocast (bf16 is used only where the "
+                   "hardware runs it natively; elsewhere the run falls back to float32 with a warning) "
                    + _preset_note(lambda p: "bf16" if p.train.bf16 else "float32"))
     p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float32",
                    help="dtype of the weights written to disk (the model always runs in float32)")
@@ -279,7 +280,8 @@ def run(args, argv) -> int:
             print(f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}",
                   file=sys.stderr)
             print(f"model: {trainer.n_params:,} parameters; vocab {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; "
-                  f"device {trainer.device}; {trainer.steps_per_epoch} steps/epoch x {s.epochs} epochs"
+                  f"device {trainer.device} ({'bf16 autocast' if s.bf16 else 'float32'}); "
+                  f"{trainer.steps_per_epoch} steps/epoch x {s.epochs} epochs"
                   + (f" on each of {dist.world_size} processes" if dist.enabled else ""), file=sys.stderr)
             progress_printer(trainer, out)
         result = trainer.fit()

@@ -29,6 +29,7 @@ import json
 import shutil
 import tempfile
 import time
+import warnings
 from collections import defaultdict
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -46,8 +47,8 @@ from .model import Transformer, build_model, count_parameters
 from .modelcard import model_card
 from .tokenizer import special_ids, train_tokenizer
 from .training import (
-    Preset, Stopwatch, TrainSettings, average_checkpoints, make_optimizer, make_scheduler, seed_everything,
-    train_step, validation_loss,
+    Preset, Stopwatch, TrainSettings, average_checkpoints, bf16_is_fast, make_optimizer, make_scheduler,
+    seed_everything, train_step, validation_loss,
 )
 from .translator import Translator
 
@@ -235,6 +236,11 @@ class Trainer:
             raise TrainingError(f"{data.source}: no validation pairs to evaluate on")
         self.dist = dist or DistContext(device=device)
         self.device = self.dist.device if self.dist.enabled else device
+        if settings.bf16 and not self._bf16_is_fast():
+            warnings.warn(f"bf16 autocast would be emulated in software on this {self.device} (many times slower "
+                          "than float32), so this run trains in float32; the results are the same kind, only "
+                          "the speed differs", stacklevel=2)
+            settings = replace(settings, bf16=False)
         self.settings, self.out, self.data = settings, Path(out), data
         self.val_limit, self.keep_epochs, self.snapshots, self.command = val_limit, keep_epochs, snapshots, command
         self.model, self.src_tok, self.tgt_tok, self.cfg = model.to(self.device), src_tok, tgt_tok, model.cfg
@@ -270,6 +276,14 @@ class Trainer:
             # the positional table is a constant buffer: synced once at init, not every step
             self.train_module = DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False)
         self.clock = Stopwatch(self.elapsed0)
+
+    def _bf16_is_fast(self) -> bool:
+        """``bf16_is_fast`` on this device; under torchrun rank 0 decides for every rank,
+        so a timing that differs by noise cannot leave the ranks on different dtypes."""
+        fast = bf16_is_fast(self.device) if self.dist.is_main else None
+        if self.dist.enabled:
+            return self.dist.broadcast_text(str(fast)) == "True"
+        return bool(fast)
 
     # -------------------------------------------------------------- construction
 
