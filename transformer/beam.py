@@ -99,7 +99,7 @@ from dataclasses import dataclass
 import torch
 
 from .decoding import greedy_decode, max_new_tokens
-from .model import LayerCache, Transformer
+from .model import Transformer, select_cache_rows
 
 TREE_SCHEMA = "transformer-beam-tree/1"
 APP_MAX_BEAM = 8  # the app's beam-size control goes 1..8
@@ -145,24 +145,6 @@ def _check_beam_size(beam_size, upper: int | None = None) -> int:
         bound = f"between 1 and {upper}" if upper is not None else "at least 1"
         raise ValueError(f"beam size must be {bound}, got {beam_size}")
     return int(beam_size)
-
-
-def _reorder_cache(cache: list[LayerCache], rows: torch.Tensor, layout_changed: bool) -> list[LayerCache]:
-    """Row r of the new cache continues row ``rows[r]`` of the old one.
-
-    Self-attention K/V differ per hypothesis and are always gathered. Cross-attention K/V
-    are equal across the hypotheses of a sentence (``rows`` never crosses sentences), so
-    they are only gathered when rows change sentence (expansion, or a sentence leaving).
-    """
-    return [
-        LayerCache(
-            self_k=c.self_k.index_select(0, rows),  # (R', H, t, d_k)
-            self_v=c.self_v.index_select(0, rows),
-            cross_k=c.cross_k.index_select(0, rows) if layout_changed else c.cross_k,  # (R', H, S, d_k)
-            cross_v=c.cross_v.index_select(0, rows) if layout_changed else c.cross_v,
-        )
-        for c in cache
-    ]
 
 
 class _Tree:
@@ -328,7 +310,7 @@ def beam_search(
             break
         layout_changed = nb != k or next_active != active
         rows = torch.tensor(next_rows, dtype=torch.long, device=device)
-        cache = _reorder_cache(cache, rows, layout_changed)
+        cache = select_cache_rows(cache, rows, cross=layout_changed)
         if layout_changed:
             # memory is not read once the cross K/V are cached; kept aligned for clarity
             memory = memory.index_select(0, rows)

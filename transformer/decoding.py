@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import Transformer, causal_mask
+from .model import Transformer, causal_mask, select_cache_rows
 from .trace import StepView, Trace  # noqa: F401  (re-exported: older imports)
 
 
@@ -107,7 +107,15 @@ def greedy_decode(
     ys = torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(B, dtype=torch.bool, device=src.device)
     cache = None
-    out_ids: list[torch.Tensor] = []
+    # Without a trace, a sentence that has finished leaves the batch (its rows of the KV
+    # cache, memory and mask are dropped), so a batch costs its longest sentence's steps
+    # at the width of the sentences still running, not at full width. A trace keeps every
+    # row, since its per-step arrays are indexed by batch position (traced batches hold
+    # sentences of similar length anyway), and so does a head mask, which may be per row.
+    shrink = not need_trace and head_mask is None
+    rows = torch.arange(B, device=src.device)  # batch position of each running row
+    out = torch.full((B, max_steps), cfg.tgt_pad_id, dtype=torch.long, device=src.device)  # (B, T)
+    n_steps = 0
     self_rows, cross_rows, tk_ids, tk_probs, lens_ids, lens_probs, lens_hidden = [], [], [], [], [], [], []
     for t in range(max_steps):
         dec = model.decode(ys[:, -1:], memory, src_mask, cache=cache, need_weights=need_trace,
@@ -115,7 +123,7 @@ def greedy_decode(
         cache = dec.cache
         logits = model.project(dec.hidden[:, -1])  # (B, V)
         if t < len(forced_prefix):
-            nxt = torch.full((B,), forced_prefix[t], dtype=torch.long, device=src.device)
+            nxt = torch.full((len(rows),), forced_prefix[t], dtype=torch.long, device=src.device)
         else:
             nxt = logits.argmax(dim=-1)
         if need_trace:
@@ -133,13 +141,19 @@ def greedy_decode(
             if len(dec.layer_hidden) > 1:
                 lens_hidden.append(torch.stack([h[:, -1] for h in dec.layer_hidden[:-1]], dim=1))  # (B, L - 1, D)
         nxt = torch.where(finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
-        out_ids.append(nxt)
+        out[rows, t] = nxt
+        n_steps = t + 1
         finished = finished | (nxt == cfg.tgt_eos_id) | (t + 1 >= limits)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
         if bool(finished.all()):
             break
+        if shrink and bool(finished.any()):
+            keep = (~finished).nonzero().squeeze(1)  # (B',) running rows
+            rows, ys, limits, finished = rows[keep], ys[keep], limits[keep], finished[keep]
+            memory, src_mask = memory.index_select(0, keep), src_mask.index_select(0, keep)
+            cache = select_cache_rows(cache, keep)
 
-    gen = torch.stack(out_ids, dim=1).tolist()  # (B, T)
+    gen = out[:, :n_steps].tolist()  # (B, T)
     ids = []
     for row in gen:
         seq = []

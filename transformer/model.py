@@ -207,6 +207,22 @@ class LayerCache:
     cross_v: torch.Tensor
 
 
+def select_cache_rows(cache: list[LayerCache], rows: torch.Tensor, cross: bool = True) -> list[LayerCache]:
+    """Row r of the new cache continues row ``rows[r]`` of the old one (``index_select``,
+    nothing recomputed): greedy decoding drops finished sentences with it, beam search
+    reorders hypotheses. ``cross=False`` keeps the cross-attention K/V as they are, for
+    when every selected row still reads the same source as before."""
+    return [
+        LayerCache(
+            self_k=c.self_k.index_select(0, rows),  # (R', H, t, d_k)
+            self_v=c.self_v.index_select(0, rows),
+            cross_k=c.cross_k.index_select(0, rows) if cross else c.cross_k,  # (R', H, S, d_k)
+            cross_v=c.cross_v.index_select(0, rows) if cross else c.cross_v,
+        )
+        for c in cache
+    ]
+
+
 class DecoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
