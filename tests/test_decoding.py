@@ -181,3 +181,20 @@ def test_batched_traces_equal_single_traces(translator):
         assert got.head_stats["kinds"].keys() == alone.head_stats["kinds"].keys()
     with pytest.raises(ValueError, match="sentence 2: empty"):
         translator.trace_batch(["the cat.", "  "])
+
+
+def test_finished_sentences_leave_the_batch_without_changing_any_output(translator):
+    """Without a trace, a sentence that has emitted [EOS] is dropped from the batch (its KV
+    cache, memory and mask rows with it); the survivors must decode exactly as before:
+    as in a traced batch (which keeps every row) and as each sentence alone."""
+    texts = SENTENCES + ["the cat.", "yes.", "the book that i bought yesterday is on the table."]
+    src = torch.nn.utils.rnn.pad_sequence(
+        [torch.tensor(translator.encode_source(t).ids) for t in texts], batch_first=True,
+        padding_value=translator.cfg.src_pad_id)
+    model = translator.model
+    dropped = greedy_decode(model, src).ids
+    kept = greedy_decode(model, src, need_trace=True).ids
+    assert len({len(ids) for ids in dropped}) > 1  # rows really finish at different steps
+    assert dropped == kept
+    for i, text in enumerate(texts):
+        assert dropped[i] == greedy_decode(model, src[i:i + 1, : len(translator.encode_source(text).ids)]).ids[0]
