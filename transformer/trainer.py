@@ -281,9 +281,7 @@ class Trainer:
         """``bf16_is_fast`` on this device; under torchrun rank 0 decides for every rank,
         so a timing that differs by noise cannot leave the ranks on different dtypes."""
         fast = bf16_is_fast(self.device) if self.dist.is_main else None
-        if self.dist.enabled:
-            return self.dist.broadcast_text(str(fast)) == "True"
-        return bool(fast)
+        return self.dist.broadcast_text(str(fast)) == "True"  # the text as is when not distributed
 
     # -------------------------------------------------------------- construction
 
