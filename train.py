@@ -154,7 +154,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="training device (auto picks cuda, then mps, then cpu; under torchrun each "
                         "process takes the GPU of its LOCAL_RANK)")
     p.add_argument("--max-minutes", type=pos_float,
-                   help="wall-clock budget for training; stops cleanly when spent (no budget if unset) "
+                   help="wall-clock budget for the whole run: training stops cleanly in time for the last "
+                        "evaluation and the checkpoint average (no budget if unset) "
                         + _preset_note(lambda p: p.train.max_minutes or "none"))
     p.add_argument("--max-train-pairs", type=pos_int, help="use only the first N training pairs (for quick trials)")
     p.add_argument("--val-limit", type=pos_int, default=1000, help="validation pairs scored with BLEU/chrF each epoch")

@@ -194,6 +194,37 @@ def test_time_budget_stops_mid_epoch_and_says_where(data, tmp_path):
     assert [p.name for p in (tmp_path / "snapshots").iterdir()] == ["epoch-001"]  # the final epoch
 
 
+class FakeClock:
+    """A Stopwatch the test moves by hand: one second per batch, 100 per end of epoch."""
+
+    def __init__(self, already: float = 0.0) -> None:
+        self.elapsed = already
+
+
+def test_time_budget_leaves_room_for_the_last_evaluation_and_the_average(data, tmp_path, monkeypatch):
+    """--max-minutes bounds the whole run: once an epoch's end (evaluate and save) has been
+    seen to take 100 s, training stops while 2 x 100 s (the cut epoch's evaluation, then the
+    average's) still fit in the budget, not when the budget itself is spent."""
+    monkeypatch.setattr(trainer_mod, "Stopwatch", FakeClock)
+    t = make_trainer(data, tmp_path, settings=replace(SETTINGS, epochs=3, max_minutes=150 / 60))
+    t.add_callback("on_batch_end", lambda tr, **_: setattr(tr.clock, "elapsed", tr.clock.elapsed + 1))
+    end_epoch = t.end_epoch
+
+    def slow_end_epoch(*args, **kwargs):
+        t.clock.elapsed += 100
+        return end_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(t, "end_epoch", slow_end_epoch)
+    n = t.steps_per_epoch
+    assert 1 < n < 40  # epoch 1 ends at n + 100 s, well inside the 150 s budget
+    result = t.fit()
+    # epoch 2, batch 1: n + 100 + 1 s spent, + 200 s reserved > 150 s. Without the reserve
+    # the run would go on to epoch 3 (the budget is first exceeded there, at 2n + 201 s).
+    assert result.stopped_at == (2, 1, n)
+    assert t.finish_seconds == 200
+    assert t.clock.elapsed == n + 1 + 2 * 100  # the ends of epochs 1 and 2 (the average adds no fake time)
+
+
 def test_shards_are_disjoint_and_equal():
     batches = [[i] for i in range(11)]
     for world in (1, 2, 3, 4):

@@ -256,6 +256,9 @@ class Trainer:
         self.opt = make_optimizer(model, settings)
         self.sched = make_scheduler(self.opt, settings, settings.epochs * self.steps_per_epoch)
         self.epoch, self.step, self.best_chrf, self.elapsed0 = 0, 0, -1.0, 0.0
+        # seconds the end of a run takes (evaluate-and-save of the cut epoch, then of the
+        # average), learned from the last epoch's end, so that --max-minutes bounds the whole run
+        self.finish_seconds = 0.0
         self.history: list[dict] = []
         if state is not None:
             self.opt.load_state_dict(state["optimizer"])
@@ -335,7 +338,11 @@ class Trainer:
 
     def fit(self) -> FitResult:
         """Train the remaining epochs, evaluating and saving after each, then average the
-        last ``average_last`` epoch checkpoints and keep that if it scores better."""
+        last ``average_last`` epoch checkpoints and keep that if it scores better.
+
+        ``max_minutes`` bounds the whole run: training stops early enough to leave time for
+        the last evaluation and the average, estimated from how long the previous epoch's
+        end took (so a run that has not finished an epoch yet reserves nothing)."""
         s = self.settings
         budget = s.max_minutes * 60 if s.max_minutes else None
         self.clock = Stopwatch(self.elapsed0)
@@ -352,11 +359,13 @@ class Trainer:
                 tokens += batch.n_tgt_tokens + batch.n_src_tokens
                 self._fire("on_batch_end", loss=loss, grad_norm=gnorm, lr=self.sched.get_last_lr()[0],
                            tokens_per_s=tokens / max(1e-9, time.monotonic() - t0))
-                if budget is not None and self.dist.any(self.clock.elapsed > budget):
+                if budget is not None and self.dist.any(self.clock.elapsed + self.finish_seconds > budget):
                     stopped_at = (epoch + 1, done, len(batches))
                     break
             self.epoch = epoch + 1
+            before = self.clock.elapsed
             self.end_epoch(loss, final=stopped_at is not None or self.epoch == s.epochs)
+            self.finish_seconds = (self.clock.elapsed - before) * (2 if s.average_last > 1 else 1)
             if stopped_at is not None:
                 self._fire("on_time_budget", epoch=stopped_at[0], batches_done=stopped_at[1],
                            n_batches=stopped_at[2])
