@@ -98,6 +98,35 @@ def test_resume_continues_exactly_where_an_interrupted_run_stopped(data, straigh
     assert state["epoch"] == 3 and state["step"] == resumed.step
 
 
+def test_resume_is_exact_when_checkpoints_are_stored_in_float16(data, tmp_path):
+    """With ``--storage-dtype float16`` the epoch checkpoints hold rounded weights; resume
+    must continue from the float32 weights the run had in memory, or it trains a different
+    model from there on (a 2k-vocabulary run parted from its uninterrupted twin right after
+    the resumed epoch)."""
+    def fp16_trainer(out):
+        model, src_tok, tgt_tok = build_fresh(TINY, data, "en", "it", seed=SETTINGS.seed, storage_dtype="float16")
+        return Trainer(model, src_tok, tgt_tok, data, SETTINGS, out)
+
+    straight = fp16_trainer(tmp_path / "straight")
+    straight.fit()
+    first = fp16_trainer(tmp_path / "resumed")
+
+    def stop_before_epoch_3(t, epoch, n_batches):
+        if epoch == 3:
+            raise Interrupt
+
+    first.add_callback("on_epoch_start", stop_before_epoch_3)
+    with pytest.raises(Interrupt):
+        first.fit()
+    resumed = Trainer.resume(tmp_path / "resumed", data, SETTINGS)
+    assert resumed.cfg.storage_dtype == "float16"  # best/ is still written in the run's dtype
+    result = resumed.fit()
+    assert same_weights(weights_state_dict(resumed.model), weights_state_dict(straight.model))
+    assert without_minutes(result.history) == without_minutes(straight.history)
+    assert load_file(str(tmp_path / "resumed" / "best" / "model.safetensors"))["src_embed.weight"].dtype \
+        == torch.float16
+
+
 def test_resume_without_a_checkpoint_and_with_more_epochs(data, straight_run, tmp_path):
     with pytest.raises(TrainingError, match="no epoch checkpoint"):
         Trainer.resume(tmp_path, data, SETTINGS)

@@ -38,7 +38,9 @@ from typing import Callable
 import torch
 from tokenizers import Tokenizer
 
-from .checkpoint import WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, replace_dir, save_checkpoint
+from .checkpoint import (
+    WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, replace_dir, save_checkpoint, weights_state_dict,
+)
 from .config import TransformerConfig
 from .data import ParallelData, encode_pairs, load_parallel, make_batch, token_budget_batches
 from .distributed import DistContext, shard_batches
@@ -299,6 +301,8 @@ class Trainer:
         try:
             model, src_tok, tgt_tok, _ = load_checkpoint(last)
             state = torch.load(last / STATE_FILE, weights_only=True)
+            if "weights" in state:  # the float32 weights of a run stored in a lower precision
+                assign_weights(model, state["weights"], last / STATE_FILE)
             settings = resume_settings(TrainSettings(**state["settings"]), settings, state["epoch"])
         except (CheckpointError, RuntimeError, OSError, KeyError, TypeError) as exc:
             raise TrainingError(f"cannot resume from {last}: {exc}") from exc
@@ -394,6 +398,9 @@ class Trainer:
             if torch.device(self.device).type == "cuda":
                 state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
             with self._on_cpu() as model:
+                if model.cfg.storage_dtype != "float32":
+                    # model.safetensors holds rounded weights; resume needs the exact ones
+                    state["weights"] = weights_state_dict(model)
                 save_checkpoint(self.epochs_dir / f"epoch-{self.epoch:03d}", model, self.src_tok, self.tgt_tok,
                                 metrics=evaluation.metrics, extra_files={STATE_FILE: state})
                 if is_snapshot_epoch(self.epoch, self.snapshots, final):
