@@ -116,7 +116,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--src", default="en", help="source language code in the 'translation' field")
     p.add_argument("--tgt", default="it", help="target language code in the 'translation' field")
     p.add_argument("--out", default="runs/base", help="output directory for checkpoints and logs")
-    p.add_argument("--resume", action="store_true", help="continue from the last epoch checkpoint in --out")
+    p.add_argument("--resume", action="store_true", help="continue from the last epoch checkpoint in --out, with the run's own settings; "
+                        "--epochs and --max-minutes, when given, extend it and set a new budget")
     p.add_argument("--epochs", type=pos_int, help="number of epochs (sets the length of the LR schedule) "
                    + _preset_note(tr("epochs")))
     p.add_argument("--batch-tokens", type=pos_int, help="padded source+target tokens per batch (per process) "
@@ -271,7 +272,9 @@ def run(args, argv) -> int:
         options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
                        snapshots=args.snapshots, command=command_line(argv), dist=dist)
         if args.resume:
-            trainer = Trainer.resume(out, data, preset.train, **options)
+            # only --epochs / --max-minutes given now change the run's own (0 / None keep them)
+            requested = replace(preset.train, epochs=args.epochs or 0, max_minutes=args.max_minutes)
+            trainer = Trainer.resume(out, data, requested, **options)
         else:
             model, src_tok, tgt_tok = build_fresh(preset, data, args.src, args.tgt, args.storage_dtype,
                                                   seed=args.seed, dist=dist)

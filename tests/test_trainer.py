@@ -313,6 +313,18 @@ def test_train_main_reports_a_mid_epoch_stop(data_dir, tmp_path, capsys):
     assert "stopped after 1 of " in err and " batches of epoch 1" in err and "after epoch 1" not in err
 
 
+def test_bare_resume_keeps_the_runs_epochs_and_budget(data_dir, tmp_path, monkeypatch):
+    """A run started with --epochs 1 --max-minutes 50 and resumed with a bare --resume keeps
+    its 1 epoch and 50 minutes (the tiny preset says 2 epochs and no budget); given flags win."""
+    assert tiny_main(data_dir, tmp_path, "--epochs", "1", "--max-minutes", "50") == 0
+    seen = []
+    monkeypatch.setattr(Trainer, "fit", lambda self: seen.append(self.settings) or trainer_mod.FitResult(
+        self.best_chrf, 0.0, self.best_dir, self.history, None))
+    tiny_main(data_dir, tmp_path, "--resume")
+    tiny_main(data_dir, tmp_path, "--resume", "--epochs", "3", "--max-minutes", "7")
+    assert [(s.epochs, s.max_minutes) for s in seen] == [(1, 50.0), (3, 7.0)]
+
+
 def fake_hub(monkeypatch, fn):
     module = types.ModuleType("transformer.hub")
     module.push_checkpoint = fn

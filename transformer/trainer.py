@@ -107,8 +107,12 @@ def is_snapshot_epoch(epoch: int, schedule: tuple[int, ...], final: bool) -> boo
 
 def resume_settings(saved: TrainSettings, requested: TrainSettings, epochs_done: int) -> TrainSettings:
     """A resumed run keeps the settings it started with (same batches, same schedule), but
-    may be given more epochs and a new time budget."""
-    return replace(saved, epochs=max(requested.epochs, epochs_done), max_minutes=requested.max_minutes)
+    may be given more epochs and a new time budget. A falsy ``requested.epochs`` or
+    ``requested.max_minutes`` keeps the run's own: a bare ``--resume`` must not take the
+    preset's epoch count, which would stretch the LR schedule of a run started with
+    ``--epochs``."""
+    return replace(saved, epochs=max(requested.epochs or saved.epochs, epochs_done),
+                   max_minutes=requested.max_minutes or saved.max_minutes)
 
 
 def latest_epoch_dir(out: Path) -> Path | None:
