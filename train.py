@@ -116,7 +116,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--src", default="en", help="source language code in the 'translation' field")
     p.add_argument("--tgt", default="it", help="target language code in the 'translation' field")
     p.add_argument("--out", default="runs/base", help="output directory for checkpoints and logs")
-    p.add_argument("--resume", action="store_true", help="continue from the last epoch checkpoint in --out, with the run's own settings; "
+    p.add_argument("--resume", action="store_true",
+                   help="continue from the last epoch checkpoint in --out, with the run's own settings; "
                         "--epochs and --max-minutes, when given, extend it and set a new budget")
     p.add_argument("--epochs", type=pos_int, help="number of epochs (sets the length of the LR schedule) "
                    + _preset_note(tr("epochs")))
