@@ -51,6 +51,12 @@ class Interrupt(Exception):
     pass
 
 
+def stop_before_epoch_3(t, epoch, n_batches):
+    """An on_epoch_start callback: the run is killed after epoch 2."""
+    if epoch == 3:
+        raise Interrupt
+
+
 def weights(path: Path) -> dict[str, torch.Tensor]:
     return load_file(str(path / "model.safetensors"))
 
@@ -77,11 +83,6 @@ def test_resume_continues_exactly_where_an_interrupted_run_stopped(data, straigh
     as one that never stopped: weights, optimiser, schedule, RNG and step all carry over."""
     straight, *_ = straight_run
     first = make_trainer(data, tmp_path, snapshots=(1,))
-
-    def stop_before_epoch_3(t, epoch, n_batches):
-        if epoch == 3:
-            raise Interrupt
-
     first.add_callback("on_epoch_start", stop_before_epoch_3)
     with pytest.raises(Interrupt):
         first.fit()
@@ -110,11 +111,6 @@ def test_resume_is_exact_when_checkpoints_are_stored_in_float16(data, tmp_path):
     straight = fp16_trainer(tmp_path / "straight")
     straight.fit()
     first = fp16_trainer(tmp_path / "resumed")
-
-    def stop_before_epoch_3(t, epoch, n_batches):
-        if epoch == 3:
-            raise Interrupt
-
     first.add_callback("on_epoch_start", stop_before_epoch_3)
     with pytest.raises(Interrupt):
         first.fit()
