@@ -220,7 +220,7 @@ def test_time_budget_stops_mid_epoch_and_says_where(data, tmp_path):
 
 
 class FakeClock:
-    """A Stopwatch the test moves by hand: one second per batch, 100 per end of epoch."""
+    """A Stopwatch that stands still: the test moves ``elapsed`` by hand."""
 
     def __init__(self, already: float = 0.0) -> None:
         self.elapsed = already
