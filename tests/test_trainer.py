@@ -250,6 +250,27 @@ def test_time_budget_leaves_room_for_the_last_evaluation_and_the_average(data, t
     assert t.clock.elapsed == n + 1 + 2 * 100  # the ends of epochs 1 and 2 (the average adds no fake time)
 
 
+def test_resume_keeps_the_reserve_for_the_last_evaluation(data, tmp_path, monkeypatch):
+    """A run resumed under a budget reserves time for its end from its first batch on, as the
+    interrupted run did, instead of starting with no reserve until an epoch has ended."""
+    monkeypatch.setattr(trainer_mod, "Stopwatch", FakeClock)
+    settings = replace(SETTINGS, max_minutes=1000.0)
+    first = make_trainer(data, tmp_path, settings=settings)
+    end_epoch = first.end_epoch
+
+    def slow_end_epoch(*args, **kwargs):
+        first.clock.elapsed += 100
+        return end_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(first, "end_epoch", slow_end_epoch)
+    first.add_callback("on_epoch_start", stop_before_epoch_3)
+    with pytest.raises(Interrupt):
+        first.fit()
+    assert first.finish_seconds == 200
+    resumed = Trainer.resume(tmp_path, data, settings)
+    assert resumed.finish_seconds == 200  # the reserve in force during epoch 2
+
+
 def test_shards_are_disjoint_and_equal():
     batches = [[i] for i in range(11)]
     for world in (1, 2, 3, 4):

@@ -274,6 +274,7 @@ class Trainer:
                 torch.cuda.set_rng_state(state["cuda_rng"], self.device)
             self.epoch, self.step, self.best_chrf = state["epoch"], state["step"], state["best_chrf"]
             self.elapsed0, self.history = state["elapsed"], json.loads(state["history"])
+            self.finish_seconds = state.get("finish_seconds", 0.0)  # absent in runs saved before it was kept
         if self.dist.enabled and not self.dist.is_main:
             # different dropout masks per rank; rank 0 keeps the single-process stream
             torch.manual_seed(settings.seed + 1_000_003 * self.dist.rank + self.epoch)
@@ -398,6 +399,9 @@ class Trainer:
                 "torch_rng": torch.get_rng_state(), "epoch": self.epoch, "step": self.step,
                 "best_chrf": self.best_chrf, "elapsed": self.clock.elapsed, "settings": asdict(self.settings),
                 "history": json.dumps(self.history),
+                # the reserve in force during this epoch (the previous end's), so that a resumed
+                # run keeps room for its last evaluation from its first batch on
+                "finish_seconds": self.finish_seconds,
             }
             if torch.device(self.device).type == "cuda":
                 state["cuda_rng"] = torch.cuda.get_rng_state(self.device)
