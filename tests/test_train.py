@@ -132,3 +132,15 @@ def test_speed_benchmark_prints_its_ratios(tiny_checkpoint, data_dir, tmp_path):
     for key in ("trace_ms", "naive_ms", "decode_speedup", "ours_tok_s", "seed_tok_s", "torch_tok_s",
                 "train_speedup", "vs_torch"):
         assert result[key] > 0, key
+
+
+def test_train_step_benchmark_prints_its_ratios(data_dir):
+    small = ["--data", str(data_dir), "--vocab-size", "200", "--d-ff", "64", "32", "--batch-tokens", "200",
+             "--threads", "1", "--rounds", "1"]
+    r = run("benchmarks/train_step.py", *small, "--steps", "100000")
+    assert r.returncode == 2 and "lower --steps" in r.stderr and "Traceback" not in r.stderr
+    r = run("benchmarks/train_step.py", *small, "--steps", "2")
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(result["ms_per_step"]) == {"64", "32"} and min(result["ms_per_step"].values()) > 0
+    assert result["speedup_vs_d_ff_64"]["64"] == 1.0 and result["speedup_vs_d_ff_64"]["32"] > 0
