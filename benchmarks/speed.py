@@ -110,7 +110,7 @@ class TorchBaseline(nn.Module):
         return F.linear(h, self.tgt_embed.weight)
 
 
-def _tokens_per_s(step_fn, batches: list[Batch]) -> float:
+def tokens_per_s(step_fn, batches: list[Batch]) -> float:
     """Real (non-pad) tokens per second over ``batches``."""
     tokens, t0 = 0, time.perf_counter()
     for b in batches:
@@ -119,7 +119,7 @@ def _tokens_per_s(step_fn, batches: list[Batch]) -> float:
     return tokens / (time.perf_counter() - t0)
 
 
-def _side_by_side(steps: dict, batches: dict, rounds: int) -> dict[str, float]:
+def side_by_side(steps: dict, batches: dict, rounds: int) -> dict[str, float]:
     """Median tokens/s of each approach over ``rounds`` interleaved rounds.
 
     Every approach first runs once, untimed, over its own batches: oneDNN builds and
@@ -132,7 +132,7 @@ def _side_by_side(steps: dict, batches: dict, rounds: int) -> dict[str, float]:
     results: dict[str, list[float]] = {name: [] for name in steps}
     for _ in range(rounds):
         for name, fn in steps.items():
-            results[name].append(_tokens_per_s(fn, batches[name]))
+            results[name].append(tokens_per_s(fn, batches[name]))
     return {name: statistics.median(v) for name, v in results.items()}
 
 
@@ -183,7 +183,7 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) ->
         torch.nn.utils.clip_grad_norm_(base.parameters(), 1.0)
         base_opt.step()
 
-    tps = _side_by_side(
+    tps = side_by_side(
         {"ours": lambda b: train_step(ours, b, opt, sched, s, "cpu"),
          "ours_fp32": lambda b: train_step(ours, b, opt, sched, s32, "cpu"),
          "seed": seed_step, "torch": torch_step},

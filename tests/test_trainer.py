@@ -226,6 +226,17 @@ class FakeClock:
         self.elapsed = already
 
 
+def slow_epoch_ends(t: Trainer, monkeypatch, seconds: float = 100) -> None:
+    """Each end of an epoch (evaluate and save) moves the trainer's FakeClock by ``seconds``."""
+    end_epoch = t.end_epoch
+
+    def slow_end_epoch(*args, **kwargs):
+        t.clock.elapsed += seconds
+        return end_epoch(*args, **kwargs)
+
+    monkeypatch.setattr(t, "end_epoch", slow_end_epoch)
+
+
 def test_time_budget_leaves_room_for_the_last_evaluation_and_the_average(data, tmp_path, monkeypatch):
     """--max-minutes bounds the whole run: once an epoch's end (evaluate and save) has been
     seen to take 100 s, training stops while 2 x 100 s (the cut epoch's evaluation, then the
@@ -233,13 +244,7 @@ def test_time_budget_leaves_room_for_the_last_evaluation_and_the_average(data, t
     monkeypatch.setattr(trainer_mod, "Stopwatch", FakeClock)
     t = make_trainer(data, tmp_path, settings=replace(SETTINGS, epochs=3, max_minutes=150 / 60))
     t.add_callback("on_batch_end", lambda tr, **_: setattr(tr.clock, "elapsed", tr.clock.elapsed + 1))
-    end_epoch = t.end_epoch
-
-    def slow_end_epoch(*args, **kwargs):
-        t.clock.elapsed += 100
-        return end_epoch(*args, **kwargs)
-
-    monkeypatch.setattr(t, "end_epoch", slow_end_epoch)
+    slow_epoch_ends(t, monkeypatch)
     n = t.steps_per_epoch
     assert 1 < n < 40  # epoch 1 ends at n + 100 s, well inside the 150 s budget
     result = t.fit()
@@ -256,13 +261,7 @@ def test_resume_keeps_the_reserve_for_the_last_evaluation(data, tmp_path, monkey
     monkeypatch.setattr(trainer_mod, "Stopwatch", FakeClock)
     settings = replace(SETTINGS, max_minutes=1000.0)
     first = make_trainer(data, tmp_path, settings=settings)
-    end_epoch = first.end_epoch
-
-    def slow_end_epoch(*args, **kwargs):
-        first.clock.elapsed += 100
-        return end_epoch(*args, **kwargs)
-
-    monkeypatch.setattr(first, "end_epoch", slow_end_epoch)
+    slow_epoch_ends(first, monkeypatch)
     first.add_callback("on_epoch_start", stop_before_epoch_3)
     with pytest.raises(Interrupt):
         first.fit()
