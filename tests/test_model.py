@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from transformer.config import TransformerConfig
-from transformer.model import LayerNorm, build_model, causal_mask, sinusoidal_table
+from transformer.model import Dropout, LayerNorm, build_model, causal_mask, dropout, sinusoidal_table
 
 PKG = Path(__file__).resolve().parent.parent / "transformer"
 
@@ -142,3 +142,42 @@ def test_no_torch_transformer_modules_and_no_magic_mask_constant():
     assert not [name for name, m in model.named_modules() if isinstance(m, banned)]
     source = "\n".join(p.read_text() for p in PKG.glob("*.py"))
     assert not re.search(r"-\s*1e\+?9\b", source)
+
+
+def test_fast_dropout_drops_at_rate_p_and_keeps_the_mean():
+    """The CPU mask reads four 16-bit uniforms from each 64-bit draw; every one of the four
+    lanes must drop at rate p, and the survivors are scaled so the expectation is kept."""
+    torch.manual_seed(0)
+    p = 0.2
+    x = torch.ones(1000, 1024)
+    y = dropout(x, p, training=True)
+    dropped = y == 0
+    assert torch.unique(y).tolist() == [0.0, pytest.approx(1 / (1 - p), rel=1e-4)]  # p rounded to k/65536
+    lanes = dropped.reshape(-1, 4).float().mean(0)  # one rate per int16 lane of the int64 draws
+    sigma = math.sqrt(p * (1 - p) / (x.numel() / 4))
+    assert torch.all((lanes - p).abs() < 5 * sigma), lanes
+    assert abs(y.mean().item() - 1.0) < 5 * math.sqrt(p / (1 - p) / x.numel())
+    # neighbours are independent: a pair is dropped together at rate p^2
+    both = (dropped[:, :-1] & dropped[:, 1:]).float().mean().item()
+    assert abs(both - p * p) < 5 * math.sqrt(p * p * (1 - p * p) / dropped[:, 1:].numel())
+
+
+def test_fast_dropout_is_seeded_identity_in_eval_and_passes_the_mask_to_the_gradient():
+    x = torch.randn(7, 13, requires_grad=True)
+    torch.manual_seed(3)
+    a = dropout(x, 0.3, training=True)
+    torch.manual_seed(3)
+    b = dropout(x, 0.3, training=True)
+    assert torch.equal(a, b)
+    assert dropout(x, 0.3, training=False) is x and dropout(x, 0.0, training=True) is x
+    assert torch.equal(dropout(x, 1.0, training=True), torch.zeros_like(x))
+    a.sum().backward()
+    keep = (a != 0).float() / 0.7  # d(sum)/dx is the scaled mask
+    assert torch.allclose(x.grad, keep)
+    assert dropout(torch.ones(0, 5), 0.5, training=True).shape == (0, 5)
+
+
+def test_model_uses_the_fast_dropout_everywhere():
+    model = build_model(small_cfg())
+    kinds = {type(m) for m in model.modules() if isinstance(m, torch.nn.Dropout)}
+    assert kinds == {Dropout}

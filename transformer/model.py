@@ -40,6 +40,37 @@ class LayerNorm(nn.Module):
         return F.layer_norm(x, (x.shape[-1],), self.gain, self.bias, self.eps)
 
 
+def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
+    """Inverted dropout: zero each element with probability ``p``, scale the rest by 1/(1-p).
+
+    Why not ``F.dropout``: on CPU it draws one 32-bit Mersenne-Twister number per element
+    (``bernoulli_``), serially, and that was 21% of a whole training step of the base model
+    here (``torch.profiler``), more than all the attention matmuls. This draws one 64-bit
+    number per *four* elements and reads it as four uniform 16-bit integers, so ``p`` is
+    rounded to a multiple of 1/65536 (0.2 stays 0.2 to five digits). The mask comes from
+    torch's seeded global generator, as ``F.dropout``'s does. Other devices keep
+    ``F.dropout``, whose fused kernels are already fast. ``benchmarks/train_step.py
+    --dropout-impl`` times both side by side.
+    """
+    if not training or p == 0.0:
+        return x
+    if x.device.type != "cpu" or p >= 1.0:
+        return F.dropout(x, p=p, training=True)
+    n = x.numel()
+    bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)  # full 64-bit range
+    u16 = bits.view(torch.int16)[:n].view(x.shape)  # four uniform int16 per draw, in [-32768, 32767]
+    drop = round(p * 65536)  # how many of the 65536 values mean "drop"
+    keep = (u16 >= drop - 32768).to(x.dtype).mul_(65536 / (65536 - drop))
+    return x * keep
+
+
+class Dropout(nn.Dropout):
+    """``nn.Dropout`` with the fast CPU mask of :func:`dropout` (same ``p``, same repr)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return dropout(x, self.p, self.training)
+
+
 def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
     position = torch.arange(max_positions, dtype=torch.float32).unsqueeze(1)  # (P, 1)
@@ -57,7 +88,7 @@ class PositionalEncoding(nn.Module):
     def __init__(self, d_model: int, max_positions: int, dropout: float) -> None:
         super().__init__()
         self.register_buffer("pe", sinusoidal_table(max_positions, d_model), persistent=False)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         T = x.shape[1]
@@ -133,7 +164,7 @@ class MultiHeadAttention(nn.Module):
             if mask is not None:
                 scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
             weights = scores.softmax(dim=-1)
-            out = F.dropout(weights, p=p, training=self.training) @ v  # (B, H, T, d_k)
+            out = dropout(weights, p, self.training) @ v  # (B, H, T, d_k)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if head_mask is not None:
@@ -149,7 +180,7 @@ class FeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(self.dropout(F.relu(self.linear1(x))))
@@ -166,7 +197,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, pre_norm: bool, eps: float) -> None:
         super().__init__()
         self.norm = LayerNorm(d_model, eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre_norm = pre_norm
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, tuple]:
