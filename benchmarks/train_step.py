@@ -1,14 +1,18 @@
-"""Training-step time of model shapes side by side: what a shape costs per update decides how
-many epochs fit in the 90-minute budget (``--max-minutes``).
+"""Training-step time of model variants side by side: what a variant costs per update decides
+how many epochs fit in the 90-minute budget (``--max-minutes``).
 
-    python benchmarks/train_step.py [--d-ff 1024 512] [--vocab-size 2000] [--steps 55] [--rounds 2] [--threads 2]
+    python benchmarks/train_step.py [--d-ff 1024 512] [--dropout-impl fast torch] [--vocab-size 2000]
+                                    [--steps 55] [--rounds 2] [--threads 2]
 
-One joint tokenizer of ``--vocab-size`` is trained on the corpus; each ``--d-ff`` then gets a
-fresh model of the ``base`` preset's shape, and all of them train on the same first batches of
-epoch 1 (token-budget batches, float32). ``speed.side_by_side`` runs them: one untimed pass
-each, then interleaved rounds, so a change in the host's load hits every shape. Each figure is
-the median over the rounds. The last stdout line is one JSON object with every figure and the
-ratios to the first shape.
+A variant is a feed-forward width (``--d-ff``) and a dropout implementation: ``fast`` is the
+model's own CPU mask (``transformer.model.dropout``), ``torch`` puts ``nn.Dropout`` back in
+every dropout slot (torch's per-element ``bernoulli_``). One joint tokenizer of
+``--vocab-size`` is trained on the corpus; each variant then gets a fresh model of the ``base``
+preset's shape, and all of them train on the same first batches of epoch 1 (token-budget
+batches, float32). ``speed.side_by_side`` runs them: one untimed pass each, then interleaved
+rounds, so a change in the host's load hits every variant. Each figure is the median over the
+rounds. The last stdout line is one JSON object with every figure and the ratios to the first
+variant.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+import torch.nn as nn
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]
@@ -27,7 +32,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 from speed import side_by_side  # noqa: E402
 from transformer.cli import fail  # noqa: E402
 from transformer.data import DataError, encode_pairs, load_parallel, make_batch, token_budget_batches  # noqa: E402
-from transformer.model import build_model  # noqa: E402
+from transformer.model import Dropout, build_model  # noqa: E402
 from transformer.trainer import build_fresh  # noqa: E402
 from transformer.training import PRESETS, make_optimizer, make_scheduler, seed_everything, train_step  # noqa: E402
 
@@ -37,6 +42,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--data", default=str(HERE.parent / "data" / "tatoeba-en-it"),
                    help="local directory with train.jsonl and validation.jsonl")
     p.add_argument("--d-ff", type=int, nargs="+", default=[1024, 512], help="feed-forward widths to compare")
+    p.add_argument("--dropout-impl", nargs="+", choices=["fast", "torch"], default=["fast"],
+                   help="dropout implementations to compare: the model's fast CPU mask, torch's nn.Dropout")
     p.add_argument("--vocab-size", type=int, default=2000, help="joint vocabulary size of every shape")
     p.add_argument("--steps", type=int, default=55, help="timed training steps per shape and round")
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds; each figure is their median")
@@ -61,22 +68,30 @@ def main(argv: list[str] | None = None) -> None:
              f"than the {args.steps} steps asked for: lower --steps")
     batches = [make_batch([enc[i] for i in idx], model.cfg) for idx in index_batches[: args.steps]]
 
-    def step_fn(d_ff: int):
+    def step_fn(d_ff: int, impl: str):
         seed_everything(settings.seed)
         m = build_model(replace(model.cfg, d_ff=d_ff))
+        if impl == "torch":  # the same modules and p, with torch's own forward
+            for mod in m.modules():
+                if isinstance(mod, Dropout):
+                    mod.__class__ = nn.Dropout
         opt = make_optimizer(m, settings)
         sched = make_scheduler(opt, settings, (args.rounds + 1) * args.steps)
         return lambda b: train_step(m, b, opt, sched, settings, "cpu")
 
-    names = [str(d) for d in args.d_ff]
-    tok_s = side_by_side({str(d): step_fn(d) for d in args.d_ff}, {n: batches for n in names}, args.rounds)
+    # a variant's name is its d_ff alone when one dropout implementation is compared (as before)
+    variants = {(f"{d}" if len(args.dropout_impl) == 1 else f"{d}/{impl}"): (d, impl)
+                for d in args.d_ff for impl in args.dropout_impl}
+    names = list(variants)
+    tok_s = side_by_side({n: step_fn(*variants[n]) for n in names}, {n: batches for n in names}, args.rounds)
     tokens = sum(b.n_src_tokens + b.n_tgt_tokens for b in batches)
     ms = {n: round(tokens / tok_s[n] / args.steps * 1000, 1) for n in names}
     for n in names:
-        print(f"d_ff {n}: {ms[n]} ms/step, {tok_s[n]:,.0f} tokens/s", flush=True)
+        d, impl = variants[n]
+        print(f"d_ff {d}, {impl} dropout: {ms[n]} ms/step, {tok_s[n]:,.0f} tokens/s", flush=True)
     print(json.dumps({"vocab_size": args.vocab_size, "threads": args.threads, "steps": args.steps,
                       "ms_per_step": ms, f"speedup_vs_d_ff_{names[0]}": {n: round(tok_s[n] / tok_s[names[0]], 2)
-                                                                        for n in names}}))
+                                                                  for n in names}}))
 
 
 if __name__ == "__main__":

@@ -144,3 +144,8 @@ def test_train_step_benchmark_prints_its_ratios(data_dir):
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert set(result["ms_per_step"]) == {"64", "32"} and min(result["ms_per_step"].values()) > 0
     assert result["speedup_vs_d_ff_64"]["64"] == 1.0 and result["speedup_vs_d_ff_64"]["32"] > 0
+    r = run("benchmarks/train_step.py", *small[:5], "64", *small[7:], "--steps", "2", "--dropout-impl", "torch", "fast")
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert set(result["ms_per_step"]) == {"64/torch", "64/fast"}
+    assert result["speedup_vs_d_ff_64/torch"]["64/torch"] == 1.0 and result["speedup_vs_d_ff_64/torch"]["64/fast"] > 0
