@@ -171,6 +171,8 @@ def test_fast_dropout_is_seeded_identity_in_eval_and_passes_the_mask_to_the_grad
     assert torch.equal(a, b)
     assert dropout(x, 0.3, training=False) is x and dropout(x, 0.0, training=True) is x
     assert torch.equal(dropout(x, 1.0, training=True), torch.zeros_like(x))
+    assert torch.equal(dropout(x, 1 - 1e-6, training=True), torch.zeros_like(x))  # rounds to "drop all"
+    assert dropout(torch.ones(100), 1e-6, training=True).shape == (100,)  # rounds to "drop none"
     a.sum().backward()
     keep = (a != 0).float() / 0.7  # d(sum)/dx is the scaled mask
     assert torch.allclose(x.grad, keep)

@@ -55,12 +55,12 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     """
     if not training or p == 0.0:
         return x
-    if x.device.type != "cpu" or p >= 1.0:
+    drop = round(p * 65536)  # how many of the 65536 values mean "drop"
+    if x.device.type != "cpu" or drop in (0, 65536):  # other devices; p too close to 0 or 1 to round
         return F.dropout(x, p=p, training=True)
     n = x.numel()
     bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)  # full 64-bit range
     u16 = bits.view(torch.int16)[:n].view(x.shape)  # four uniform int16 per draw, in [-32768, 32767]
-    drop = round(p * 65536)  # how many of the 65536 values mean "drop"
     keep = (u16 >= drop - 32768).to(x.dtype).mul_(65536 / (65536 - drop))
     return x * keep
 
