@@ -7,10 +7,13 @@ Decoding (same sentences, same weights):
   naive  the seed tutorial's loop: source padded to a fixed length, the whole prefix
          re-decoded at every step, explicit attention
 Training (same dims, same pairs; real non-pad tokens per second over timed steps):
-  ours   our train step: token-budget batches, bf16 autocast, fused attention
-         (also timed in float32, to show what bf16 autocast buys on this CPU)
+  ours   our train step: token-budget batches, bf16 autocast, fused attention, the
+         model's own CPU dropout mask (also timed in float32, to show what bf16
+         autocast buys on this CPU)
   seed   every pair padded to 350 tokens, batch size 8, float32, explicit attention
-  torch  torch's nn.Transformer on the same token-budget batches and precision
+         (built from our modules, so it shares that dropout mask)
+  torch  torch's nn.Transformer on the same token-budget batches and precision, with
+         torch's own dropout (benchmarks/train_step.py times the two masks alone)
 The last stdout line is one JSON object with every figure and the ratios.
 """
 
