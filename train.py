@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,6 +33,7 @@ import torch
 from transformer.checkpoint import CheckpointError
 from transformer.cli import fail
 from transformer.data import DataError
+from transformer.distill import DistillError, add_distilled
 from transformer.distributed import DistributedError, init_distributed, launched_by_torchrun
 from transformer.trainer import (
     DEFAULT_SNAPSHOTS, Trainer, TrainingError, build_fresh, load_run_data, parse_snapshots,
@@ -159,6 +161,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="wall-clock budget for the whole run: training stops cleanly in time for the last "
                         "evaluation and the checkpoint average (no budget if unset) "
                         + _preset_note(lambda p: p.train.max_minutes or "none"))
+    p.add_argument("--distill-from", metavar="CHECKPOINT",
+                   help="sequence-level knowledge distillation: this checkpoint (a directory or hub id) translates "
+                        "the training sources with beam search, and every translation that differs from its "
+                        "reference is added as an extra training pair (rank 0 decodes, before the time budget starts)")
+    p.add_argument("--distill-beam", type=pos_int, default=4, help="beam size of the --distill-from teacher")
     p.add_argument("--max-train-pairs", type=pos_int, help="use only the first N training pairs (for quick trials)")
     p.add_argument("--val-limit", type=pos_int, default=1000, help="validation pairs scored with BLEU/chrF each epoch")
     p.add_argument("--keep-epochs", type=pos_int, default=6, help="epoch checkpoints kept on disk")
@@ -258,6 +265,21 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
         trainer.add_callback(event, fn)
 
 
+def distill(data, args, dist) -> None:
+    """``add_distilled`` with a progress bar and a summary line (main rank)."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=len(data.train), desc=f"distilling (beam {args.distill_beam})", unit="sentence",
+               disable=not dist.is_main, mininterval=0.5 if sys.stderr.isatty() else 10)
+    n_train, t0 = len(data.train), time.monotonic()
+    added = add_distilled(data, args.distill_from, args.distill_beam, args.src, args.tgt, dist=dist,
+                          progress=lambda done, total: bar.update(done - bar.n))
+    bar.close()
+    if dist.is_main:
+        print(f"distillation: {added} of {n_train} teacher translations differ from their reference and were "
+              f"added as training pairs ({(time.monotonic() - t0) / 60:.1f} minutes)", file=sys.stderr)
+
+
 def run(args, argv) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -270,6 +292,8 @@ def run(args, argv) -> int:
             check_out_dir(out)
         data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=args.seed,
                              max_train_pairs=args.max_train_pairs, dist=dist)
+        if args.distill_from:
+            distill(data, args, dist)
         options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
                        snapshots=args.snapshots, command=command_line(argv), dist=dist)
         if args.resume:
@@ -314,7 +338,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         return run(args, argv)
-    except (TrainingError, DataError, CheckpointError, DistributedError) as exc:
+    except (TrainingError, DataError, CheckpointError, DistillError, DistributedError) as exc:
         fail(str(exc))
 
 

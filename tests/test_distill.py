@@ -1,0 +1,124 @@
+"""Sequence-level knowledge distillation: which teacher translations become training pairs,
+the teacher checks, and train.py's --distill-from."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+import train
+from transformer import distill
+from transformer.beam import translate_beam
+from transformer.data import ParallelData, load_parallel
+from transformer.distill import DistillError, add_distilled, check_teacher, distill_pairs
+from transformer.trainer import FitResult, Trainer
+
+from conftest import PAIRS
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def scripted_teacher(monkeypatch, outputs: dict[str, str], calls: list):
+    """translate_beam answering from ``outputs`` (source -> translation), recording each call."""
+    def fake(translator, sentences, beam_size):
+        calls.append((list(sentences), beam_size))
+        return [outputs[s] for s in sentences]
+
+    monkeypatch.setattr(distill, "translate_beam", fake)
+
+
+def test_only_translations_that_differ_from_the_reference_are_added(monkeypatch):
+    pairs = [("a.", "uno."), ("b.", "due."), ("c.", "tre."), ("d.", "quattro.")]
+    outputs = {"a.": "uno.", "b.": "  ", "c.": " tre! ", "d.": "quattro. "}  # same, empty, different, same
+    scripted_teacher(monkeypatch, outputs, calls := [])
+    assert distill_pairs(None, pairs, beam_size=3) == [("c.", "tre!")]
+    assert calls == [(["a.", "b.", "c.", "d."], 3)]
+
+
+def test_sources_go_to_the_teacher_in_fixed_chunks_in_order(monkeypatch):
+    pairs = [(f"s{i}.", f"r{i}.") for i in range(7)]
+    scripted_teacher(monkeypatch, {s: f"t{s}" for s, _ in pairs}, calls := [])
+    monkeypatch.setattr(distill, "CHUNK", 3)
+    seen = []
+    extra = distill_pairs(None, pairs, beam_size=2, progress=lambda done, total: seen.append((done, total)))
+    assert [len(c[0]) for c in calls] == [3, 3, 1]
+    assert seen == [(3, 7), (6, 7), (7, 7)]
+    assert extra == [(s, f"t{s}") for s, _ in pairs]
+
+
+def test_a_real_teacher_adds_its_beam_translations(translator):
+    pairs = PAIRS[:6]
+    expected = translate_beam(translator, [s for s, _ in pairs], 2)
+    extra = distill_pairs(translator, pairs, beam_size=2)
+    assert extra == [(s, h.strip()) for (s, r), h in zip(pairs, expected) if h.strip() and h.strip() != r]
+    assert extra  # random weights do not reproduce the references
+
+
+@pytest.mark.parametrize("beam", [0, -1, 2.5, True, "4"])
+def test_bad_beam_sizes_are_refused(beam):
+    with pytest.raises(DistillError, match="beam size"):
+        distill_pairs(None, PAIRS[:2], beam_size=beam)
+
+
+def test_a_teacher_of_the_other_direction_is_refused():
+    it_en = types.SimpleNamespace(model=types.SimpleNamespace(cfg=types.SimpleNamespace(src_lang="it", tgt_lang="en")))
+    with pytest.raises(DistillError, match="teacher translates it->en, this run en->it"):
+        check_teacher(it_en, "en", "it")
+    check_teacher(it_en, "it", "en")  # the right direction passes
+
+
+def test_add_distilled_appends_to_the_training_split(tiny_checkpoint, data_dir):
+    data = load_parallel(str(data_dir), "en", "it")
+    before = list(data.train)
+    added = add_distilled(data, str(tiny_checkpoint), 2, "en", "it")
+    assert added > 0 and data.train[: len(before)] == before and len(data.train) == len(before) + added
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in data.train[len(before):])
+    # every added source is one of the training sources, with a translation unlike its reference
+    refs = {}
+    for s, t in before:
+        refs.setdefault(s, set()).add(t)
+    assert all(s in refs and t not in refs[s] for s, t in data.train[len(before):])
+
+
+def tiny_main(data_dir, out, *extra):
+    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
+                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
+
+
+def test_train_distills_before_training(data_dir, tmp_path, tiny_checkpoint, monkeypatch, capsys):
+    seen: list[ParallelData] = []
+    monkeypatch.setattr(Trainer, "fit", lambda self: seen.append(self.data) or FitResult(
+        self.best_chrf, 0.0, self.best_dir, self.history, None))
+    assert tiny_main(data_dir, tmp_path / "plain") == 0
+    assert tiny_main(data_dir, tmp_path / "kd", "--distill-from", str(tiny_checkpoint), "--distill-beam", "2") == 0
+    plain, kd = seen
+    assert kd.train[: len(plain.train)] == plain.train and len(kd.train) > len(plain.train)
+    assert kd.validation == plain.validation  # the references stay what the run is scored on
+    err = capsys.readouterr().err
+    assert f"distillation: {len(kd.train) - len(plain.train)} of {len(plain.train)} teacher translations" in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--distill-from", "runs/no-such-teacher"], "runs/no-such-teacher"),
+    (["--distill-beam", "0"], "argument --distill-beam: must be positive"),
+])
+def test_bad_distillation_flags_exit_2(data_dir, tmp_path, args, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        tiny_main(data_dir, tmp_path, *args)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_teacher_of_the_other_direction_exits_2(data_dir, tmp_path, tiny_checkpoint, capsys):
+    with pytest.raises(SystemExit) as exc:
+        train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path), "--threads", "1",
+                    "--src", "it", "--tgt", "en", "--distill-from", str(tiny_checkpoint)])
+    assert exc.value.code == 2 and "teacher translates en->it, this run it->en" in capsys.readouterr().err
