@@ -49,6 +49,15 @@ def write_jsonl(path: Path, pairs) -> Path:
     return path
 
 
+@pytest.fixture
+def one_thread():
+    """Bit-for-bit comparisons need the same kernels every time (and the machine is shared)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def data_dir(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("data")

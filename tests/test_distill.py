@@ -6,7 +6,6 @@ from __future__ import annotations
 import types
 
 import pytest
-import torch
 
 import train
 from transformer import distill
@@ -18,12 +17,7 @@ from transformer.trainer import FitResult, Trainer
 from conftest import PAIRS
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def scripted_teacher(monkeypatch, outputs: dict[str, str], calls: list):

@@ -23,6 +23,8 @@ from transformer.trainer import (
 )
 from transformer.training import PRESETS, average_checkpoints
 
+pytestmark = pytest.mark.usefixtures("one_thread")
+
 # the tiny preset, cut to the fixture corpus (96 pairs): several batches per epoch
 TINY = replace(PRESETS["tiny"], vocab_size=200)
 SETTINGS = replace(TINY.train, epochs=3, batch_tokens=600)
@@ -31,15 +33,6 @@ SETTINGS = replace(TINY.train, epochs=3, batch_tokens=600)
 @pytest.fixture(scope="module")
 def data(data_dir):
     return load_parallel(str(data_dir), "en", "it")
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Bit-for-bit comparisons need the same kernels every time (and the machine is shared)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def make_trainer(data, out, settings=SETTINGS, **kw):
