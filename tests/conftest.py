@@ -49,6 +49,14 @@ def write_jsonl(path: Path, pairs) -> Path:
     return path
 
 
+def tiny_main(data_dir, out, *extra):
+    """``train.main`` with the tiny preset cut to the fixture corpus (one thread)."""
+    import train
+
+    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
+                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
+
+
 @pytest.fixture
 def one_thread():
     """Bit-for-bit comparisons need the same kernels every time (and the machine is shared)."""

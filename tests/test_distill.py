@@ -14,7 +14,7 @@ from transformer.data import ParallelData, load_parallel
 from transformer.distill import DistillError, add_distilled, check_teacher, distill_pairs
 from transformer.trainer import FitResult, Trainer
 
-from conftest import PAIRS
+from conftest import PAIRS, tiny_main
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -80,11 +80,6 @@ def test_add_distilled_appends_to_the_training_split(tiny_checkpoint, data_dir):
     for s, t in before:
         refs.setdefault(s, set()).add(t)
     assert all(s in refs and t not in refs[s] for s, t in data.train[len(before):])
-
-
-def tiny_main(data_dir, out, *extra):
-    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
-                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
 
 
 def test_train_distills_before_training(data_dir, tmp_path, tiny_checkpoint, monkeypatch, capsys):

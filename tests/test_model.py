@@ -173,6 +173,8 @@ def test_fast_dropout_is_seeded_identity_in_eval_and_passes_the_mask_to_the_grad
     assert torch.equal(dropout(x, 1.0, training=True), torch.zeros_like(x))
     assert torch.equal(dropout(x, 1 - 1e-6, training=True), torch.zeros_like(x))  # rounds to "drop all"
     assert dropout(torch.ones(100), 1e-6, training=True).shape == (100,)  # rounds to "drop none"
+    with pytest.raises(ValueError):  # outside [0, 1]: F.dropout's own error, not a scaled mask
+        dropout(x, 1.5, training=True)
     a.sum().backward()
     keep = (a != 0).float() / 0.7  # d(sum)/dx is the scaled mask
     assert torch.allclose(x.grad, keep)

@@ -23,6 +23,8 @@ from transformer.trainer import (
 )
 from transformer.training import PRESETS, average_checkpoints
 
+from conftest import tiny_main
+
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 # the tiny preset, cut to the fixture corpus (96 pairs): several batches per epoch
@@ -309,11 +311,6 @@ def test_bad_flags_exit_2(capsys, args, message):
     with pytest.raises(SystemExit) as exc:
         train.parse_args(args)
     assert exc.value.code == 2 and message in capsys.readouterr().err
-
-
-def tiny_main(data_dir, out, *extra):
-    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
-                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
 
 
 def test_train_main_reports_a_mid_epoch_stop(data_dir, tmp_path, capsys):

@@ -17,9 +17,11 @@ teacher, it did not beat training on the references alone (run kd15 in the READM
 
 from __future__ import annotations
 
+import json
 from typing import Callable, Sequence
 
 from .beam import translate_beam
+from .translator import load_translator
 
 # sentences handed to ``translate_beam`` at a time (it batches them by length, 64 at a
 # time): fixed, because the batches' padding can change a beam's last digits, so the same
@@ -67,10 +69,6 @@ def add_distilled(data, teacher: str, beam_size: int, src_lang: str, tgt_lang: s
     how many were added. Under torchrun only rank 0 decodes; it sends the pairs to the
     other ranks as JSON, so every rank holds the same training pairs and the token-budget
     batches that are sharded between the ranks are the same everywhere."""
-    import json
-
-    from .translator import load_translator
-
     is_main = dist is None or dist.is_main
     text = None
     if is_main:

@@ -56,7 +56,7 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
     if not training or p == 0.0:
         return x
     drop = round(p * 65536)  # how many of the 65536 values mean "drop"
-    if x.device.type != "cpu" or drop in (0, 65536):  # other devices; p too close to 0 or 1 to round
+    if x.device.type != "cpu" or not 0 < drop < 65536:  # other devices; p too close to 0 or 1 (or outside [0, 1])
         return F.dropout(x, p=p, training=True)
     n = x.numel()
     bits = torch.empty((n + 3) // 4, dtype=torch.int64).random_(-(2**63), None)  # full 64-bit range
