@@ -13,9 +13,16 @@ import torch
 from tests.conftest import PAIRS, tiny_config
 from transformer.beam import (
     TREE_SCHEMA,
+    Candidate,
+    Hypothesis,
+    SearchRecord,
+    SearchSettings,
     beam_search,
     beam_tree,
+    build_tree,
+    candidate_statuses,
     gnmt_length_penalty,
+    hypothesis_score,
     translate_beam,
 )
 from transformer.decoding import greedy_decode
@@ -271,6 +278,47 @@ def test_tree_schema(tiny, k):
         assert tree["greedy_logprob"] == pytest.approx(lp, abs=1e-4)
         if k == 1:
             assert gpath == path and all(nodes[i]["source"] == "beam" for i in gpath)
+
+
+@pytest.mark.parametrize("tokens,k,expected", [
+    ([3, 10, 11, 12], 2, ["finished", "kept", "kept", "pruned"]),
+    ([10, 3, 11, 12], 1, ["kept", "pruned", "pruned", "pruned"]),  # an [EOS] ranked k or lower is dropped
+    ([3, 3, 10, 11, 12, 13], 3, ["finished", "finished", "kept", "kept", "kept", "pruned"]),
+])
+def test_candidate_statuses_follow_the_documented_walk(tokens, k, expected):
+    assert candidate_statuses(tokens, k, eos_id=3) == expected
+
+
+def test_build_tree_needs_only_the_search_record(tiny):
+    """A hand-written record of a two-step search (k = 1) becomes the tree: its nodes,
+    paths and scores. Greedy stays inside the beam, so the model is never run (no source
+    is passed)."""
+    cfg = tiny.cfg
+    eos, a, b, c = cfg.tgt_eos_id, 10, 11, 12
+    lp_a, lp_b, lp_eos, lp_c = -0.2, -1.9, -0.5, -1.2
+    record = SearchRecord(limit=5, candidates=[
+        Candidate(0, 1, a, lp_a, lp_a, 0, "kept"),
+        Candidate(0, 1, b, lp_b, lp_b, 1, "pruned"),
+        Candidate(1, 2, eos, lp_a + lp_eos, lp_eos, 0, "finished"),
+        Candidate(1, 2, c, lp_a + lp_c, lp_c, 1, "pruned"),
+    ], greedy_next={0: (a, lp_a), 1: (eos, lp_eos)})
+    best = Hypothesis([a, eos], lp_a + lp_eos, hypothesis_score(lp_a + lp_eos, 2, 0.6), True, node=3)
+    settings = SearchSettings(beam_size=1, length_penalty=0.6, early_stopping=True, max_steps=None)
+    tree = build_tree(tiny.model, None, record, [best], settings, tiny.tgt_tok)
+    nodes = tree["nodes"]
+    assert [n["token_id"] for n in nodes] == [cfg.tgt_sos_id, a, b, eos, c]
+    assert [n["parent"] for n in nodes] == [None, 0, 0, 1, 1]
+    assert [n["status"] for n in nodes] == ["kept", "kept", "pruned", "finished", "pruned"]
+    assert [n["rank"] for n in nodes] == [None, 0, 1, 0, 1]
+    assert [n["prob"] for n in nodes[1:]] == pytest.approx([math.exp(x) for x in (lp_a, lp_b, lp_eos, lp_c)], rel=1e-5)
+    assert tree["best_path"] == tree["greedy_path"] == [0, 1, 3]
+    assert [n["id"] for n in nodes if n["on_best"]] == [0, 1, 3]
+    assert all(n["source"] == "beam" for n in nodes)
+    assert [n["score"] for n in nodes] == [None, None, None, round(best.score, 6), None]
+    assert tree["greedy_logprob"] == round(lp_a + lp_eos, 6) and tree["greedy_score"] == round(best.score, 6)
+    assert (tree["steps"], tree["max_steps"], tree["candidates_per_step"]) == (2, 5, 2)
+    assert tree["hypotheses"] == [{"node": 3, "ids": [a, eos], "logprob": round(best.logprob, 6),
+                                   "score": round(best.score, 6), "length": 2, "eos": True}]
 
 
 def test_beam_tree_for_the_app(tiny):

@@ -198,3 +198,18 @@ def test_finished_sentences_leave_the_batch_without_changing_any_output(translat
     assert dropped == kept
     for i, text in enumerate(texts):
         assert dropped[i] == greedy_decode(model, src[i:i + 1, : len(translator.encode_source(text).ids)]).ids[0]
+
+
+def test_a_forced_eos_ends_the_output_and_every_traced_array(translator):
+    """The prefix goes on past a forced [EOS], but the sentence has ended there: its ids stop
+    at the [EOS] and every per-step array of its record has exactly those steps."""
+    cfg = translator.cfg
+    src = torch.tensor([translator.encode_source(SENTENCES[0]).ids])
+    first = greedy_decode(translator.model, src).ids[0][0]
+    res = greedy_decode(translator.model, src, forced_prefix=[first, cfg.tgt_eos_id, first], need_trace=True)
+    assert res.ids == [[first, cfg.tgt_eos_id]]
+    rec = res.records[0]
+    L, H, S = cfg.n_decoder_layers, cfg.h, src.shape[1]
+    assert rec.self_attn.shape == (L, H, 2, 2) and rec.cross_attn.shape == (L, H, 2, S)
+    assert rec.topk_ids.shape[0] == rec.topk_probs.shape[0] == 2
+    assert rec.lens_ids.shape[:2] == rec.lens_probs.shape[:2] == (2, L)

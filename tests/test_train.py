@@ -149,3 +149,37 @@ def test_train_step_benchmark_prints_its_ratios(data_dir):
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert set(result["ms_per_step"]) == {"64/torch", "64/fast"}
     assert result["speedup_vs_d_ff_64/torch"]["64/torch"] == 1.0 and result["speedup_vs_d_ff_64/torch"]["64/fast"] > 0
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_speed_benchmark_headlines_the_dtype_the_trainer_would_choose(tiny_checkpoint, data_dir, monkeypatch, fast):
+    """The headline ratios are those of the dtype the trainer picks (its own bf16_is_fast),
+    and both dtypes are reported side by side."""
+    from transformer import training
+    from transformer.data import encode_pairs, load_split
+
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import speed
+
+    assert speed.bf16_is_fast is training.bf16_is_fast  # the trainer's decision, not a copy of it
+    monkeypatch.setattr(speed, "bf16_is_fast", lambda device: fast)
+    # distinct stand-in timings per approach (the real ones are in the test above), so
+    # figures taken from the wrong dtype cannot pass
+    timed = {}
+
+    def stand_in(steps, batches, rounds):
+        timed.update({name: 100.0 * (i + 1) for i, name in enumerate(steps)})
+        return timed
+
+    monkeypatch.setattr(speed, "side_by_side", stand_in)
+    tr = load_translator(tiny_checkpoint)
+    pairs = load_split(str(data_dir / "train.jsonl"), "train", tr.cfg.src_lang, tr.cfg.tgt_lang)
+    encoded = encode_pairs(pairs[:40], tr.src_tok, tr.tgt_tok, tr.cfg)
+    result = speed.bench_train(tr.cfg, encoded, steps=1, batch_tokens=400, rounds=1)
+    assert set(timed) == {"seed", "ours/float32", "ours/bfloat16", "torch/float32", "torch/bfloat16"}
+    chosen = "bfloat16" if fast else "float32"
+    assert result["train_dtype"] == chosen and set(result["by_dtype"]) == {"float32", "bfloat16"}
+    assert result["ours_tok_s"] == timed[f"ours/{chosen}"] and result["torch_tok_s"] == timed[f"torch/{chosen}"]
+    assert result["train_speedup"] == round(timed[f"ours/{chosen}"] / timed["seed"], 2)
+    assert result["vs_torch"] == round(timed[f"ours/{chosen}"] / timed[f"torch/{chosen}"], 3)
+    assert result["bf16_speedup"] == round(timed["ours/bfloat16"] / timed["ours/float32"], 2)

@@ -411,3 +411,41 @@ def test_trainer_falls_back_to_float32_with_a_warning_where_bf16_is_emulated(dat
     assert t.settings.bf16 is False
     monkeypatch.setattr(trainer_mod, "bf16_is_fast", lambda device: True)
     assert make_trainer(data, tmp_path / "fast", settings=replace(SETTINGS, bf16=True)).settings.bf16 is True
+
+
+def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(monkeypatch):
+    """Pairs of very different lengths: every batch validation_loss builds, padded, fits the
+    budget (a lone pair longer than the budget is the only exception), each pair is scored
+    once, and the loss is the one a single batch of every pair gives."""
+    import torch.nn.functional as F
+
+    from transformer import training
+    from transformer.config import TransformerConfig
+    from transformer.data import make_batch
+    from transformer.model import build_model
+
+    cfg = TransformerConfig(d_model=16, h=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, max_positions=64,
+                            src_vocab_size=20, tgt_vocab_size=20, dropout=0.0, attn_dropout=0.0)
+    torch.manual_seed(0)
+    model = build_model(cfg)
+    lengths = [1, 2, 3, 5, 8, 12, 20, 30, 45, 2, 4, 7, 40]  # mixed, so sorting matters
+    encoded = [([4 + n % 7] * n, [5 + n % 5] * (n + 1)) for n in lengths]
+    budget = 120
+    built = []
+
+    def recording_make_batch(examples, c):
+        batch = make_batch(examples, c)
+        built.append((len(examples), batch.src.numel() + batch.tgt_in.numel(), examples))
+        return batch
+
+    monkeypatch.setattr(training, "make_batch", recording_make_batch)
+    loss = training.validation_loss(model, encoded, cfg, budget, "cpu")
+    assert all(tokens <= budget for n, tokens, _ in built if n > 1), [(n, t) for n, t, _ in built]
+    assert sorted(map(tuple, (ex for _, _, exs in built for ex in exs))) == sorted(map(tuple, encoded))
+
+    whole = make_batch(encoded, cfg)
+    with torch.no_grad():
+        logits = model(whole.src, whole.tgt_in).logits
+    expected = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), whole.tgt_out.reshape(-1),
+                               ignore_index=cfg.tgt_pad_id, reduction="sum") / whole.n_tgt_tokens
+    assert loss == pytest.approx(float(expected), rel=1e-5)

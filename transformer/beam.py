@@ -43,8 +43,12 @@ the same for every hypothesis of a sentence, so they are only gathered when the 
 of sentences changes: once when step 0 expands 1 row to ``k``, and when a sentence
 finishes and leaves the batch (finished sentences stop costing compute).
 
-The beam tree (``return_tree=True``), schema ``"transformer-beam-tree/1"``, one JSON-ready
-dict per sentence::
+The search and the tree are kept apart. With ``return_tree=True`` the search keeps a
+:class:`SearchRecord` per sentence: every candidate it ranked, with a backpointer to the
+hypothesis it extends, and the greedy next token of every hypothesis it expanded. Once the
+search is over, :func:`build_tree` turns one record into the tree a viewer draws.
+
+The beam tree, schema ``"transformer-beam-tree/1"``, one JSON-ready dict per sentence::
 
     {
       "schema": "transformer-beam-tree/1",
@@ -94,7 +98,7 @@ digits; :class:`BeamResult` keeps full precision.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -147,15 +151,267 @@ def _check_beam_size(beam_size, upper: int | None = None) -> int:
     return int(beam_size)
 
 
+@dataclass(frozen=True)
+class SearchSettings:
+    """The checked arguments of one :func:`beam_search` call."""
+
+    beam_size: int  # k
+    length_penalty: float  # GNMT alpha
+    early_stopping: bool
+    max_steps: int | None  # as given: None means each row's own limit
+
+
+@dataclass
+class Candidate:
+    """One (hypothesis, next token) pair the search ranked at a step: a node of the beam tree."""
+
+    parent: int  # id of the hypothesis it extends: 0 is [SOS], i > 0 is candidate i - 1 of the record
+    step: int  # tokens emitted up to and including this one
+    token_id: int
+    logprob: float  # cumulative log P(prefix up to this token)
+    token_logprob: float  # log P(this token | parent prefix)
+    rank: int  # among the step's candidates, 0 = best
+    status: str  # "kept" | "pruned" | "finished", as in the tree
+
+
+@dataclass
+class SearchRecord:
+    """What the search saw of one sentence, kept when a tree is asked for: every candidate in
+    the order it was ranked (step by step, best first, so parents come before children), and
+    for every hypothesis it expanded the greedy (argmax) next token and its log-prob, which
+    places the greedy path in the tree for free while greedy stays inside the beam."""
+
+    limit: int  # the sentence's limit on emitted tokens
+    candidates: list[Candidate] = field(default_factory=list)
+    greedy_next: dict[int, tuple[int, float]] = field(default_factory=dict)  # hypothesis id -> (token, log-prob)
+
+    def add(self, candidate: Candidate) -> int:
+        """Append ``candidate``; returns its hypothesis id."""
+        self.candidates.append(candidate)
+        return len(self.candidates)
+
+
+@torch.no_grad()
+def beam_search(
+    model: Transformer,
+    src: torch.Tensor,
+    beam_size: int,
+    max_steps: int | None = None,
+    length_penalty: float = 0.6,
+    early_stopping: bool = True,
+    return_tree: bool = False,
+    tokenizer=None,
+) -> BeamResult:
+    """Beam search over a padded batch ``src`` (B, S) of source ids (see the module docstring).
+
+    ``max_steps``: cap on emitted tokens for every sentence (default: per row,
+    :func:`~transformer.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
+    alpha >= 0. ``return_tree``: also build one beam tree per sentence, with the greedy
+    path placed in it (free while greedy stays inside the beam, else one extra greedy
+    decoding). ``tokenizer``: the target tokenizer, for token strings in the tree.
+    The model must be in eval mode: dropout would make the search random.
+    """
+    settings = _check_search(model, src, beam_size, max_steps, length_penalty, early_stopping)
+    limits = _limits(model, src, max_steps)
+    records = [SearchRecord(limit) for limit in limits] if return_tree else None
+    finished = _search(model, src, settings, limits, records)
+    result = BeamResult(
+        ids=[f[0].ids for f in finished],
+        scores=[f[0].score for f in finished],
+        hypotheses=finished,
+    )
+    if records is not None:
+        result.trees = [build_tree(model, src[b : b + 1], record, finished[b], settings, tokenizer)
+                        for b, record in enumerate(records)]
+    return result
+
+
+def _check_search(model, src, beam_size, max_steps, length_penalty, early_stopping) -> SearchSettings:
+    """Bad arguments raise ``ValueError`` before any compute."""
+    cfg = model.cfg
+    if model.training:
+        raise ValueError("beam_search needs model.eval(): dropout would make the search random")
+    if src.dim() != 2 or src.shape[0] == 0 or src.shape[1] == 0:
+        raise ValueError(f"src must be a non-empty (B, S) batch of ids, got shape {tuple(src.shape)}")
+    k = _check_beam_size(beam_size)
+    alpha = float(length_penalty)
+    if not math.isfinite(alpha) or alpha < 0:
+        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
+    if 2 * k > cfg.tgt_vocab_size - len(_banned(cfg)):
+        raise ValueError(f"beam size {k} is too large for a target vocabulary of {cfg.tgt_vocab_size} tokens")
+    if max_steps is not None and int(max_steps) < 1:
+        raise ValueError(f"max_steps must be at least 1, got {max_steps}")
+    return SearchSettings(k, alpha, early_stopping, max_steps)
+
+
+def _banned(cfg) -> list[int]:
+    """[PAD] and [SOS]: never proposed, they are not output tokens."""
+    return sorted({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id})
+
+
+def _limits(model, src, max_steps) -> list[int]:
+    """Each sentence's limit on emitted tokens."""
+    cfg = model.cfg
+    if max_steps is None:
+        return max_new_tokens(model, (src != cfg.src_pad_id).sum(dim=1)).tolist()  # (B,)
+    return [min(int(max_steps), cfg.max_positions)] * src.shape[0]
+
+
+def _search(model, src, settings: SearchSettings, limits: list[int],
+            records: list[SearchRecord] | None) -> list[list[Hypothesis]]:
+    """The search itself: the k best finished hypotheses per sentence, best first. With
+    ``records``, every ranked candidate is also appended to its sentence's record."""
+    cfg = model.cfg
+    k, device = settings.beam_size, src.device
+    n_cand = 2 * k
+    B = src.shape[0]
+    banned_mask = torch.zeros(cfg.tgt_vocab_size, dtype=torch.bool, device=device)
+    banned_mask[_banned(cfg)] = True
+
+    src_mask = model.src_mask(src)  # (B, 1, 1, S)
+    memory, _ = model.encode(src, src_mask)  # (B, S, D)
+    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
+    # the alive hypotheses: rows of the batch, `nb` consecutive rows per active sentence
+    active = list(range(B))
+    nb = 1
+    seqs: list[list[int]] = [[] for _ in range(B)]  # emitted ids per row
+    row_hyp: list[int | None] = [0 if records is not None else None] * B  # record id per row
+    cum = torch.zeros(B, device=device)  # (R,) cumulative log-prob per row
+    dec = model.decode(torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=device), memory, src_mask)
+    cache = dec.cache
+    logits = model.project(dec.hidden[:, -1])  # (R, V)
+
+    t = 0
+    while True:
+        logp = logits.float().log_softmax(dim=-1)  # (R, V): the model's own probabilities
+        sel_tok, sel_total, sel_lp, sel_beam = _best_candidates(logits, logp, cum, banned_mask, len(active), nb, n_cand)
+        if records is not None:
+            _record_greedy_next(records, logits, logp, active, nb, row_hyp)
+        next_rows, next_tok, next_cum, next_seqs, next_hyps, next_active = [], [], [], [], [], []
+        for a, i in enumerate(active):
+            last_step = t + 1 >= limits[i]
+            kept = []  # (row, token, cum, record id)
+            for rank, status in enumerate(candidate_statuses(sel_tok[a], k, cfg.tgt_eos_id)):
+                tok, tot, lp = sel_tok[a][rank], sel_total[a][rank], sel_lp[a][rank]
+                row = a * nb + sel_beam[a][rank]
+                hyp = None
+                if records is not None:
+                    # out of steps, the kept candidates end hypotheses too
+                    final = "finished" if status == "kept" and last_step else status
+                    hyp = records[i].add(Candidate(row_hyp[row], t + 1, tok, tot, lp, rank, final))
+                if status == "finished":
+                    _offer(finished[i], _hypothesis(seqs[row] + [tok], tot, True, hyp, settings.length_penalty), k)
+                elif status == "kept":
+                    kept.append((row, tok, tot, hyp))
+            if last_step:  # out of steps: the alive hypotheses compete as they are
+                for row, tok, tot, hyp in kept:
+                    _offer(finished[i], _hypothesis(seqs[row] + [tok], tot, False, hyp, settings.length_penalty), k)
+            if last_step or _sentence_done(finished[i], kept, settings, limits[i]):
+                continue
+            next_active.append(i)
+            for row, tok, tot, hyp in kept:
+                next_rows.append(row)
+                next_tok.append(tok)
+                next_cum.append(tot)
+                next_seqs.append(seqs[row] + [tok])
+                next_hyps.append(hyp)
+        if not next_active:
+            return finished
+        rows = torch.tensor(next_rows, dtype=torch.long, device=device)
+        layout_changed = nb != k or next_active != active
+        cache, memory, src_mask, logits = _decode_next(model, cache, memory, src_mask, rows, next_tok, layout_changed)
+        active, nb = next_active, k
+        seqs, row_hyp = next_seqs, next_hyps
+        cum = torch.tensor(next_cum, device=device)
+        t += 1
+
+
+def _decode_next(model, cache, memory, src_mask, rows: torch.Tensor, tokens: list[int], layout_changed: bool):
+    """Reorder the KV cache so that row r continues the hypothesis of old row ``rows[r]``,
+    then decode one step of ``tokens``: (cache, memory, src_mask, logits (R, V)).
+
+    Self-attention K/V are gathered every step; cross-attention K/V (and memory and mask)
+    only when the layout of sentences changed, since they are shared by a sentence's rows.
+    """
+    cache = select_cache_rows(cache, rows, cross=layout_changed)
+    if layout_changed:
+        # memory is not read once the cross K/V are cached; kept aligned for clarity
+        memory = memory.index_select(0, rows)
+        src_mask = src_mask.index_select(0, rows)
+    dec = model.decode(torch.tensor(tokens, device=rows.device)[:, None], memory, src_mask, cache=cache)
+    return dec.cache, memory, src_mask, model.project(dec.hidden[:, -1])
+
+
+def _best_candidates(logits, logp, cum, banned_mask, A: int, nb: int, n_cand: int):
+    """The ``n_cand`` best (row, token) pairs of each of the ``A`` active sentences by
+    cumulative log-prob, best first, as lists (A, n_cand): token, cumulative log-prob,
+    the token's own log-prob, and the row within the sentence's ``nb`` rows.
+    ``logp`` (R, V) is ``logits`` log-softmaxed in float32."""
+    # rank each row's tokens by logit (same order as greedy's argmax), then take logp
+    _, cand_tok = logits.masked_fill(banned_mask, float("-inf")).topk(n_cand, dim=-1)  # (R, n_cand)
+    cand_lp = logp.gather(1, cand_tok)  # (R, n_cand)
+    total = (cum[:, None] + cand_lp).view(A, nb * n_cand)  # (A, nb * n_cand)
+    # stable sort: on exact ties, keep the row-major, best-logit-first order
+    order = total.sort(dim=1, descending=True, stable=True).indices[:, :n_cand]  # (A, n_cand)
+    return (cand_tok.view(A, -1).gather(1, order).tolist(), total.gather(1, order).tolist(),
+            cand_lp.view(A, -1).gather(1, order).tolist(), (order // n_cand).tolist())
+
+
+def _record_greedy_next(records, logits, logp, active, nb, row_hyp) -> None:
+    """Where greedy would go from each row: its argmax token and that token's log-prob."""
+    g_tok = logits.argmax(dim=-1)  # (R,)
+    g_lp = logp.gather(1, g_tok[:, None])[:, 0]  # (R,)
+    for row, nxt in enumerate(zip(g_tok.tolist(), g_lp.tolist())):
+        records[active[row // nb]].greedy_next[row_hyp[row]] = nxt
+
+
+def candidate_statuses(tokens: list[int], k: int, eos_id: int) -> list[str]:
+    """The walk over one sentence's candidates of a step, best first (module docstring,
+    step 2): an [EOS] among the first ``k`` finishes a hypothesis, the first ``k`` others
+    are kept, every other candidate is pruned."""
+    statuses, n_kept = [], 0
+    for rank, tok in enumerate(tokens):
+        if tok == eos_id:
+            statuses.append("finished" if rank < k else "pruned")
+        elif n_kept < k:
+            statuses.append("kept")
+            n_kept += 1
+        else:
+            statuses.append("pruned")
+    return statuses
+
+
+def _hypothesis(ids: list[int], logprob: float, eos: bool, node: int | None, alpha: float) -> Hypothesis:
+    return Hypothesis(ids, logprob, hypothesis_score(logprob, len(ids), alpha), eos, node)
+
+
+def _sentence_done(pool: list[Hypothesis], kept: list, settings: SearchSettings, limit: int) -> bool:
+    """Whether a sentence with ``pool`` finished and ``kept`` alive hypotheses stops
+    before its limit (module docstring, step 4)."""
+    if len(pool) < settings.beam_size:
+        return False
+    if settings.early_stopping:
+        return True
+    best_alive = max(tot for _, _, tot, _ in kept)
+    return best_alive / gnmt_length_penalty(limit, settings.length_penalty) <= pool[-1].score
+
+
+def _offer(pool: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
+    """Insert ``hyp`` into the best-first ``pool``, keeping the ``k`` best (stable on ties)."""
+    pos = len(pool)
+    while pos > 0 and pool[pos - 1].score < hyp.score:
+        pos -= 1
+    pool.insert(pos, hyp)
+    del pool[k:]
+
+
 class _Tree:
-    """Nodes of one sentence's tree while the search runs."""
+    """Nodes of one sentence's tree while it is built."""
 
     def __init__(self, root_token: int, tokenizer) -> None:
         self.tokenizer = tokenizer
         self.nodes: list[dict] = []
         self.children: dict[tuple[int, int], int] = {}
-        # for every expanded node: the greedy (argmax) next token and its log-prob
-        self.greedy_next: dict[int, tuple[int, float]] = {}
         self.add(None, 0, root_token, 0.0, 1.0, None, "kept")
 
     def add(self, parent, step, token_id, logprob, prob, rank, status, eos=False, source="beam") -> int:
@@ -179,184 +435,74 @@ class _Tree:
         return out[::-1]
 
 
-@torch.no_grad()
-def beam_search(
-    model: Transformer,
-    src: torch.Tensor,
-    beam_size: int,
-    max_steps: int | None = None,
-    length_penalty: float = 0.6,
-    early_stopping: bool = True,
-    return_tree: bool = False,
-    tokenizer=None,
-) -> BeamResult:
-    """Beam search over a padded batch ``src`` (B, S) of source ids (see the module docstring).
-
-    ``max_steps``: cap on emitted tokens for every sentence (default: per row,
-    :func:`~transformer.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
-    alpha >= 0. ``return_tree``: also build one beam tree per sentence, with the greedy
-    path placed in it (free while greedy stays inside the beam, else one extra greedy
-    decoding). ``tokenizer``: the target tokenizer, for token strings in the tree.
-    The model must be in eval mode: dropout would make the search random.
-    """
-    cfg = model.cfg
-    if model.training:
-        raise ValueError("beam_search needs model.eval(): dropout would make the search random")
-    if src.dim() != 2 or src.shape[0] == 0 or src.shape[1] == 0:
-        raise ValueError(f"src must be a non-empty (B, S) batch of ids, got shape {tuple(src.shape)}")
-    k = _check_beam_size(beam_size)
-    alpha = float(length_penalty)
-    if not math.isfinite(alpha) or alpha < 0:
-        raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
-    banned = sorted({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id})
-    V = cfg.tgt_vocab_size
-    n_cand = 2 * k
-    if n_cand > V - len(banned):
-        raise ValueError(f"beam size {k} is too large for a target vocabulary of {V} tokens")
-
-    B = src.shape[0]
-    device = src.device
-    if max_steps is None:
-        limits = max_new_tokens(model, (src != cfg.src_pad_id).sum(dim=1)).tolist()  # (B,)
-    else:
-        if int(max_steps) < 1:
-            raise ValueError(f"max_steps must be at least 1, got {max_steps}")
-        limits = [min(int(max_steps), cfg.max_positions)] * B
-
-    src_mask = model.src_mask(src)  # (B, 1, 1, S)
-    memory, _ = model.encode(src, src_mask)  # (B, S, D)
-    banned_mask = torch.zeros(V, dtype=torch.bool, device=device)
-    banned_mask[banned] = True
-
-    trees = [_Tree(cfg.tgt_sos_id, tokenizer) for _ in range(B)] if return_tree else None
-    finished: list[list[Hypothesis]] = [[] for _ in range(B)]
-    # the alive hypotheses: rows of the batch, `nb` consecutive rows per active sentence
-    active = list(range(B))
-    nb = 1
-    seqs: list[list[int]] = [[] for _ in range(B)]  # emitted ids per row
-    row_node = [0] * B  # tree node per row
-    cum = torch.zeros(B, device=device)  # (R,) cumulative log-prob per row
-    dec = model.decode(torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=device), memory, src_mask)
-    cache = dec.cache
-    logits = model.project(dec.hidden[:, -1])  # (R, V)
-
-    t = 0
-    while True:
-        A = len(active)
-        logp = logits.float().log_softmax(dim=-1)  # (R, V): the model's own probabilities
-        # rank each row's tokens by logit (same order as greedy's argmax), then take logp
-        _, cand_tok = logits.masked_fill(banned_mask, float("-inf")).topk(n_cand, dim=-1)  # (R, n_cand)
-        cand_lp = logp.gather(1, cand_tok)  # (R, n_cand)
-        total = (cum[:, None] + cand_lp).view(A, nb * n_cand)  # (A, nb * n_cand)
-        # stable sort: on exact ties, keep the row-major, best-logit-first order
-        order = total.sort(dim=1, descending=True, stable=True).indices[:, :n_cand]  # (A, n_cand)
-        sel_total = total.gather(1, order).tolist()
-        sel_tok = cand_tok.view(A, -1).gather(1, order).tolist()
-        sel_lp = cand_lp.view(A, -1).gather(1, order).tolist()
-        sel_beam = (order // n_cand).tolist()
-        if trees is not None:  # where greedy would go from each row, to place the greedy path
-            g_tok = logits.argmax(dim=-1)  # (R,)
-            g_next = zip(g_tok.tolist(), logp.gather(1, g_tok[:, None])[:, 0].tolist())
-            for row, nxt in enumerate(g_next):
-                trees[active[row // nb]].greedy_next[row_node[row]] = nxt
-
-        next_rows, next_tok, next_cum, next_seqs, next_nodes, next_active = [], [], [], [], [], []
-        for a, i in enumerate(active):
-            kept = []  # (row, token, cum, node)
-            for rank in range(n_cand):
-                tok, tot, lp = sel_tok[a][rank], sel_total[a][rank], sel_lp[a][rank]
-                row = a * nb + sel_beam[a][rank]
-                is_eos = tok == cfg.tgt_eos_id
-                if is_eos and rank < k:
-                    status = "finished"
-                elif not is_eos and len(kept) < k:
-                    status = "kept"
-                else:
-                    status = "pruned"
-                node = None
-                if trees is not None:
-                    node = trees[i].add(row_node[row], t + 1, tok, tot, math.exp(lp), rank, status, eos=is_eos)
-                if status == "finished":
-                    ids = seqs[row] + [tok]
-                    _offer(finished[i], Hypothesis(ids, tot, hypothesis_score(tot, len(ids), alpha), True, node), k)
-                elif status == "kept":
-                    kept.append((row, tok, tot, node))
-            if t + 1 >= limits[i]:
-                done = True  # out of steps: the alive hypotheses compete as they are
-                for row, tok, tot, node in kept:
-                    ids = seqs[row] + [tok]
-                    _offer(finished[i], Hypothesis(ids, tot, hypothesis_score(tot, len(ids), alpha), False, node), k)
-            elif len(finished[i]) >= k:
-                if early_stopping:
-                    done = True
-                else:
-                    best_alive = max(tot for _, _, tot, _ in kept)
-                    done = best_alive / gnmt_length_penalty(limits[i], alpha) <= finished[i][-1].score
-            else:
-                done = False
-            if trees is not None and t + 1 >= limits[i]:
-                for _, _, _, node in kept:
-                    trees[i].nodes[node]["status"] = "finished"
-            if done:
-                continue
-            next_active.append(i)
-            for row, tok, tot, node in kept:
-                next_rows.append(row)
-                next_tok.append(tok)
-                next_cum.append(tot)
-                next_seqs.append(seqs[row] + [tok])
-                next_nodes.append(node)
-        if not next_active:
-            break
-        layout_changed = nb != k or next_active != active
-        rows = torch.tensor(next_rows, dtype=torch.long, device=device)
-        cache = select_cache_rows(cache, rows, cross=layout_changed)
-        if layout_changed:
-            # memory is not read once the cross K/V are cached; kept aligned for clarity
-            memory = memory.index_select(0, rows)
-            src_mask = src_mask.index_select(0, rows)
-        active, nb = next_active, k
-        seqs, row_node = next_seqs, next_nodes
-        cum = torch.tensor(next_cum, device=device)
-        dec = model.decode(torch.tensor(next_tok, device=device)[:, None], memory, src_mask, cache=cache)
-        cache = dec.cache
-        logits = model.project(dec.hidden[:, -1])  # (R, V)
-        t += 1
-
-    result = BeamResult(
-        ids=[f[0].ids for f in finished],
-        scores=[f[0].score for f in finished],
-        hypotheses=finished,
-    )
-    if trees is not None:
-        result.trees = _finish_trees(model, src, trees, finished, limits, k, alpha, early_stopping, max_steps)
-    return result
+def build_tree(model, src_row, record: SearchRecord, hypotheses: list[Hypothesis], settings: SearchSettings,
+               tokenizer=None) -> dict:
+    """One sentence's ``"transformer-beam-tree/1"`` dict (module docstring) from what its
+    search recorded: node i is the record's hypothesis id i, then the greedy path is placed,
+    and the best and greedy paths are marked. ``src_row`` (1, S) is the sentence, needed
+    only if greedy leaves the beam."""
+    eos_id = model.cfg.tgt_eos_id
+    tree = _Tree(model.cfg.tgt_sos_id, tokenizer)
+    for c in record.candidates:
+        tree.add(c.parent, c.step, c.token_id, c.logprob, math.exp(c.token_logprob), c.rank, c.status,
+                 eos=c.token_id == eos_id)
+    greedy_ids, greedy_node, greedy_logprob = _greedy_path(model, src_row, tree, record, settings.max_steps)
+    best = hypotheses[0].node
+    best_path, greedy_path = tree.path(best), tree.path(greedy_node)
+    _mark_tree(tree, best_path, greedy_path, hypotheses, settings.length_penalty)
+    k, alpha = settings.beam_size, settings.length_penalty
+    return {
+        "schema": TREE_SCHEMA,
+        "beam_size": k,
+        "length_penalty": alpha,
+        "early_stopping": bool(settings.early_stopping),
+        "max_steps": int(record.limit),
+        "candidates_per_step": 2 * k,
+        "steps": max(n["step"] for n in tree.nodes),
+        "score_formula": "logprob / ((5 + length) / 6) ** length_penalty",
+        "nodes": tree.nodes,
+        "best": best,
+        "best_path": best_path,
+        "greedy": greedy_node,
+        "greedy_path": greedy_path,
+        "greedy_logprob": round(greedy_logprob, 6),
+        "greedy_score": round(hypothesis_score(greedy_logprob, max(1, len(greedy_ids)), alpha), 6),
+        "hypotheses": [
+            {"node": f.node, "ids": f.ids, "logprob": round(f.logprob, 6), "score": round(f.score, 6),
+             "length": len(f.ids), "eos": f.eos}
+            for f in hypotheses
+        ],
+    }
 
 
-def _offer(pool: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
-    """Insert ``hyp`` into the best-first ``pool``, keeping the ``k`` best (stable on ties)."""
-    pos = len(pool)
-    while pos > 0 and pool[pos - 1].score < hyp.score:
-        pos -= 1
-    pool.insert(pos, hyp)
-    del pool[k:]
+def _mark_tree(tree: _Tree, best_path, greedy_path, hypotheses: list[Hypothesis], alpha: float) -> None:
+    """Flag the nodes on the best and greedy paths, and score every finished node."""
+    for n in best_path:
+        tree.nodes[n]["on_best"] = True
+    for n in greedy_path:
+        tree.nodes[n]["on_greedy"] = True
+    for f in hypotheses:
+        tree.nodes[f.node]["score"] = round(f.score, 6)
+    for n in tree.nodes:
+        if n["status"] == "finished" and n["score"] is None:  # finished, later outranked
+            n["score"] = round(hypothesis_score(n["logprob"], n["step"], alpha), 6)
 
 
-def _greedy_path(model, src_row, tree: _Tree, limit: int, max_steps) -> tuple[list[int], int, float]:
+def _greedy_path(model, src_row, tree: _Tree, record: SearchRecord, max_steps) -> tuple[list[int], int, float]:
     """Place the greedy decoding in ``tree``: (ids, last node, log-prob).
 
-    While greedy stays on nodes the beam expanded, its next token is the argmax recorded
-    at that node, so it costs nothing. Once it leaves them, one greedy decoding forced
-    through the prefix and one teacher-forced pass finish it. Greedy-only nodes are added
-    with status "pruned" and source "greedy".
+    While greedy stays on nodes the beam expanded, its next token is the argmax the search
+    recorded at that node, so it costs nothing. Once it leaves them, one greedy decoding
+    forced through the prefix and one teacher-forced pass finish it. Greedy-only nodes are
+    added with status "pruned" and source "greedy".
     """
     cfg = model.cfg
     ids: list[int] = []
     node, cum = 0, 0.0
     rest: list[tuple[int, float]] = []
-    while len(ids) < limit:
-        if node in tree.greedy_next:
-            tok, lp = tree.greedy_next[node]
+    while len(ids) < record.limit:
+        if node in record.greedy_next:
+            tok, lp = record.greedy_next[node]
         else:
             full = greedy_decode(model, src_row, max_steps=max_steps, forced_prefix=ids).ids[0]
             if len(full) > len(ids):
@@ -383,48 +529,6 @@ def _greedy_child(tree: _Tree, node: int, step: int, tok: int, cum: float, lp: f
     if child is None:  # the beam never considered this branch
         child = tree.add(node, step, tok, cum, math.exp(lp), None, "pruned", eos=tok == cfg.tgt_eos_id, source="greedy")
     return child
-
-
-def _finish_trees(model, src, trees, finished, limits, k, alpha, early_stopping, max_steps) -> list[dict]:
-    """Mark the best path and the greedy path, and package each tree as a JSON-ready dict."""
-    out = []
-    for b, tree in enumerate(trees):
-        best = finished[b][0].node
-        greedy_ids, node, cum = _greedy_path(model, src[b : b + 1], tree, limits[b], max_steps)
-        greedy_node = node
-        best_path, greedy_path = tree.path(best), tree.path(greedy_node)
-        for n in best_path:
-            tree.nodes[n]["on_best"] = True
-        for n in greedy_path:
-            tree.nodes[n]["on_greedy"] = True
-        for f in finished[b]:
-            tree.nodes[f.node]["score"] = round(f.score, 6)
-        for n in tree.nodes:
-            if n["status"] == "finished" and n["score"] is None:  # finished, later outranked
-                n["score"] = round(hypothesis_score(n["logprob"], n["step"], alpha), 6)
-        out.append({
-            "schema": TREE_SCHEMA,
-            "beam_size": k,
-            "length_penalty": alpha,
-            "early_stopping": bool(early_stopping),
-            "max_steps": int(limits[b]),
-            "candidates_per_step": 2 * k,
-            "steps": max(n["step"] for n in tree.nodes),
-            "score_formula": "logprob / ((5 + length) / 6) ** length_penalty",
-            "nodes": tree.nodes,
-            "best": best,
-            "best_path": best_path,
-            "greedy": greedy_node,
-            "greedy_path": greedy_path,
-            "greedy_logprob": round(cum, 6),
-            "greedy_score": round(hypothesis_score(cum, max(1, len(greedy_ids)), alpha), 6),
-            "hypotheses": [
-                {"node": f.node, "ids": f.ids, "logprob": round(f.logprob, 6), "score": round(f.score, 6),
-                 "length": len(f.ids), "eos": f.eos}
-                for f in finished[b]
-            ],
-        })
-    return out
 
 
 def _batches(translator, sentences: list[str], batch_size: int):

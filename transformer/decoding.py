@@ -87,75 +87,118 @@ def greedy_decode(
     ``head_mask`` silences heads (see ``Transformer.layer_head_masks``), e.g. a knock-out.
     """
     cfg = model.cfg
-    B, S = src.shape
-    if forced_prefix and B != 1:
+    forced_prefix = _check_forced_prefix(cfg, forced_prefix, src.shape[0])
+    limits = _step_limits(model, src, max_steps, len(forced_prefix))
+    src_mask = model.src_mask(src)
+    memory, enc_w = model.encode(src, src_mask, need_weights=need_trace, head_mask=head_mask)
+    recorder = _StepRecorder(top_k) if need_trace else None
+    out = _decode_steps(model, _Rows.start(cfg.tgt_sos_id, memory, src_mask, limits), forced_prefix, head_mask, recorder)
+    result = GreedyResult(ids=_emitted_ids(out, cfg))
+    if recorder is not None:
+        src_lens = (src != cfg.src_pad_id).sum(dim=1).tolist()
+        result.records = recorder.sentence_records(model, result.ids, src_lens, enc_w)
+    return result
+
+
+def _check_forced_prefix(cfg, forced_prefix: list[int] | None, batch: int) -> list[int]:
+    """The forced prefix as a list (empty for none); a bad one raises ``ValueError``."""
+    if forced_prefix and batch != 1:
         raise ValueError("forced_prefix works on one sentence at a time")
     forced_prefix = list(forced_prefix or [])
     if cfg.tgt_pad_id in forced_prefix:
         raise ValueError("a forced prefix cannot contain the [PAD] token")
     if len(forced_prefix) > cfg.max_positions:
         raise ValueError(f"forced prefix of {len(forced_prefix)} tokens exceeds max_positions={cfg.max_positions}")
+    return forced_prefix
+
+
+def _step_limits(model: Transformer, src: torch.Tensor, max_steps: int | None, n_forced: int) -> torch.Tensor:
+    """Steps allowed per row (B,): ``max_steps`` or the row's own :func:`max_new_tokens`,
+    and never fewer than the forced prefix needs."""
+    cfg = model.cfg
     if max_steps is None:
         limits = max_new_tokens(model, (src != cfg.src_pad_id).sum(dim=1))  # (B,)
     else:
-        limits = torch.full((B,), min(max_steps, cfg.max_positions), device=src.device)
-    limits = limits.clamp(min=len(forced_prefix))
-    max_steps = int(limits.max())
+        limits = torch.full((src.shape[0],), min(max_steps, cfg.max_positions), device=src.device)
+    return limits.clamp(min=n_forced)
 
-    src_mask = model.src_mask(src)
-    memory, enc_w = model.encode(src, src_mask, need_weights=need_trace, head_mask=head_mask)
-    ys = torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=src.device)
-    finished = torch.zeros(B, dtype=torch.bool, device=src.device)
-    cache = None
-    # Without a trace, a sentence that has finished leaves the batch (its rows of the KV
-    # cache, memory and mask are dropped), so a batch costs its longest sentence's steps
-    # at the width of the sentences still running, not at full width. A trace keeps every
-    # row, since its per-step arrays are indexed by batch position (traced batches hold
-    # sentences of similar length anyway), and so does a head mask, which may be per row.
-    shrink = not need_trace and head_mask is None
-    rows = torch.arange(B, device=src.device)  # batch position of each running row
-    out = torch.full((B, max_steps), cfg.tgt_pad_id, dtype=torch.long, device=src.device)  # (B, T)
-    n_steps = 0
-    self_rows, cross_rows, tk_ids, tk_probs, lens_ids, lens_probs, lens_hidden = [], [], [], [], [], [], []
+
+@dataclass
+class _Rows:
+    """The rows still decoding, with everything indexed by row: the batch position each row
+    belongs to, its last output token, step limit and finished flag, and its slices of the
+    encoder memory, source mask and KV cache."""
+
+    position: torch.Tensor  # (R,) batch position of each row
+    last: torch.Tensor  # (R, 1) the token each row reads next
+    limits: torch.Tensor  # (R,)
+    finished: torch.Tensor  # (R,) bool
+    memory: torch.Tensor  # (R, S, D)
+    src_mask: torch.Tensor  # (R, 1, 1, S)
+    cache: list | None = None
+
+    @classmethod
+    def start(cls, sos_id: int, memory, src_mask, limits) -> _Rows:
+        """Every sentence of the batch, about to read [SOS]."""
+        B, device = memory.shape[0], memory.device
+        sos = torch.full((B, 1), sos_id, dtype=torch.long, device=device)
+        return cls(torch.arange(B, device=device), sos, limits, torch.zeros(B, dtype=torch.bool, device=device),
+                   memory, src_mask)
+
+    def without_finished(self) -> _Rows:
+        """The running rows only: a finished sentence leaves the batch."""
+        keep = (~self.finished).nonzero().squeeze(1)  # (R',) running rows
+        return _Rows(self.position[keep], self.last[keep], self.limits[keep], self.finished[keep],
+                     self.memory.index_select(0, keep), self.src_mask.index_select(0, keep),
+                     select_cache_rows(self.cache, keep))
+
+
+def _decode_steps(model: Transformer, rows: _Rows, forced_prefix: list[int], head_mask: dict | None,
+                  recorder: _StepRecorder | None) -> torch.Tensor:
+    """Decode step by step until every row has finished; returns (B, steps) output ids,
+    [PAD] after a row's end.
+
+    Without a trace, a sentence that has finished leaves the batch (its rows of the KV
+    cache, memory and mask are dropped), so a batch costs its longest sentence's steps at
+    the width of the sentences still running, not at full width. A trace keeps every row,
+    since its per-step arrays are indexed by batch position (traced batches hold sentences
+    of similar length anyway), and so does a head mask, which may be per row.
+    """
+    cfg = model.cfg
+    tracing = recorder is not None
+    shrink = not tracing and head_mask is None
+    max_steps = int(rows.limits.max())
+    out = torch.full((len(rows.position), max_steps), cfg.tgt_pad_id, dtype=torch.long, device=rows.last.device)
     for t in range(max_steps):
-        dec = model.decode(ys[:, -1:], memory, src_mask, cache=cache, need_weights=need_trace,
-                           head_mask=head_mask, need_hidden_states=need_trace)
-        cache = dec.cache
-        logits = model.project(dec.hidden[:, -1])  # (B, V)
-        if t < len(forced_prefix):
-            nxt = torch.full((len(rows),), forced_prefix[t], dtype=torch.long, device=src.device)
-        else:
-            nxt = logits.argmax(dim=-1)
-        if need_trace:
-            # one sorted top-k serves both the candidates (top_k) and the last layer's lens (LENS_K)
-            p, i = logits.float().softmax(dim=-1).topk(min(max(top_k, LENS_K), logits.shape[-1]), dim=-1)
-            tk_ids.append(i[:, :top_k])  # (B, k)
-            tk_probs.append(p[:, :top_k])
-            self_rows.append(torch.stack([w[:, :, 0] for w in dec.self_attn], dim=1))  # (B, L, H, t+1)
-            cross_rows.append(torch.stack([w[:, :, 0] for w in dec.cross_attn], dim=1))  # (B, L, H, S)
-            # logit lens: the last layer's row is exactly the logits above; the earlier
-            # layers' outputs are kept and projected after the loop in one matmul, which reads
-            # the (V, D) projection once instead of once per step and layer
-            lens_ids.append(i[:, :LENS_K])  # (B, LENS_K)
-            lens_probs.append(p[:, :LENS_K])
-            if len(dec.layer_hidden) > 1:
-                lens_hidden.append(torch.stack([h[:, -1] for h in dec.layer_hidden[:-1]], dim=1))  # (B, L - 1, D)
-        nxt = torch.where(finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
-        out[rows, t] = nxt
-        n_steps = t + 1
-        finished = finished | (nxt == cfg.tgt_eos_id) | (t + 1 >= limits)
-        ys = torch.cat([ys, nxt[:, None]], dim=1)
-        if bool(finished.all()):
-            break
-        if shrink and bool(finished.any()):
-            keep = (~finished).nonzero().squeeze(1)  # (B',) running rows
-            rows, ys, limits, finished = rows[keep], ys[keep], limits[keep], finished[keep]
-            memory, src_mask = memory.index_select(0, keep), src_mask.index_select(0, keep)
-            cache = select_cache_rows(cache, keep)
+        dec = model.decode(rows.last, rows.memory, rows.src_mask, cache=rows.cache, need_weights=tracing,
+                           head_mask=head_mask, need_hidden_states=tracing)
+        rows.cache = dec.cache
+        logits = model.project(dec.hidden[:, -1])  # (R, V)
+        nxt = _next_tokens(logits, forced_prefix, t)
+        if tracing:
+            recorder.add(dec, logits)
+        nxt = torch.where(rows.finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
+        out[rows.position, t] = nxt
+        rows.finished = rows.finished | (nxt == cfg.tgt_eos_id) | (t + 1 >= rows.limits)
+        rows.last = nxt[:, None]
+        if bool(rows.finished.all()):
+            return out[:, : t + 1]
+        if shrink and bool(rows.finished.any()):
+            rows = rows.without_finished()
+    return out
 
-    gen = out[:, :n_steps].tolist()  # (B, T)
+
+def _next_tokens(logits: torch.Tensor, forced_prefix: list[int], t: int) -> torch.Tensor:
+    """Step ``t``'s output per row (R,): the forced token while the prefix lasts, else the argmax."""
+    if t < len(forced_prefix):
+        return torch.full((logits.shape[0],), forced_prefix[t], dtype=torch.long, device=logits.device)
+    return logits.argmax(dim=-1)
+
+
+def _emitted_ids(out: torch.Tensor, cfg) -> list[list[int]]:
+    """Each row's ids up to and including its [EOS], without the [PAD] after its end."""
     ids = []
-    for row in gen:
+    for row in out.tolist():
         seq = []
         for tok in row:
             if tok == cfg.tgt_pad_id:
@@ -164,49 +207,78 @@ def greedy_decode(
             if tok == cfg.tgt_eos_id:
                 break
         ids.append(seq)
-    result = GreedyResult(ids=ids)
-    if need_trace:
-        result.records = _records(model, ids, (src != cfg.src_pad_id).sum(dim=1).tolist(), enc_w, self_rows,
-                                  cross_rows, tk_ids, tk_probs, lens_ids, lens_probs, lens_hidden)
-    return result
+    return ids
 
 
-def _records(model, ids, src_lens, enc_w, self_rows, cross_rows, tk_ids, tk_probs, lens_ids, lens_probs,
-             lens_hidden) -> list[SentenceRecord]:
-    """Per-sentence arrays from the per-step batch rows :func:`greedy_decode` kept. A
-    forced [EOS] or [PAD] can end the ids before the recorded steps do: only the steps
-    whose output is in ids are kept, so every array has T = len(ids[b]) rows."""
-    n_steps = len(self_rows)
-    L, H = self_rows[0].shape[1:3]
-    encoder = torch.stack(enc_w, dim=1).float()  # (B, L, H, S, S)
-    top_ids, top_probs = torch.stack(tk_ids, dim=1), torch.stack(tk_probs, dim=1)  # (B, steps, k)
-    last_ids, last_probs = torch.stack(lens_ids, dim=1), torch.stack(lens_probs, dim=1)  # (B, steps, K)
-    if lens_hidden:
-        # the earlier layers' logit lens for every sentence and step in one matmul
-        hidden = torch.stack(lens_hidden, dim=1)  # (B, steps, L - 1, D)
+class _StepRecorder:
+    """What a trace keeps of every decoding step, as batch rows (B, ...) per step."""
+
+    def __init__(self, top_k: int) -> None:
+        self.top_k = top_k
+        self.self_rows: list[torch.Tensor] = []  # per step (B, L, H, t+1)
+        self.cross_rows: list[torch.Tensor] = []  # per step (B, L, H, S)
+        self.top_ids: list[torch.Tensor] = []  # per step (B, top_k)
+        self.top_probs: list[torch.Tensor] = []
+        self.lens_ids: list[torch.Tensor] = []  # per step (B, LENS_K): the last layer's lens
+        self.lens_probs: list[torch.Tensor] = []
+        self.lens_hidden: list[torch.Tensor] = []  # per step (B, L - 1, D): the earlier layers' outputs
+
+    def add(self, dec, logits: torch.Tensor) -> None:
+        """Record one step from the decoder output ``dec`` and its logits (B, V)."""
+        # one sorted top-k serves both the candidates (top_k) and the last layer's lens (LENS_K)
+        p, i = logits.float().softmax(dim=-1).topk(min(max(self.top_k, LENS_K), logits.shape[-1]), dim=-1)
+        self.top_ids.append(i[:, : self.top_k])  # (B, k)
+        self.top_probs.append(p[:, : self.top_k])
+        self.self_rows.append(torch.stack([w[:, :, 0] for w in dec.self_attn], dim=1))  # (B, L, H, t+1)
+        self.cross_rows.append(torch.stack([w[:, :, 0] for w in dec.cross_attn], dim=1))  # (B, L, H, S)
+        # logit lens: the last layer's row is exactly the logits above; the earlier layers'
+        # outputs are kept and projected once all steps are done (see logit_lens), which reads
+        # the (V, D) projection once instead of once per step and layer
+        self.lens_ids.append(i[:, :LENS_K])  # (B, LENS_K)
+        self.lens_probs.append(p[:, :LENS_K])
+        if len(dec.layer_hidden) > 1:
+            self.lens_hidden.append(torch.stack([h[:, -1] for h in dec.layer_hidden[:-1]], dim=1))  # (B, L - 1, D)
+
+    def logit_lens(self, model: Transformer) -> tuple[torch.Tensor, torch.Tensor]:
+        """Top ``LENS_K`` (ids, probs) of every decoder layer at every step, (B, steps, L, K):
+        the earlier layers' outputs go through the final norm and the output projection in
+        one matmul for every sentence and step; the last layer's are the recorded logits'."""
+        last_ids, last_probs = torch.stack(self.lens_ids, dim=1), torch.stack(self.lens_probs, dim=1)  # (B, steps, K)
+        if not self.lens_hidden:
+            return last_ids[:, :, None], last_probs[:, :, None]  # (B, steps, 1, K)
+        hidden = torch.stack(self.lens_hidden, dim=1)  # (B, steps, L - 1, D)
         early = model.project(model.decoder_norm(hidden)).float().softmax(dim=-1)  # (B, steps, L - 1, V)
         ep, ei = early.topk(last_ids.shape[-1], dim=-1)  # (B, steps, L - 1, K)
-        all_ids = torch.cat([ei, last_ids[:, :, None]], dim=2)  # (B, steps, L, K)
-        all_probs = torch.cat([ep, last_probs[:, :, None]], dim=2)
-    else:
-        all_ids, all_probs = last_ids[:, :, None], last_probs[:, :, None]  # (B, steps, 1, K)
-    records = []
-    for b, (row_ids, S) in enumerate(zip(ids, src_lens)):
-        T = min(len(row_ids), n_steps)
-        self_attn = torch.zeros(L, H, T, T)
-        for t in range(T):
-            self_attn[:, :, t, : t + 1] = self_rows[t][b]
-        cross = torch.stack([cross_rows[t][b, :, :, :S] for t in range(T)], dim=2) if T else torch.zeros(L, H, 0, S)
-        records.append(SentenceRecord(
-            self_attn=self_attn.numpy(),
-            cross_attn=cross.float().numpy(),  # (L, H, T, S)
-            encoder_attn=encoder[b, :, :, :S, :S].contiguous().numpy(),  # (L, H, S, S)
-            topk_ids=top_ids[b, :T].numpy(),
-            topk_probs=top_probs[b, :T].float().numpy(),
-            lens_ids=all_ids[b, :T].numpy(),  # (T, L, LENS_K)
-            lens_probs=all_probs[b, :T].float().numpy(),
-        ))
-    return records
+        return torch.cat([ei, last_ids[:, :, None]], dim=2), torch.cat([ep, last_probs[:, :, None]], dim=2)
+
+    def sentence_records(self, model: Transformer, ids: list[list[int]], src_lens: list[int],
+                         enc_w: list[torch.Tensor]) -> list[SentenceRecord]:
+        """Per-sentence arrays from the recorded batch rows. A forced [EOS] or [PAD] can end
+        the ids before the recorded steps do: only the steps whose output is in ids are
+        kept, so every array has T = len(ids[b]) rows."""
+        n_steps = len(self.self_rows)
+        L, H = self.self_rows[0].shape[1:3]
+        encoder = torch.stack(enc_w, dim=1).float()  # (B, L, H, S, S)
+        top_ids, top_probs = torch.stack(self.top_ids, dim=1), torch.stack(self.top_probs, dim=1)  # (B, steps, k)
+        lens_ids, lens_probs = self.logit_lens(model)  # (B, steps, L, K)
+        records = []
+        for b, (row_ids, S) in enumerate(zip(ids, src_lens)):
+            T = min(len(row_ids), n_steps)
+            self_attn = torch.zeros(L, H, T, T)
+            for t in range(T):
+                self_attn[:, :, t, : t + 1] = self.self_rows[t][b]
+            cross = (torch.stack([self.cross_rows[t][b, :, :, :S] for t in range(T)], dim=2) if T
+                     else torch.zeros(L, H, 0, S))
+            records.append(SentenceRecord(
+                self_attn=self_attn.numpy(),
+                cross_attn=cross.float().numpy(),  # (L, H, T, S)
+                encoder_attn=encoder[b, :, :, :S, :S].contiguous().numpy(),  # (L, H, S, S)
+                topk_ids=top_ids[b, :T].numpy(),
+                topk_probs=top_probs[b, :T].float().numpy(),
+                lens_ids=lens_ids[b, :T].numpy(),  # (T, L, LENS_K)
+                lens_probs=lens_probs[b, :T].float().numpy(),
+            ))
+        return records
 
 
 @torch.no_grad()

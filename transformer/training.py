@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file
 
 from .config import TransformerConfig
-from .data import Batch, make_batch
+from .data import Batch, make_batch, token_budget_batches
 from .model import Transformer
 
 
@@ -69,6 +69,11 @@ class Preset:
     joint_vocab: bool
     train: TrainSettings
     description: str = ""
+    # the tokenizer cuts punctuation off words (``transformer.tokenizer``)
+    split_punctuation: bool = False
+    # synthetic (back-translated) sources start with a tag token, so the model can tell
+    # them from real ones; the tag lives in the run's tokenizer, which is how --resume knows
+    tag_synthetic: bool = False
 
 
 PRESETS: dict[str, Preset] = {
@@ -227,16 +232,12 @@ def to_device(batch: Batch, device: str) -> Batch:
 
 @torch.no_grad()
 def validation_loss(model, encoded, cfg, batch_tokens: int, device: str) -> float:
-    """Token-averaged cross-entropy (no label smoothing) over a whole split."""
+    """Token-averaged cross-entropy (no label smoothing) over a whole split, in the same
+    token-budget batches as training. The sum over tokens does not depend on how the pairs
+    are grouped, so any fixed seed gives the same loss (up to float rounding)."""
     model.eval()
-    order = sorted(range(len(encoded)), key=lambda i: len(encoded[i][0]) + len(encoded[i][1]))
     total, count = 0.0, 0
-    start = 0
-    while start < len(order):
-        longest = len(encoded[order[min(len(order) - 1, start)]][0]) + len(encoded[order[start]][1]) + 3
-        n = max(1, batch_tokens // max(1, longest))
-        idx = order[start : start + n]
-        start += n
+    for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0):
         batch = to_device(make_batch([encoded[i] for i in idx], cfg), device)
         logits = model(batch.src, batch.tgt_in).logits
         loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
