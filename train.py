@@ -29,18 +29,27 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError
 from transformer.cli import fail
 from transformer.data import DataError
 from transformer.distill import DistillError, add_distilled
 from transformer.distributed import DistributedError, init_distributed, launched_by_torchrun
+from transformer.tokenizer import SYNTHETIC_TAG
 from transformer.trainer import (
-    DEFAULT_SNAPSHOTS, Trainer, TrainingError, build_fresh, load_run_data, parse_snapshots,
+    DEFAULT_SNAPSHOTS, Trainer, TrainingError, build_fresh, forecast, load_run_data, parse_snapshots,
+    run_tags_synthetic,
 )
 from transformer.training import PRESETS, Preset
 
-DEFAULT_DATASET = str(Path(__file__).resolve().parent / "data" / "tatoeba-en-it")
+# steps timed (after the first) for the forecast printed before the first epoch ends
+FORECAST_AFTER_STEPS = 20
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_DATASET = str(DATA / "tatoeba-en-it")
+# back-translated pairs for the default corpus (data/tatoeba-en-it-bt/README.md), added to
+# its training split unless --extra-train says otherwise
+DEFAULT_EXTRA_TRAIN = str(DATA / "tatoeba-en-it-bt")
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -115,6 +124,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "or one .jsonl file, in the OPUS Books schema")
     p.add_argument("--dataset-config", default=None,
                    help="hub dataset config (default for a hub id: '<src>-<tgt>', e.g. en-it)")
+    p.add_argument("--extra-train", nargs="*", metavar="PATH", default=None,
+                   help="more training pairs: local JSONL folders or files (their train split only; validation "
+                        "and test always come from --dataset). Pairs whose 'origin' starts with 'bt' are synthetic. "
+                        f"(default: {Path(DEFAULT_EXTRA_TRAIN).relative_to(DATA.parent)} with the default "
+                        "--dataset and --src/--tgt, none otherwise; give no PATH for none)")
     p.add_argument("--src", default="en", help="source language code in the 'translation' field")
     p.add_argument("--tgt", default="it", help="target language code in the 'translation' field")
     p.add_argument("--out", default="runs/base", help="output directory for checkpoints and logs")
@@ -139,6 +153,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                    + _preset_note(md("attn_dropout")))
     p.add_argument("--vocab-size", type=pos_int, help="BPE vocabulary size (per tokenizer) "
                    + _preset_note(lambda p: p.vocab_size))
+    p.add_argument("--split-punctuation", action=argparse.BooleanOptionalAction, default=None,
+                   help="the tokenizer cuts punctuation off words ('car.' is 'car' + '.') "
+                        + _preset_note(lambda p: p.split_punctuation))
+    p.add_argument("--tag-synthetic", action=argparse.BooleanOptionalAction, default=None,
+                   help="start every synthetic (back-translated) source with a [BT] tag token "
+                        + _preset_note(lambda p: p.tag_synthetic))
     p.add_argument("--separate-vocab", action="store_true",
                    help="one tokenizer per language instead of a joint one (disables full weight tying)")
     p.add_argument("--label-smoothing", type=_fraction, help="label smoothing epsilon "
@@ -204,7 +224,18 @@ def preset_from_args(args) -> Preset:
         train["bf16"] = False
     return replace(preset, model=replace(preset.model, **model), train=replace(preset.train, **train, seed=args.seed),
                    vocab_size=args.vocab_size or preset.vocab_size,
-                   joint_vocab=preset.joint_vocab and not args.separate_vocab)
+                   joint_vocab=preset.joint_vocab and not args.separate_vocab,
+                   **{k: v for k, v in {"split_punctuation": args.split_punctuation,
+                                        "tag_synthetic": args.tag_synthetic}.items() if v is not None})
+
+
+def extra_train(args) -> tuple[str, ...]:
+    """The --extra-train corpora; by default the back-translated pairs that belong to the
+    default corpus, when the run uses that corpus in its own direction."""
+    if args.extra_train is not None:
+        return tuple(args.extra_train)
+    own = Path(args.dataset).resolve() == Path(DEFAULT_DATASET) and (args.src, args.tgt) == ("en", "it")
+    return (DEFAULT_EXTRA_TRAIN,) if own else ()
 
 
 def check_out_dir(out: Path) -> None:
@@ -228,16 +259,22 @@ def command_line(argv) -> str:
 def progress_printer(trainer: Trainer, out: Path) -> None:
     """Progress bars, one JSON line per evaluation, and TensorBoard scalars (main rank)."""
     from torch.utils.tensorboard import SummaryWriter
-    from tqdm import tqdm
 
     writer = SummaryWriter(log_dir=str(out / "tensorboard"))
     bar = {}
+    timing = {"epochs": 0, "seconds": 0.0, "start": None}
 
     def epoch_start(t, epoch, n_batches):
+        timing.setdefault("first_elapsed", t.clock.elapsed)
         bar["bar"] = tqdm(total=n_batches, desc=f"epoch {epoch}/{t.settings.epochs}", unit="batch",
                           dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 10)
 
     def batch_end(t, loss, grad_norm, lr, tokens_per_s):
+        if timing["start"] is None:  # the first step warms up: time from its end
+            timing["start"] = (time.monotonic(), t.step)
+        elif t.step - timing["start"][1] == FORECAST_AFTER_STEPS and not timing["epochs"]:
+            per_step = (time.monotonic() - timing["start"][0]) / FORECAST_AFTER_STEPS
+            print_forecast(t, per_step * t.steps_per_epoch, "from the first steps; evaluation not included")
         bar["bar"].update(1)
         bar["bar"].set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}", refresh=False)
         if t.step % 20 == 0:
@@ -254,6 +291,10 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
         if "epoch" in record:
             for name in ("val_loss", "bleu", "chrf"):
                 writer.add_scalar(f"val/{name.removeprefix('val_')}", record[name], t.step)
+            timing["epochs"] += 1
+            timing["seconds"] = t.clock.elapsed - (timing["first_elapsed"])
+            if t.epoch < t.settings.epochs:
+                print_forecast(t, timing["seconds"] / timing["epochs"], f"from {timing['epochs']} epoch(s) here")
 
     def out_of_time(t, epoch, batches_done, n_batches):
         where = (f"after epoch {epoch}" if batches_done == n_batches
@@ -265,10 +306,20 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
         trainer.add_callback(event, fn)
 
 
+def print_forecast(t: Trainer, seconds_per_epoch: float, basis: str) -> None:
+    """One line: when the whole run will end, and whether --max-minutes cuts it short."""
+    s = t.settings
+    f = forecast(t.clock.elapsed, t.epoch, s.epochs, seconds_per_epoch, s.max_minutes, t.finish_seconds)
+    end = time.strftime("%H:%M", time.localtime(time.time() + f.seconds_left))
+    line = (f"forecast: {seconds_per_epoch / 60:.1f} min/epoch ({basis}); the run ends about {end}, "
+            f"{f.seconds_left / 60:.0f} minutes from now")
+    if f.cut_by_budget:
+        line += f"; --max-minutes {s.max_minutes:g} cuts it during epoch {f.last_epoch} of {s.epochs}"
+    tqdm.write(line, file=sys.stderr)  # above a progress bar that may be drawing
+
+
 def distill(data, args, dist) -> None:
     """``add_distilled`` with a progress bar and a summary line (main rank)."""
-    from tqdm import tqdm
-
     bar = tqdm(total=len(data.train), desc=f"distilling (beam {args.distill_beam})", unit="sentence",
                disable=not dist.is_main, mininterval=0.5 if sys.stderr.isatty() else 10)
     n_train, t0 = len(data.train), time.monotonic()
@@ -290,8 +341,14 @@ def run(args, argv) -> int:
     try:
         if dist.is_main:
             check_out_dir(out)
+        extra = extra_train(args)
+        for path in extra:
+            if not Path(path).exists():
+                raise DataError(f"--extra-train {path}: no such file or directory")
+        tags = run_tags_synthetic(out) if args.resume else preset.tag_synthetic
         data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=args.seed,
-                             max_train_pairs=args.max_train_pairs, dist=dist)
+                             max_train_pairs=args.max_train_pairs, dist=dist, extra_train=extra,
+                             tag=SYNTHETIC_TAG if tags else None)
         if args.distill_from:
             distill(data, args, dist)
         options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
@@ -306,7 +363,8 @@ def run(args, argv) -> int:
             trainer = Trainer(model, src_tok, tgt_tok, data, preset.train, out, **options)
         if dist.is_main:
             cfg, s = trainer.cfg, trainer.settings
-            print(f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}",
+            print(f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}"
+                  + "".join(f" + {path}" for path in extra) + (" (synthetic sources tagged)" if tags else ""),
                   file=sys.stderr)
             print(f"model: {trainer.n_params:,} parameters; vocab {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; "
                   f"device {trainer.device} ({'bf16 autocast' if s.bf16 else 'float32'}); "

@@ -33,6 +33,8 @@ SPLIT_NAMES = ("train", "validation", "test")
 # rows per batch for the Arrow maps and tokenizer iterators: big enough that per-batch
 # overhead vanishes, small enough that one batch of Python strings stays a few MB
 BATCH_ROWS = 10_000
+# the ``origin`` of a synthetic pair starts with this (``bt:sample``, ``bt:beam``...)
+SYNTHETIC_ORIGIN = "bt"
 
 
 class DataError(ValueError):
@@ -125,9 +127,11 @@ def _check_languages(split, src: str, tgt: str, where: str) -> None:
         raise DataError(f"{where}: language{plural} {names} not found; this dataset has {sorted(langs)}")
 
 
-def _pick_languages(table, src: str, tgt: str):
+def _pick_languages(table, src: str, tgt: str, tag: str | None = None):
     """Arrow batch -> table of stripped (src, tgt) strings, empty or missing pairs dropped.
-    Runs inside ``Dataset.map`` on whole Arrow batches: no Python loop over rows."""
+    With ``tag``, the source of every row whose ``origin`` is synthetic (``bt...``) starts
+    with ``tag`` and a space. Runs inside ``Dataset.map`` on whole Arrow batches: no Python
+    loop over rows."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -139,14 +143,21 @@ def _pick_languages(table, src: str, tgt: str):
             text = pc.cast(text, pa.string())
         out[name] = pc.utf8_trim_whitespace(pc.fill_null(text, ""))
     keep = pc.and_(pc.greater(pc.utf8_length(out["src"]), 0), pc.greater(pc.utf8_length(out["tgt"]), 0))
+    if tag and "origin" in table.column_names:
+        origin = table.column("origin")
+        if not pa.types.is_string(origin.type) and not pa.types.is_large_string(origin.type):
+            origin = pc.cast(origin, pa.string())
+        synthetic = pc.starts_with(pc.fill_null(origin, ""), SYNTHETIC_ORIGIN)
+        out["src"] = pc.if_else(synthetic, pc.binary_join_element_wise(tag, out["src"], " "), out["src"])
     return pa.table(out).filter(keep)
 
 
-def select_pairs(split, src: str, tgt: str, where: str):
-    """``split`` reduced to string columns ``src``/``tgt``, empty pairs dropped (cached)."""
+def select_pairs(split, src: str, tgt: str, where: str, tag: str | None = None):
+    """``split`` reduced to string columns ``src``/``tgt``, empty pairs dropped (cached);
+    ``tag``: see :func:`_pick_languages`."""
     _check_languages(split, src, tgt, where)
     picked = split.with_format("arrow").map(
-        _pick_languages, batched=True, batch_size=BATCH_ROWS, fn_kwargs={"src": src, "tgt": tgt},
+        _pick_languages, batched=True, batch_size=BATCH_ROWS, fn_kwargs={"src": src, "tgt": tgt, "tag": tag},
         remove_columns=split.column_names, desc=f"{where}: picking {src}-{tgt}",
     )
     return picked.with_format(None)
@@ -174,6 +185,16 @@ def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None 
     if split not in raw:
         raise DataError(f"{dataset}: no {split!r} split (has {sorted(raw)})")
     return as_pairs(select_pairs(raw[split], src, tgt, f"{dataset} [{split}]"))
+
+
+def load_extra_train(dataset: str, src: str, tgt: str, tag: str | None = None) -> list[tuple[str, str]]:
+    """The train split of one more corpus (e.g. back-translated pairs), as ``(src, tgt)``
+    tuples; its validation and test splits, if any, are ignored: a run is always measured
+    on its main corpus. ``tag``: see :func:`_pick_languages`."""
+    raw = load_raw(dataset)
+    if "train" not in raw:
+        raise DataError(f"{dataset}: no train split (has {sorted(raw)})")
+    return as_pairs(select_pairs(raw["train"], src, tgt, f"{dataset} [train]", tag=tag))
 
 
 def carve_validation(n: int, val_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

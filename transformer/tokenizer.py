@@ -5,9 +5,16 @@ text in the viewer and decode back to the sentence without guesswork. The normal
 NFC-normalises and turns control and format characters into spaces, so any input string
 encodes; characters never seen in training (most emoji) become ``[UNK]``.
 
+With ``split_punctuation`` the pre-tokenizer also cuts punctuation and symbols off the
+words they touch (``car.`` is ``▁car`` + ``.``), so "car" and "car." are the same word to
+the model and the token chips read naturally; apostrophes and hyphens stay inside words
+(``▁l'amico``, ``▁e-mail``), where they belong to the word in both languages. Decoding is
+unchanged: a piece without ``▁`` joins the one before it.
+
 Every tokenizer has the same four specials, trained first so their ids are fixed:
 ``[PAD]=0 [UNK]=1 [SOS]=2 [EOS]=3``. The ids are still read from each tokenizer and kept
-per side in the config, never assumed to be shared.
+per side in the config, never assumed to be shared. A run that tags its back-translated
+sources adds ``SYNTHETIC_TAG`` as a fifth special (id 4).
 """
 
 from __future__ import annotations
@@ -19,6 +26,11 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 
 PAD, UNK, SOS, EOS = "[PAD]", "[UNK]", "[SOS]", "[EOS]"
 SPECIAL_TOKENS = [PAD, UNK, SOS, EOS]
+# prefixed to synthetic (back-translated) sources in training when a run tags them
+# (Caswell et al. 2019, "Tagged Back-Translation"); real input never carries it
+SYNTHETIC_TAG = "[BT]"
+# punctuation and symbols, except apostrophes, hyphens and Metaspace's own "▁"
+PUNCTUATION = r"[\p{P}\p{S}&&[^'’\-▁]]"
 
 
 def _normalizer():
@@ -33,28 +45,32 @@ def _normalizer():
     )
 
 
-def new_bpe_tokenizer() -> Tokenizer:
+def new_bpe_tokenizer(split_punctuation: bool = False) -> Tokenizer:
     tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.normalizer = _normalizer()
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Metaspace(), pre_tokenizers.Digits(individual_digits=True)]
-    )
+    steps = [pre_tokenizers.Metaspace()]
+    if split_punctuation:
+        steps.append(pre_tokenizers.Split(Regex(PUNCTUATION), behavior="isolated"))
+    steps.append(pre_tokenizers.Digits(individual_digits=True))
+    tok.pre_tokenizer = pre_tokenizers.Sequence(steps)
     tok.decoder = decoders.Metaspace()
     return tok
 
 
 def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], vocab_size: int, min_frequency: int = 2,
-                    length: int | None = None) -> Tokenizer:
+                    length: int | None = None, split_punctuation: bool = False,
+                    extra_special_tokens: Iterable[str] = ()) -> Tokenizer:
     """Train a BPE tokenizer on ``texts``: any iterable of sentences, or of *lists* of
     sentences (batches, e.g. :func:`transformer.data.text_batches`). Batches are how a large
     corpus should come in: nothing holds the whole corpus as Python strings, and the Rust
     trainer counts each batch in parallel. ``length`` (number of items, optional) only
-    feeds the trainer's progress estimate."""
-    tok = new_bpe_tokenizer()
+    feeds the trainer's progress estimate. ``extra_special_tokens`` come after the four
+    fixed ones (e.g. ``SYNTHETIC_TAG``)."""
+    tok = new_bpe_tokenizer(split_punctuation)
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=SPECIAL_TOKENS,
+        special_tokens=SPECIAL_TOKENS + list(extra_special_tokens),
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer, length=length)

@@ -42,12 +42,12 @@ from .checkpoint import (
     WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, replace_dir, save_checkpoint, weights_state_dict,
 )
 from .config import TransformerConfig
-from .data import ParallelData, encode_pairs, load_parallel, make_batch, token_budget_batches
+from .data import ParallelData, encode_pairs, load_extra_train, load_parallel, make_batch, token_budget_batches
 from .distributed import DistContext, shard_batches
 from .metrics import corpus_scores
 from .model import Transformer, build_model, count_parameters
 from .modelcard import model_card
-from .tokenizer import special_ids, train_tokenizer
+from .tokenizer import SYNTHETIC_TAG, load_tokenizer, special_ids, train_tokenizer
 from .training import (
     Preset, Stopwatch, TrainSettings, average_checkpoints, bf16_is_fast, make_optimizer, make_scheduler,
     seed_everything, train_step, validation_loss,
@@ -115,6 +115,29 @@ def resume_settings(saved: TrainSettings, requested: TrainSettings, epochs_done:
                    max_minutes=requested.max_minutes or saved.max_minutes)
 
 
+@dataclass(frozen=True)
+class Forecast:
+    """When a run will end, from the time its epochs take."""
+
+    seconds_left: float  # from now to the end of the run, last evaluation and average included
+    last_epoch: int  # the epoch the run will end after (or during, when the budget cuts it)
+    cut_by_budget: bool  # --max-minutes ends the run before its last epoch
+
+
+def forecast(elapsed: float, epochs_done: int, epochs: int, seconds_per_epoch: float,
+             max_minutes: float | None, finish_seconds: float = 0.0) -> Forecast:
+    """Forecast the end of a run that has trained ``epochs_done`` of ``epochs`` epochs in
+    ``elapsed`` seconds, if each remaining epoch takes ``seconds_per_epoch`` and the end
+    (last evaluation and checkpoint average) ``finish_seconds``. A budget of
+    ``max_minutes`` stops training early enough for that end (as ``Trainer.fit`` does)."""
+    left = (epochs - epochs_done) * seconds_per_epoch + finish_seconds
+    if max_minutes is None or elapsed + left <= max_minutes * 60:
+        return Forecast(left, epochs, False)
+    room = max(0.0, max_minutes * 60 - elapsed - finish_seconds)
+    last = min(epochs, epochs_done + 1 + int(room // seconds_per_epoch))
+    return Forecast(max(0.0, max_minutes * 60 - elapsed), last, True)
+
+
 def latest_epoch_dir(out: Path) -> Path | None:
     dirs = sorted(d for d in (Path(out) / "epochs").glob("epoch-*") if d.is_dir() and (d / STATE_FILE).is_file())
     return dirs[-1] if dirs else None
@@ -124,8 +147,11 @@ def latest_epoch_dir(out: Path) -> Path | None:
 
 
 def load_run_data(dataset: str, src_lang: str, tgt_lang: str, config: str | None = None, seed: int = 0,
-                  max_train_pairs: int | None = None, dist: DistContext | None = None) -> ParallelData:
-    """The run's splits (``load_parallel``), optionally cut to the first ``max_train_pairs``.
+                  max_train_pairs: int | None = None, dist: DistContext | None = None,
+                  extra_train: tuple[str, ...] = (), tag: str | None = None) -> ParallelData:
+    """The run's splits (``load_parallel``), optionally cut to the first ``max_train_pairs``,
+    then the train splits of the ``extra_train`` corpora appended (synthetic sources
+    prefixed with ``tag`` when given; see ``data.load_extra_train``).
 
     A hub dataset without an explicit config gets '<src>-<tgt>' (e.g. opus_books' 'en-it').
     Under torchrun rank 0 loads first, so the others read the ``datasets`` cache it
@@ -137,11 +163,22 @@ def load_run_data(dataset: str, src_lang: str, tgt_lang: str, config: str | None
     if not dist.is_main:
         dist.barrier()
     data = load_parallel(dataset, src_lang, tgt_lang, config=config, seed=seed)
+    extra = [pair for path in extra_train for pair in load_extra_train(path, src_lang, tgt_lang, tag=tag)]
     if dist.is_main:
         dist.barrier()
     if max_train_pairs:
         data.train = data.train[:max_train_pairs]
+    data.train = data.train + extra
     return data
+
+
+def run_tags_synthetic(out: str | Path) -> bool:
+    """Whether the run in ``out`` tags its synthetic sources: its tokenizer has the tag."""
+    last = latest_epoch_dir(Path(out))
+    if last is None:
+        return False
+    cfg = TransformerConfig.from_json(last / "config.json")
+    return load_tokenizer(last / cfg.src_tokenizer_file).token_to_id(SYNTHETIC_TAG) is not None
 
 
 
@@ -156,8 +193,11 @@ def build_fresh(preset: Preset, data: ParallelData, src_lang: str, tgt_lang: str
     dist = dist or DistContext()
     m = asdict(preset.model)
 
+    specials = [SYNTHETIC_TAG] if preset.tag_synthetic else []
+
     def tokenizer(texts_fn) -> Tokenizer:
-        text = train_tokenizer(texts_fn(), preset.vocab_size).to_str() if dist.is_main else None
+        text = (train_tokenizer(texts_fn(), preset.vocab_size, split_punctuation=preset.split_punctuation,
+                                extra_special_tokens=specials).to_str() if dist.is_main else None)
         return Tokenizer.from_str(dist.broadcast_text(text)) if dist.enabled else Tokenizer.from_str(text)
 
     if preset.joint_vocab:

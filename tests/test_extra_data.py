@@ -1,0 +1,94 @@
+"""More training data: extra corpora beside the main one, tagged synthetic sources, the
+punctuation-splitting tokenizer, and the run's end-time forecast."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import PAIRS, tiny_main, write_jsonl
+from transformer.data import load_extra_train
+from transformer.tokenizer import SYNTHETIC_TAG, train_tokenizer
+from transformer.trainer import forecast, load_run_data, run_tags_synthetic
+
+
+def write_rows(path, rows):
+    with path.open("w", encoding="utf-8") as f:
+        for i, (en, it, origin) in enumerate(rows):
+            row = {"id": str(i), "translation": {"en": en, "it": it}}
+            if origin is not None:
+                row["origin"] = origin
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
+
+
+@pytest.fixture
+def bt_dir(tmp_path):
+    d = tmp_path / "bt"
+    d.mkdir()
+    write_rows(d / "train.jsonl", [("a synthetic one.", "uno.", "bt:sample"), ("a real one.", "due.", "direct"),
+                                   ("no origin.", "tre.", None), ("beam.", "quattro.", "bt:beam"), ("", "vuoto.", "bt")])
+    write_jsonl(d / "validation.jsonl", [("never used.", "mai usata.")])
+    return d
+
+
+def test_extra_train_tags_only_synthetic_sources(bt_dir):
+    plain = load_extra_train(str(bt_dir), "en", "it")
+    assert plain == [("a synthetic one.", "uno."), ("a real one.", "due."), ("no origin.", "tre."),
+                     ("beam.", "quattro.")]  # the empty source is dropped
+    tagged = load_extra_train(str(bt_dir), "en", "it", tag=SYNTHETIC_TAG)
+    assert tagged == [("[BT] a synthetic one.", "uno."), ("a real one.", "due."), ("no origin.", "tre."),
+                      ("[BT] beam.", "quattro.")]
+
+
+def test_run_data_appends_extra_train_but_keeps_its_own_validation(data_dir, bt_dir):
+    data = load_run_data(str(data_dir), "en", "it", extra_train=(str(bt_dir),), tag=SYNTHETIC_TAG,
+                         max_train_pairs=5)
+    assert len(data.train) == 5 + 4 and data.train[5] == ("[BT] a synthetic one.", "uno.")
+    assert ("never used.", "mai usata.") not in data.validation and len(data.validation) == 6
+
+
+def test_split_punctuation_separates_words_from_punctuation():
+    texts = [en for en, _ in PAIRS] + [it for _, it in PAIRS] + ["l'amico di tom.", "e-mail!"] * 3
+    glued = train_tokenizer(texts, 150, min_frequency=1)
+    split = train_tokenizer(texts, 150, min_frequency=1, split_punctuation=True)
+    text = "the car is small."
+    assert split.encode(text).tokens[-1] == "." and glued.encode(text).tokens[-1] != "."
+    assert "▁l'" in "".join(split.encode("l'amico di tom.").tokens)  # the apostrophe stays in the word
+    for t in ("open the window, please.", "dov'è la stazione?", "l'amico di tom.", "e-mail!"):
+        assert split.decode(split.encode(t).ids) == t
+
+
+def test_forecast_says_when_the_budget_cuts_the_run():
+    f = forecast(elapsed=600, epochs_done=2, epochs=10, seconds_per_epoch=300, max_minutes=None)
+    assert (f.seconds_left, f.last_epoch, f.cut_by_budget) == (2400, 10, False)
+    f = forecast(elapsed=600, epochs_done=2, epochs=10, seconds_per_epoch=300, max_minutes=40, finish_seconds=60)
+    # 2400 - 600 - 60 = 1740 s of room: epochs 3 to 7 finish, the budget cuts epoch 8
+    assert (f.seconds_left, f.last_epoch, f.cut_by_budget) == (1800, 8, True)
+    f = forecast(elapsed=600, epochs_done=2, epochs=4, seconds_per_epoch=300, max_minutes=40)
+    assert not f.cut_by_budget and f.seconds_left == 600
+
+
+@pytest.mark.slow
+def test_train_cli_tags_punctuates_forecasts_and_resumes(data_dir, bt_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--extra-train", str(bt_dir), "--tag-synthetic", "--split-punctuation",
+                     "--epochs", "2") == 0
+    err = capsys.readouterr().err
+    assert "(synthetic sources tagged)" in err and "forecast:" in err
+    assert run_tags_synthetic(out)
+    tok = json.loads((out / "best" / "tokenizer.json").read_text(encoding="utf-8"))
+    assert SYNTHETIC_TAG in {t["content"] for t in tok["added_tokens"]}
+    # --resume reads the tag from the run's tokenizer, not from the flags
+    assert tiny_main(data_dir, out, "--extra-train", str(bt_dir), "--resume", "--epochs", "3") == 0
+    assert "(synthetic sources tagged)" in capsys.readouterr().err
+    assert not run_tags_synthetic(tmp_path / "nothing-here")
+
+
+def test_train_cli_missing_extra_train_is_one_line(data_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        tiny_main(data_dir, tmp_path / "run", "--extra-train", str(tmp_path / "nope"))
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [f"error: --extra-train {tmp_path / 'nope'}: "
+                                                            "no such file or directory"]
