@@ -2,21 +2,22 @@
 
     python benchmarks/app_timing.py [--checkpoint checkpoints/en-it] [--repeat 7] [--skip-startup]
 
-Since issue 7 the server only runs the model and sends one compact payload; stepping and view
+The server only runs the model and sends one compact payload; stepping and view
 changes are drawn in the browser and cost the server nothing (benchmarks/ui_latency.py checks
 that no request is made). What is left to time, for a 10-word and a 126-token sentence:
 
 - translate: the whole Translate callback (``App.translate``): trace, payload JSON, trace file
   for the download button, notices; and its parts:
   - trace: ``Translator.trace`` alone (the model, greedy decoding with every weight kept);
-  - payload: ``payload_json`` (quantised payload the viewer draws from) and its size;
+  - payload: the viewer block's value (``encode_trace``, the quantised payload the viewer
+    draws from, as JSON) and its size;
   - trace_file: ``write_trace_file`` (full-precision JSON, hashed; written once per content);
 - api: the public ``/translate`` API (``App.api_translate``) plus ``json.dumps`` of what it
   returns, as Gradio must serialise it;
 - *_extra: the same callbacks with ``Translator.trace`` answered from memory, i.e. their cost
-  besides the model; ``api_extra_vs_model`` = api_extra / trace (issue 7: the JSON must not
+  besides the model; ``api_extra_vs_model`` = api_extra / trace (the JSON must not
   cost more than the model does, i.e. <= 1);
-- epochs (issue 9, when the checkpoint has snapshots): loading them (``load_snapshots``, part of
+- epochs (when the checkpoint has snapshots): loading them (``load_snapshots``, part of
   start-up), the first trace of each snapshot for the 10-word sentence (its own translation plus
   the forced trace, as the training-epoch control asks for it; median and max over --repeat
   runs, each with an empty cache), and the same request again (answered from the cache);
@@ -88,11 +89,15 @@ def startup_seconds(checkpoint: str, timeout: float) -> float:
         proc.wait(timeout=20)
 
 
-def measure(app, app_module, text: str, repeat: int) -> dict:
+def measure(app, text: str, repeat: int) -> dict:
+    from explorer.downloads import write_trace_file
+    from explorer.host import message
+    from explorer.payload import encode_trace
+
     tr = app.tr
     trace_ms, trace = timed(lambda: tr.trace(text), repeat)
-    payload_ms, payload = timed(lambda: app_module.payload_json(trace, "translate"), repeat)
-    file_ms, _ = timed(lambda: app_module.write_trace_file(trace), repeat)
+    payload_ms, payload = timed(lambda: message(encode_trace(trace, origin="translate")), repeat)
+    file_ms, _ = timed(lambda: write_trace_file(trace), repeat)
     translate_ms, out = timed(lambda: app.translate(text), repeat)
     if not isinstance(out, dict) or app.viewer not in out or not out[app.viewer]:
         raise RuntimeError(f"App.translate did not fill the viewer for {text[:40]!r}: {str(out)[:300]}")
@@ -119,9 +124,9 @@ def measure(app, app_module, text: str, repeat: int) -> dict:
 def measure_epochs(app, text: str, repeat: int) -> dict | None:
     """The training-epoch panel on one sentence: snapshot loading, then ``repeat`` times the
     first request with an empty cache (each snapshot's own trace time) and the request again."""
-    from panels.beam import EpochCache, load_snapshots
+    from explorer.panels.epochs import EpochCache, load_snapshots
 
-    panel = app.beam_panel
+    panel = app.panel("epochs")
     if not panel.snapshots:
         return None
     t0 = time.perf_counter()
@@ -160,9 +165,8 @@ def main(argv=None) -> int:
     app = app_module.App(tr)
     app.build()  # callbacks return dicts keyed by the components build() makes
     app.translate(SENTENCE)  # warm-up: first calls allocate and load code paths
-    result = {"sentence_words": len(SENTENCE.split()), "short": measure(app, app_module, SENTENCE, args.repeat)}
-    result[f"long_{args.long_tokens}_tokens"] = measure(app, app_module, long_sentence(tr, args.long_tokens),
-                                                        max(1, args.repeat // 2))
+    result = {"sentence_words": len(SENTENCE.split()), "short": measure(app, SENTENCE, args.repeat)}
+    result[f"long_{args.long_tokens}_tokens"] = measure(app, long_sentence(tr, args.long_tokens), max(1, args.repeat // 2))
     result["epochs"] = measure_epochs(app, SENTENCE, args.repeat)
     if not args.skip_startup:
         result["startup_s"] = round(startup_seconds(args.checkpoint, args.startup_timeout), 2)

@@ -1,10 +1,10 @@
-"""What a visitor of the attention explorer waits for, measured in headless Chromium (issue 7).
+"""What a visitor of the attention explorer waits for, measured in headless Chromium.
 
     python benchmarks/ui_latency.py [--checkpoint checkpoints/en-it] [--url http://127.0.0.1:7860/]
 
 Starts ``python app.py`` on a free port (or uses --url), drives Debian's chromium through
 Playwright at 1440x900 and prints each figure, then one JSON line with every figure and a
-pass/fail per target of issue 7. Times come from performance.now() inside the page
+pass/fail per target (the README's app table). Times come from performance.now() inside the page
 (benchmarks/ui_probe.js), so Playwright's own round trips never count:
 
 - click -> paint: ▶/◀ buttons, the step slider, view, layer, head (mean/max/single heads) and
@@ -69,7 +69,7 @@ LINK_SENTENCE = "I don't like coffee."
 LONG_FILLER = ("The book that I bought yesterday is very interesting, and my friends want to read it "
                "before we go to the sea with our parents next summer. ")
 
-# issue 7 targets: name -> (figure key, comparison, limit)
+# the targets of the README's app table: name -> (figure key, comparison, limit)
 TARGETS = {
     "click_median_ms": ("click_median_ms", "<=", 50),
     "click_max_ms": ("click_max_ms", "<=", 150),
@@ -428,10 +428,10 @@ def run(args, url: str) -> dict:
         figures["text_link_heatmap_s"] = med(tl)
         log(f"?text= link -> heatmap painted: {tl} s (median {figures['text_link_heatmap_s']})")
 
-        frag_state = {"text": LINK_SENTENCE, "step": 3, "view": "cross", "layer": 0, "head": "mean", "hide": 0}
+        frag_state = {"text": LINK_SENTENCE, "step": 3, "view": "cross", "layer": 1, "head": "mean", "hide": 0}
         frag = url + "#" + urllib.parse.urlencode(frag_state, quote_via=urllib.parse.quote)
         fheat = [{"sel": "#translation", "valueNot": ""},
-                 {"sel": "#attn-plot", "attrs": {"data-step": "3", "data-view": "cross", "data-layer": "0",
+                 {"sel": "#attn-plot", "attrs": {"data-step": "3", "data-view": "cross", "data-layer": "1",
                                                  "data-head": "mean"}}]
         fl = [fresh_page(browser, frag, {"heatmap": fheat}, args.timeout)["heatmap"] for _ in range(args.page_repeats)]
         figures["fragment_link_heatmap_s"] = med(fl)
@@ -467,7 +467,7 @@ def run(args, url: str) -> dict:
         figures["translate_126_tokens_paint_ms"] = None if big["ms"] is None else round(big["ms"], 1)
         log(f"payload of a {args.long_tokens}-token Translate: {figures['payload_126_tokens_kb']} KB received; "
             f"painted in {figures['translate_126_tokens_paint_ms']} ms")
-        # the worst case for drawing (informational, not an issue-7 target): a few clicks at the token cap
+        # the worst case for drawing (informational, not a target): a few clicks at the token cap
         t_long = time.perf_counter()
         long_times = click_series(page, 1, args.click_timeout_ms, args.seed, limit=5)
         page.wait_for_timeout(300)
@@ -537,7 +537,7 @@ def run(args, url: str) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Click-to-paint and load times of the attention explorer in "
-                                            "headless Chromium (issue 7 targets).")
+                                            "headless Chromium (the README's targets).")
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint the app serves")
     p.add_argument("--url", help="benchmark an app already running at this URL instead of starting app.py")
     p.add_argument("--app-arg", action="append", default=[], metavar="ARG",

@@ -356,9 +356,9 @@ def test_trace_to_dict_carries_the_analyses(translator):
 
 
 def test_trace_show_delegates_to_the_notebook_module(translator, monkeypatch):
-    fake = types.ModuleType("transformer.notebook")
+    fake = types.ModuleType("explorer.notebook")
     fake.show_trace = lambda trace: ("shown", trace.translation)
-    monkeypatch.setitem(sys.modules, "transformer.notebook", fake)
+    monkeypatch.setitem(sys.modules, "explorer.notebook", fake)
     trace = translator.trace(TEXT)
     assert trace.show() == ("shown", trace.translation)
 

@@ -1,16 +1,20 @@
 """The app's callbacks, called directly (no server): dict outputs, bad input, limits,
-What-if, links and the download files."""
+What-if, links, panels that follow the sentence, and the download files."""
 
 import json
 import os
 import time
+from types import SimpleNamespace
 
 import gradio as gr
 import numpy as np
 import pytest
 
 import app as app_module
-from transformer.payload import decode_payload
+from explorer import app as explorer_app
+from explorer import downloads
+from explorer.payload import decode_payload
+from transformer.wire import unpack_arrays
 
 
 def value(update):
@@ -27,12 +31,17 @@ def payload(out, app):
     return json.loads(out[app.viewer])
 
 
+def event(**data):
+    """What a view's request looks like to its callback (gr.EventData keeps the data in ``_data``)."""
+    return SimpleNamespace(_data=data, **data)
+
+
 def test_translate_returns_outputs_keyed_by_component(app):
     out = app.translate("the black cat sleeps.")
     assert isinstance(out, dict) and all(isinstance(k, gr.blocks.Block) for k in out)
     trace = out[app.trace_state]
     assert value(out[app.translation]) == trace.translation
-    assert out[app.translation].label == app_module.GREEDY_LABEL
+    assert out[app.translation].label == explorer_app.GREEDY_LABEL
     p = payload(out, app)
     assert p["src_tokens"] == trace.src_tokens and p["steps"] == trace.steps and p["origin"] == "translate"
     np.testing.assert_allclose(decode_payload(p)["cross_attn"], trace.cross_attn, atol=1 / 255)
@@ -42,34 +51,52 @@ def test_translate_returns_outputs_keyed_by_component(app):
     with open(file_path(ready), encoding="utf-8") as f:
         assert json.load(f)["src_tokens"] == trace.src_tokens
     assert file_path(app.prepare_download(None)[app.download]) is None
-    assert out[app.whatif_btn].interactive is True and out[app.open_btn].interactive is False
+    assert set(out) == set(app.outputs)  # a new trace updates every panel's sentence state too
 
 
 @pytest.mark.parametrize("text, message", [
     ("", "Please type an English sentence"),
     ("   \n ", "Please type an English sentence"),
     (None, "Please type an English sentence"),
-    ("x" * 10_000, "10,000 characters"),
+    ("x" * (explorer_app.MAX_CHARS + 1), f"{explorer_app.MAX_CHARS + 1:,} characters"),
     ("\x00\x01\x02", "empty sentence"),
 ])
 def test_bad_input_clears_the_previous_results(app, text, message):
     out = app.translate(text)
     assert message in out[app.notice] and "Traceback" not in out[app.notice]
     assert out[app.trace_state] is None and out[app.viewer] == "" and value(out[app.translation]) == ""
-    assert file_path(out[app.download]) is None and out[app.whatif_btn].interactive is False
+    assert file_path(out[app.download]) is None
+    assert set(out) == set(app.outputs)  # every panel's sentence state is cleared as well
 
 
-def test_character_limit_agrees_with_the_token_cap(app, translator):
+def test_long_text_is_cut_in_one_place_and_the_notice_says_what_was_dropped(app, translator):
+    """A paste of thousands of characters reaches the model whole; only the token cap cuts it,
+    and the notice counts the tokens of the whole text and quotes where the cut is."""
     n = translator.max_source_tokens
-    assert app.max_chars == app_module.CHARS_PER_TOKEN * n
-    assert f"{n} subword tokens" in app.translate("a" * (app.max_chars + 1))[app.notice]
-    # just under the limit is accepted and cut to the cap, reported in tokens
-    out = app.translate(("the cat " * app.max_chars)[: app.max_chars])
+    assert app.max_chars > 5_000
+    words = ["cat", "dog", "house", "car", "book", "letter", "station", "table", "coffee", "tea"]
+    text = " ".join(f"the {a}, the {b} and the {c}." for a in words for b in words for c in words[:3])  # no repeats
+    assert len(text) > 5_000
+    out = app.translate(text)
     trace = out[app.trace_state]
-    assert trace.truncated and len(trace.src_tokens) == n + 2
-    total = n + trace.n_src_tokens_dropped
+    assert trace.truncated and len(trace.src_tokens) == n + 2 and trace.src_text == text
+    total = len(translator.src_tok.encode(text, add_special_tokens=False).ids)
+    assert total == n + trace.n_src_tokens_dropped  # counted on the whole text, not a cut copy
     assert f"at most {n} subword tokens and this text has {total}" in out[app.notice]
     assert f"{trace.n_src_tokens_dropped} tokens dropped" in out[app.notice]
+    dropped = out[app.notice].split("from “")[1].split("” on")[0].rstrip("…")
+    kept = translator.src_tok.decode(trace.src_ids[1:-1]).strip()  # what the model read
+    assert text.startswith(kept) and text.index(dropped) >= len(kept)  # quotes the text right after the cut
+    assert f"{n} subword tokens" in app.translate("a" * (app.max_chars + 1))[app.notice]
+
+
+@pytest.mark.parametrize("text, language", [("Il gatto dorme sul divano.", "Italian"), ("Ho una macchina rossa.", "Italian"),
+                                            ("La casa es grande y bonita.", "Spanish")])
+def test_text_in_another_language_is_told_plainly_that_the_model_reads_english(app, text, language):
+    out = app.translate(text)
+    assert out[app.trace_state] is not None
+    assert "reads English only" in out[app.notice] and language in out[app.notice]
+    assert "English only" not in app.translate("the black cat sleeps.")[app.notice]
 
 
 @pytest.mark.parametrize("text", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "the cat 😺",
@@ -95,60 +122,91 @@ def test_two_users_never_see_each_others_results(app):
 
 
 def test_whatif_forces_a_candidate_at_a_one_based_step(app):
+    whatif = app.panel("whatif")
     trace = app.translate("the black cat sleeps.")[app.trace_state]
-    out = app.whatif(trace, 2, 1)
-    alt = out[app.alt_state]
+    out = whatif.decode(trace, event(step=2, rank=1, sentenceId=7))
+    alt, told = out[whatif.alt_state], json.loads(out[whatif.host])
     assert alt.tgt_ids[2] == int(trace.topk_ids[1][1])  # step 2 emits tgt_ids[2]
-    assert "Original" in out[app.whatif_md] and "Step 2 forced to" in out[app.whatif_md]
-    assert out[app.open_btn].interactive is True
-    shown = app.open_whatif(alt)
+    assert told["sentenceId"] == 7 and told["step"] == 2 and told["original"] == trace.translation
+    assert told["translation"] == alt.translation and "<" not in out[whatif.host]
+    shown = whatif.explore(alt)
     assert shown[app.trace_state] is alt and "step 2 forced to" in shown[app.translation].label
     assert payload(shown, app)["origin"] == "whatif" and payload(shown, app)["forced_prefix"] == alt.forced_prefix
-    assert app.whatif(trace, 999, 999)[app.alt_state] is not None  # clamped, not a crash
-    assert app.whatif(None, 1, 1)[app.alt_state] is None
-    assert app.whatif(trace, "x", 1)[app.alt_state] is None
-    assert "What-if" in app.open_whatif(None)[app.notice]
+    assert shown[whatif.alt_state] is None  # explored: the next What-if starts afresh
+    assert whatif.decode(trace, event(step=999, rank=999))[whatif.alt_state] is not None  # clamped, not a crash
+    assert "Translate a sentence first" in json.loads(whatif.decode(None, event(step=1, rank=1))[whatif.host])["error"]
+    bad = whatif.decode(trace, event(step="x", rank=1))
+    assert bad[whatif.alt_state] is None and json.loads(bad[whatif.host])["error"]
+    assert "What-if" in whatif.explore(None)[app.notice]
 
 
 def test_api_translate_returns_translation_and_trace(app):
     translation, trace = app.api_translate("the black cat sleeps.")
     assert translation == trace["translation"] and trace["schema"] == "transformer-trace/1"
-    from transformer.trace import unpack_arrays
-
-    cross = unpack_arrays(trace["cross_attn"])  # packed float32, (L, H, T, S)
+    assert trace["cross_attn"]["enc"] == "f32"  # one array codec for the API and the browser (transformer/wire.py)
+    cross = unpack_arrays(trace)["cross_attn"]  # float32, (L, H, T, S)
     assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))
     with pytest.raises(gr.Error, match="Please type"):
         app.api_translate("")
 
 
-def test_links_translate_on_load(app):
-    out = app.from_url("the black cat sleeps.", None)
+def test_links_reopen_the_sentence_and_its_forced_version(app):
+    out = app.open_link(event(text="the black cat sleeps."))
     assert out[app.src_text] == "the black cat sleeps." and out[app.trace_state] is not None
-    nothing = app.from_url("", None)
-    assert app.trace_state not in nothing and all(isinstance(v, type(gr.skip())) for v in nothing.values())
+    assert payload(out, app)["origin"] == "translate"
+    greedy = out[app.trace_state]
+    forced = [int(greedy.topk_ids[0][1])]  # a What-if version: the second candidate at step 1
+    out = app.open_link(event(text="the black cat sleeps.", forced=forced, origin="whatif"))
+    assert out[app.trace_state].forced_prefix == forced and payload(out, app)["origin"] == "whatif"
+    assert "step 1 forced to" in out[app.translation].label
+    beam = app.open_link(event(text="the black cat sleeps.", forced=greedy.tgt_ids[1:], origin="beam"))
+    assert payload(beam, app)["origin"] == "beam" and "beam hypothesis" in beam[app.translation].label
+    # tokens this model cannot have: the greedy version, and a notice that says so
+    out = app.open_link(event(text="the black cat sleeps.", forced=[10**9], origin="whatif"))
+    assert out[app.trace_state].forced_prefix == [] and "greedy translation is shown" in out[app.notice]
+    for bad in ([], ["x"], "3.4", None):  # malformed forced tokens never break the page
+        out = app.open_link(event(text="the black cat sleeps.", forced=bad, origin="whatif"))
+        assert out[app.trace_state] is not None or out[app.notice].startswith("⚠️")
+    nothing = app.open_link(event(text=""))
+    assert nothing[app.trace_state] is None and "Please type" in nothing[app.notice]
 
 
-def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_path, monkeypatch):
-    monkeypatch.setattr(app_module, "TRACE_DIR", tmp_path)
+def test_panels_follow_the_sentence(app):
+    """A new sentence (or an error) clears every panel's server state; opening one of the
+    beam tree's own hypotheses keeps the tree."""
+    beam, whatif = app.panel("beam"), app.panel("whatif")
+    tree_out = beam.show_beam("the black cat sleeps.", 2)
+    assert tree_out[beam.beam_state]["hyps"]
+    for out in (app.translate("where is the station?"), app.translate("   ")):
+        assert out[beam.beam_state] is None and out[beam.beam_translation] == "" and out[whatif.alt_state] is None
+    opened = beam.open_index(tree_out[beam.beam_state], 0)
+    assert beam.beam_state not in opened and opened[app.src_text] == "the black cat sleeps."
+
+
+def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_path):
     trace = app.translate("the black cat sleeps.")[app.trace_state]
-    first = app_module.write_trace_file(trace)
-    assert app_module.write_trace_file(trace) == first  # same content, same file
-    other = app_module.write_trace_file(app.translate("where is the station?")[app.trace_state])
+    first = downloads.write_trace_file(trace, tmp_path)
+    assert downloads.write_trace_file(trace, tmp_path) == first  # same content, same file
+    other = downloads.write_trace_file(app.translate("where is the station?")[app.trace_state], tmp_path)
     assert other != first
-    old = time.time() - 2 * app_module.TRACE_MAX_AGE_S
+    old = time.time() - 2 * downloads.TRACE_MAX_AGE_S
     os.utime(first, (old, old))
-    assert app_module.prune_trace_files() == 1
+    assert downloads.prune_trace_files(directory=tmp_path) == 1
     assert not os.path.exists(first) and os.path.exists(other)
     assert not list(tmp_path.glob("*.part"))
 
 
-def test_ui_builds_with_named_endpoints(translator):
+def test_ui_builds_with_named_endpoints_and_one_bootstrap(translator):
     demo = app_module.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
-    assert {"translate", "whatif"} <= set(public)
+    assert {"translate", "knockout", "head_importance", "beam"} <= set(public)
     assert public["translate"].fn.__name__ == "api_translate"
-    html = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "viewer"][0]
-    assert html.props["module_url"].startswith("gradio_api/file=") and html.props["module_url"].endswith("viewer.js")
+    assert not [d for d in demo.fns.values() if d.js]  # no js= snippets on any event
+    hosts = {b.elem_id: b for b in demo.blocks.values() if isinstance(b, gr.HTML) and b.props.get("view")}
+    assert {"viewer", "hint", "whatif", "analysis", "beam-view"} <= set(hosts)
+    for host in hosts.values():  # every view mounts through the same bootstrap and module
+        assert host.js_on_load == hosts["viewer"].js_on_load
+        assert host.props["module_url"].startswith("gradio_api/file=") and host.props["module_url"].endswith("gradio.js")
 
 
 def test_cli_flags_and_env(monkeypatch):

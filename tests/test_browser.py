@@ -2,8 +2,9 @@
 
 Run alone with `python -m pytest -m browser`. Needs Debian's chromium at /usr/bin/chromium
 (or CHROMIUM=path) and the `playwright` pip package; `playwright install` is not needed.
-Checks are structural (element ids, data-* attributes set after each paint, the viewer's
-own state), so a retrained checkpoint with other translations still passes.
+Checks are structural (element ids, data-* attributes set after each paint, the store as
+the page's test handle `window.__explorer.getState()` shows it), so a retrained checkpoint
+with other translations still passes.
 """
 
 import contextlib
@@ -108,18 +109,32 @@ def attn(page) -> dict:
     return page.evaluate("() => ({...document.querySelector('#attn-plot').dataset})")
 
 
+def state(page) -> dict:
+    """The store, through the page's test handle."""
+    return page.evaluate("() => window.__explorer.getState()")
+
+
+def grid(page, fig: str = "#attn-plot") -> dict:
+    """Where the last drawing of a figure put its grid, in css px of its canvas."""
+    return page.evaluate("(sel) => JSON.parse(document.querySelector(sel).dataset.grid)", fig)
+
+
+def row_labels(page, fig: str = "#attn-plot") -> list:
+    """The row labels a person reads beside a heatmap: [text, is it a row not generated yet]."""
+    return page.eval_on_selector_all(f"{fig} .ax-rowlabel", "ls => ls.map(l => [l.textContent, l.classList.contains('future')])")
+
+
 def translate(page, text: str):
     page.locator("#src-text textarea").fill(text)
-    before = page.evaluate("() => window.attentionExplorer && window.attentionExplorer.trace")
+    before = page.evaluate("() => window.__explorer && window.__explorer.getState().sentence")
     page.click("#translate-btn")
-    page.wait_for_function("(t) => window.attentionExplorer && window.attentionExplorer.trace"
-                           " && window.attentionExplorer.trace.srcText === t", arg=text)
+    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
     painted(page, 1)
     return before
 
 
 def steps(page) -> int:
-    return page.evaluate("() => window.attentionExplorer.trace.steps")
+    return state(page)["trace"]["steps"]
 
 
 def test_every_control_draws_in_the_browser_without_server_requests(server, page):
@@ -141,7 +156,7 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     assert page.input_value("#step-slider") == "1"
     assert page.get_attribute("#step-slider", "max") == str(T)
     # one chip per subword; the word-start marker is a separate, subtle span
-    src = page.evaluate("() => window.attentionExplorer.trace.src")
+    src = state(page)["trace"]["src"]
     assert page.locator("#src-chips span.chip").count() == len(src)
     assert page.locator("#src-chips span.chip .ws").count() == sum(t.startswith("▁") for t in src)
     assert page.locator("#prefix-chips span.chip").count() == 2
@@ -164,8 +179,8 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     # future rows never show their tokens
     page.eval_on_selector("#step-slider", "(s) => { s.value = 2; s.dispatchEvent(new Event('input')); }")
     painted(page, 2)
-    rows = page.evaluate("() => window.attentionExplorer.layout().rows.map(r => [r.label, !!r.future])")
-    tgt = page.evaluate("() => window.attentionExplorer.trace.tgt")
+    rows = row_labels(page)
+    tgt = state(page)["trace"]["tgt"]
     assert [f for _, f in rows] == [i >= 2 for i in range(T)]
     for i, (label, future) in enumerate(rows):
         assert label == (f"{i + 1}: not generated yet" if future else f"{i + 1}: {tgt[i]} → {tgt[i + 1]}")
@@ -173,32 +188,33 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     # view / layer / head / hide-specials each repaint with the right settings
     page.select_option("#view-select", "encoder")
     page.wait_for_selector("#attn-plot[data-view='encoder']")
-    page.select_option("#layer-select", "1")
-    page.wait_for_selector("#attn-plot[data-layer='1']")
+    page.select_option("#layer-select", "2")  # layers and heads count from 1, as their labels do
+    page.wait_for_selector("#attn-plot[data-layer='2']")
+    assert page.eval_on_selector("#layer-select", "s => s.selectedOptions[0].textContent") == "layer 2"
     page.select_option("#head-select", "3")
     page.wait_for_selector("#attn-plot[data-head='3']")
+    assert page.eval_on_selector("#head-select", "s => s.selectedOptions[0].textContent") == "head 3"
     page.select_option("#head-select", "max")
     page.wait_for_selector("#attn-plot[data-head='max']")
-    drawn = ("() => window.attentionExplorer.hits.get(document.querySelector('#attn-plot canvas')).geometry")
-    before = page.evaluate(drawn)
+    before = grid(page)
     page.check("#hide-specials")
     page.wait_for_selector("#attn-plot[data-hide='1']")
-    after = page.evaluate(drawn)
+    after = grid(page)
     assert (after["rows"], after["cols"]) == (before["rows"] - 2, before["cols"] - 2)  # [SOS], [EOS] gone
-    cols = page.evaluate("() => window.attentionExplorer.layout().cols.map(c => c.label)")
-    assert "[SOS]" not in cols and "[EOS]" not in cols
+    labels = [text for text, _ in row_labels(page)]  # encoder view: rows are the source tokens
+    assert "[SOS]" not in labels and "[EOS]" not in labels and len(labels) == after["rows"]
     assert page.get_attribute("#mosaic", "data-hide") == "1"  # the mosaic follows hide-specials
     page.uncheck("#hide-specials")
     page.wait_for_selector("#attn-plot[data-hide='0']")
     page.select_option("#view-select", "decoder")
-    page.wait_for_selector("#attn-plot[data-view='decoder'][data-layer='1'][data-head='max']")
+    page.wait_for_selector("#attn-plot[data-view='decoder'][data-layer='2'][data-head='max']")
     page.select_option("#view-select", "cross")
     page.wait_for_selector("#attn-plot[data-view='cross']")
 
     # hover names the cell: query, key and weight
+    page.locator("#attn-plot canvas").scroll_into_view_if_needed()
     box = page.locator("#attn-plot canvas").bounding_box()
-    g = page.evaluate("() => { const v = window.attentionExplorer;"
-                      " return v.hits.get(document.querySelector('#attn-plot canvas')).geometry; }")
+    g = grid(page)
     page.mouse.move(box["x"] + g["left"] + 1.5 * g["cell"], box["y"] + g["top"] + 0.5 * g["cell"])
     tip = page.locator("#viewer-tooltip")
     assert tip.is_visible()
@@ -225,9 +241,10 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     painted(page, T)  # Play runs to the end and stops
     page.wait_for_function("() => document.querySelector('#play-btn').getAttribute('aria-pressed') === 'false'")
 
-    # the address bar is a shareable link to exactly this view
+    # the address bar is a shareable link to exactly this view, counting from 1 as the page does
     frag = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).fragment)
     assert frag["text"] == [SENTENCE] and frag["step"] == [str(T)] and frag["view"] == ["cross"]
+    assert frag["layer"] == ["2"] and frag["head"] == ["max"]
 
     time.sleep(0.3)
     assert requests == [], requests  # stepping, Play and every view change stayed in the browser
@@ -255,6 +272,7 @@ def test_shared_link_reopens_the_same_view(server, page):
     page.goto(f"{url}#{frag}")
     page.wait_for_selector("#attn-plot[data-view='encoder']")
     assert {"step": "3", "view": "encoder", "layer": "2", "head": "max", "hide": "1"}.items() <= attn(page).items()
+    assert page.eval_on_selector("#layer-select", "s => s.selectedOptions[0].textContent") == "layer 2"
     assert page.locator("#src-text textarea").input_value() == "I don't like coffee."
     page.goto(url + "?text=" + urllib.parse.quote("I have a red car."))
     painted(page, 1)
@@ -278,6 +296,39 @@ def test_whatif_explores_the_forced_version(server, page):
     painted(page, 2)
     page.wait_for_function("() => { const r = document.querySelector('#viewer').getBoundingClientRect();"
                            " return r.top < window.innerHeight && r.bottom > 0; }")  # scrolled to the viewer
+    # its link opens the same version again, at the same step
+    forced = state(page)["forcedPrefix"]
+    frag = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).fragment)
+    assert frag["origin"] == ["whatif"] and frag["forced"] == [".".join(map(str, forced))]
+    page.goto(page.url.split("#")[0] + "?reload=1#" + urllib.parse.urlparse(page.url).fragment)
+    page.wait_for_function("() => window.__explorer && window.__explorer.getState().origin === 'whatif'")
+    painted(page, 2)
+    assert state(page)["forcedPrefix"] == forced and "step 2 forced to" in page.inner_text("#viewer-forced")
+
+
+def test_keys_hint_and_checkboxes_behave_as_a_person_expects(server, page):
+    url, _ = server
+    page.goto(url)
+    page.wait_for_selector("#viewer .ax-root")
+    # an example's hint shows with its sentence, and goes when another sentence is typed
+    page.locator("#src-text").scroll_into_view_if_needed()
+    page.locator("text=I have a red car.").first.click()
+    page.wait_for_selector("#hint .ax-hint:not([hidden])")
+    assert "red car" in page.inner_text("#hint")
+    page.locator("#src-text textarea").fill("My sister is tall.")
+    page.wait_for_selector("#hint", state="hidden")
+    translate(page, "My sister is tall.")
+    # space on a focused button presses that button; elsewhere it plays
+    page.focus("#next-btn")
+    page.keyboard.press(" ")
+    painted(page, 2)
+    assert state(page)["playing"] is False
+    # a ticked checkbox shows its tick: a filled box, not a white tick on nothing
+    for box in ("#hide-specials", "#select-mode"):
+        page.check(box)
+        colour = page.eval_on_selector(box, "e => getComputedStyle(e).backgroundColor")
+        assert colour not in ("rgba(0, 0, 0, 0)", "transparent", "rgb(255, 255, 255)"), (box, colour)
+        page.uncheck(box)
 
 
 def test_markup_is_inserted_as_text_and_bad_input_clears(server, page):
@@ -289,10 +340,10 @@ def test_markup_is_inserted_as_text_and_bad_input_clears(server, page):
     translate(page, text)
     assert page.evaluate("() => window.__xss") is False
     assert page.locator("#viewer img, #viewer script").count() == 0
-    src = page.evaluate("() => window.attentionExplorer.trace.src")
+    src = state(page)["trace"]["src"]
     chips = page.eval_on_selector_all("#src-chips > *", "cs => cs.map(c => [c.tagName, c.textContent])")
     assert chips == [["SPAN", t] for t in src]  # every token became the text of one chip, nothing else
-    assert page.evaluate("() => window.attentionExplorer.trace.srcText") == text
+    assert state(page)["sentence"] == text
     # bad input clears the old results instead of leaving them looking current
     page.locator("#src-text textarea").fill("   ")
     page.click("#translate-btn")
@@ -305,7 +356,13 @@ def test_markup_is_inserted_as_text_and_bad_input_clears(server, page):
     page.wait_for_function("() => document.querySelector('#notice').innerText.includes('meaningless')")
 
 
-def test_phone_viewport_scrolls_the_maps_not_the_page(server, browser):
+def on_screen(page, sel: str) -> bool:
+    """The element lies inside the viewport horizontally (as far as a swipe of the page goes)."""
+    r = page.locator(sel).bounding_box()
+    return r is not None and r["x"] >= 0 and r["x"] + r["width"] <= page.viewport_size["width"] + 0.5
+
+
+def test_phone_viewport_keeps_every_part_of_a_map_readable(server, browser):
     url, _ = server
     ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = ctx.new_page()
@@ -313,21 +370,38 @@ def test_phone_viewport_scrolls_the_maps_not_the_page(server, browser):
     page.goto(url + "?text=" + urllib.parse.quote("The book that I bought yesterday is very interesting."))
     painted(page, 1)
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 392  # no sideways page scroll
-    scroll = page.evaluate("""() => { const s = document.querySelector('#attn-plot .ax-scroll');
-        return [s.scrollWidth, s.clientWidth]; }""")
-    assert scroll[0] > scroll[1]  # the heatmap keeps its cell size and scrolls inside its box
-    cell = page.evaluate("() => window.attentionExplorer.layout().cols.length")
-    width = page.eval_on_selector("#attn-plot canvas", "c => parseFloat(c.style.width)")
-    assert width / cell >= 14  # cells stay big enough for legible labels
-    # every figure's PNG button sits above its canvas, not on the title drawn in it
+    g = grid(page)
+    assert g["cell"] >= 14  # cells stay big enough for legible labels
+    # a sentence this short fits: every column, the legend and the title are on screen
+    for part in ("#attn-plot canvas", "#attn-plot .ax-legend", "#attn-plot .ax-title"):
+        assert on_screen(page, part), part
+    title = page.locator("#attn-plot .ax-title")
+    assert page.evaluate("(t) => t.scrollWidth <= t.clientWidth", title.element_handle())  # wrapped, not clipped
+    # a tap on a cell names it, as hover does with a mouse
+    page.locator("#attn-plot canvas").scroll_into_view_if_needed()
+    page.locator("#attn-plot canvas").tap(position={"x": g["left"] + 1.5 * g["cell"], "y": g["top"] + 0.5 * g["cell"]})
+    page.wait_for_selector("#viewer-tooltip:not([hidden])")
+    assert "weight: " in page.inner_text("#viewer-tooltip")
+    # every figure's PNG button sits above its canvas, not on the chart
     overlaps = page.evaluate("""() => [...document.querySelectorAll('.ax-fig:not([hidden])')].map(f => {
-        const b = f.querySelector('.ax-png').getBoundingClientRect();
-        const c = f.querySelector('canvas').getBoundingClientRect();
-        return b.height > 0 && c.height > 0 && b.bottom > c.top + 0.5 && b.top < c.bottom ? f.id : null;
+        const b = f.querySelector('.ax-png'), c = f.querySelector('canvas');
+        if (!b || !c) return null;
+        const rb = b.getBoundingClientRect(), rc = c.getBoundingClientRect();
+        return rb.height > 0 && rc.height > 0 && rb.bottom > rc.top + 0.5 && rb.top < rc.bottom ? f.id : null;
       }).filter(Boolean)""")
     assert overlaps == []
     page.click("#next-btn")
     painted(page, 2)
+    # a long sentence scrolls sideways inside its box, under row labels that stay put, and
+    # its legend stays on screen
+    translate(page, "the black cat sleeps on the red chair while my sister reads a long book " * 3)
+    scroller = page.locator("#attn-plot .ax-scroll")
+    assert scroller.evaluate("s => s.scrollWidth > s.clientWidth")
+    left = page.locator("#attn-plot .ax-rows").bounding_box()["x"]
+    scroller.evaluate("s => { s.scrollLeft = s.scrollWidth; }")
+    page.wait_for_function("() => document.querySelector('#attn-plot .ax-scroll').scrollLeft > 100")
+    assert abs(page.locator("#attn-plot .ax-rows").bounding_box()["x"] - left) < 1
+    assert on_screen(page, "#attn-plot .ax-legend") and on_screen(page, "#attn-plot .ax-rows")
     ctx.close()
 
 
@@ -336,7 +410,7 @@ def test_long_input_is_capped_in_tokens(server, page):
     page.goto(url)
     translate(page, "the black cat sleeps on the red chair while my sister reads a long book " * 12)
     page.wait_for_function("() => document.querySelector('#notice').innerText.includes('tokens dropped')")
-    n = page.evaluate("() => window.attentionExplorer.trace.src.length")
+    n = len(state(page)["trace"]["src"])
     assert n == 128  # 126 subwords plus [SOS] and [EOS]
     page.select_option("#view-select", "encoder")
     page.wait_for_selector("#attn-plot[data-view='encoder']")
@@ -354,15 +428,15 @@ def test_gradio_client_translate_endpoint(server):
         trace = json.loads(trace)
     assert translation and trace["translation"] == translation
     assert trace["schema"] == "transformer-trace/1"
-    from transformer.trace import unpack_arrays
+    from transformer.wire import unpack_arrays
 
-    cross = unpack_arrays(trace)["cross_attn"]  # packed on the wire: (L, H, T, S) float32
+    cross = unpack_arrays(trace)["cross_attn"]  # encoded on the wire: (L, H, T, S) float32
     assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))
 
 
 def test_notebook_output_runs_the_same_viewer(browser, translator, tmp_path):
     """trace.show()'s HTML, opened as a page: the same modules mount and step with no server."""
-    from transformer.notebook import show_trace
+    from explorer.notebook import show_trace
 
     html = show_trace(translator.trace("the black cat sleeps.")).data
     page_file = tmp_path / "notebook.html"

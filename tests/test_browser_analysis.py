@@ -1,28 +1,24 @@
-"""The analysis features as a person uses them (issue 8): a real `python app.py` in headless
-Chromium. Rollout view, logit lens, head diagnostics, knock-out and head importance.
+"""The analysis features as a person uses them: a real `python app.py` in headless Chromium.
+Rollout view, logit lens, head diagnostics, knock-out and head importance.
 
 Run alone with `python -m pytest -m browser tests/test_browser_analysis.py`; the app and the
 browser are started as in tests/test_browser.py. Checks are structural (ids, data-*
-attributes, the viewer's state), so a retrained checkpoint still passes.
+attributes, the store through the page's test handle), so a retrained checkpoint still passes.
 """
 
 import pytest
-from test_browser import browser, page, painted, server, steps, translate  # noqa: F401 (fixtures)
+from test_browser import browser, grid, page, painted, row_labels, server, state, steps, translate  # noqa: F401
 
 pytestmark = pytest.mark.browser
 
 SENTENCE = "The black cat is sleeping on the red chair."
 
 
-def viewer(page, expr: str):
-    return page.evaluate(f"() => {{ const v = window.attentionExplorer; return {expr}; }}")
-
-
 def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     url, _ = server
     page.goto(url)
     translate(page, SENTENCE)
-    T, L = steps(page), viewer(page, "v.trace.lensProbs.shape[1]")
+    T, L = steps(page), state(page)["trace"]["layers"]["decoder"]
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     for step in (1, 2, T):
@@ -30,7 +26,7 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
         page.wait_for_selector(f"#logit-lens[data-step='{step}']", state="attached")
         assert page.locator("#logit-lens tbody tr").count() == L  # one row per decoder layer
         assert page.locator("#logit-lens thead th").count() == 1 + 5
-        emitted = viewer(page, f"v.trace.tgt[{step}]")
+        emitted = state(page)["trace"]["tgt"][step]
         last = page.locator("#logit-lens tbody tr").nth(L - 1).locator("td").first
         assert "ax-emitted" in last.get_attribute("class")  # greedy: the last layer's top-1 is the output
         assert last.locator(".ax-lens-tok").inner_text() == emitted
@@ -42,13 +38,14 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     assert page.is_disabled("#layer-select") and page.is_disabled("#head-select")  # they do not apply
     assert page.is_visible("#rollout-note") and "Layer and head do not apply" in page.inner_text("#rollout-note")
     assert page.is_visible("#enc-rollout canvas") and not page.is_visible("#mosaic")
+    assert not page.is_visible("#attn-note")  # it speaks of the mosaic, which rollout hides
     page.eval_on_selector("#step-slider", "(s) => { s.value = 2; s.dispatchEvent(new Event('input')); }")
     painted(page, 2)
-    g = page.evaluate("() => window.attentionExplorer.hits.get(document.querySelector('#attn-plot canvas')).geometry")
-    assert (g["rows"], g["cols"]) == (T, viewer(page, "v.trace.src.length"))  # rows: steps, cols: source tokens
+    g = grid(page)
+    assert (g["rows"], g["cols"]) == (T, len(state(page)["trace"]["src"]))  # rows: steps, cols: source tokens
     # the title names the formula; future rows are hidden
-    rows = viewer(page, "v.layout().rows.map(r => !!r.future)")
-    assert rows == [i >= 2 for i in range(T)]
+    assert "Chefer" in page.inner_text("#attn-plot .ax-title")
+    assert [future for _, future in row_labels(page)] == [i >= 2 for i in range(T)]
     # the painted pixels: the current row is coloured, a future row is the flat 'not generated' grey
     colours = page.evaluate("""(g) => { const c = document.querySelector('#attn-plot canvas'), x = c.getContext('2d');
         const k = c.width / parseFloat(c.style.width), px = (r) => Array.from(x.getImageData(
@@ -63,6 +60,7 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     page.select_option("#view-select", "encoder")
     page.wait_for_selector("#attn-plot[data-view='encoder']", state="attached")
     assert not page.is_disabled("#layer-select") and not page.is_visible("#enc-rollout canvas")
+    assert page.is_visible("#attn-note")  # the note about heads and the mosaic is back with them
     assert requests == [], requests  # all of it drawn from the payload
 
 
@@ -77,11 +75,11 @@ def test_diagnostics_hover_names_the_habit_and_click_opens_the_head(server, page
     page.mouse.move(box["x"] + left + 2.5 * cell, box["y"] + top + 1.5 * cell)  # layer 2, head 3
     tip = page.locator("#analysis-tooltip")
     assert tip.is_visible()
-    habit = viewer(page, "v.trace.headStats.kinds.decoder_self.habit[1][2]")
+    habit = state(page)["trace"]["headStats"]["kinds"]["decoder_self"]["habit"][1][2]
     assert habit and f"decoder self-attention, layer 2, head 3: {habit}" in tip.inner_text()
     assert "previous-token share" in tip.inner_text()
     page.mouse.click(box["x"] + left + 2.5 * cell, box["y"] + top + 1.5 * cell)
-    page.wait_for_selector("#attn-plot[data-view='decoder'][data-layer='1'][data-head='2']", state="attached")
+    page.wait_for_selector("#attn-plot[data-view='decoder'][data-layer='2'][data-head='3']", state="attached")
 
 
 def test_select_heads_and_knock_them_out(server, page):
@@ -90,20 +88,23 @@ def test_select_heads_and_knock_them_out(server, page):
     translate(page, SENTENCE)
     original = page.locator("#translation textarea").input_value()
     assert page.is_visible("#select-mode")  # the Space can knock heads out, so heads can be selected
+    assert page.is_disabled("#knockout-btn")  # nothing selected yet: nothing to knock out
     # shift-click a tile of the all-heads mosaic (cross-attention, layer 1, head 2)
-    g = viewer(page, "v.mosaicHit.geometry")
+    g = grid(page, "#mosaic")
     mosaic = page.locator("#mosaic canvas")
     mosaic.click(position={"x": g["left"] + g["stepX"] + 2, "y": g["top"] + 2}, modifiers=["Shift"])
-    page.wait_for_selector("#ko-selection .chip[data-head='cross:0:1']")
+    page.wait_for_selector("#ko-selection .chip[data-head='cross:1:2']")
     assert page.get_attribute("#attn-plot", "data-head") == "mean"  # shift-click selects, does not open
+    assert not page.is_disabled("#knockout-btn")
     # select mode: a plain click on layer 2, head 1 adds it too; a second click removes it
     page.check("#select-mode")
     mosaic.click(position={"x": g["left"] + 2, "y": g["top"] + g["stepY"] + 2})
-    page.wait_for_selector("#ko-selection .chip[data-head='cross:1:0']")
+    page.wait_for_selector("#ko-selection .chip[data-head='cross:2:1']")
     mosaic.click(position={"x": g["left"] + 2, "y": g["top"] + g["stepY"] + 2})
-    page.wait_for_selector("#ko-selection .chip[data-head='cross:1:0']", state="detached")
+    page.wait_for_selector("#ko-selection .chip[data-head='cross:2:1']", state="detached")
     page.uncheck("#select-mode")
     assert page.locator("#ko-selection .chip").count() == 1
+    assert state(page)["selection"] == [{"kind": "cross", "layer": 1, "head": 2}]
 
     page.click("#knockout-btn")
     page.wait_for_selector("#ko-result[data-state='done']", state="attached", timeout=120_000)
@@ -113,9 +114,15 @@ def test_select_heads_and_knock_them_out(server, page):
     assert page.inner_text("#ko-translation").strip()  # the new translation, beside the original
     assert page.locator("#ko-result canvas").count() == 1  # p(original token) per step, drawn here
 
-    # knocking out every cross-attention head changes the translation
-    viewer(page, "(v.clearSelection(), [...Array(v.trace.layers('cross')).keys()].forEach(l => [...Array(v.trace.heads).keys()]"
-                 ".forEach(h => v.toggleHead({kind: 'cross', layer: l, head: h}, true))), v.selection.size)")
+    # knocking out every cross-attention head changes the translation: pick them all in select mode
+    page.click("#ko-selection .ax-chip-clear")
+    layers, heads = state(page)["trace"]["layers"]["cross"], state(page)["trace"]["heads"]
+    page.check("#select-mode")
+    for layer in range(layers):
+        for head in range(heads):
+            mosaic.click(position={"x": g["left"] + head * g["stepX"] + 2, "y": g["top"] + layer * g["stepY"] + 2})
+    page.uncheck("#select-mode")
+    page.wait_for_function("(n) => window.__explorer.getState().selection.length === n", arg=layers * heads)
     page.click("#knockout-btn")
     page.wait_for_function("() => { const r = document.querySelector('#ko-result');"
                            " return r.dataset.state === 'done' && r.innerText.includes('heads:'); }", timeout=120_000)
@@ -139,5 +146,5 @@ def test_head_importance_maps_paint_and_open_a_head(server, page):
     cross = page.locator("#head-importance canvas[data-kind='cross']")
     left, top, cell = 24, 34, 20  # drawHeadMap's grid, cell 20 in the importance maps
     cross.click(position={"x": left + 2.5 * cell, "y": top + 1.5 * cell})  # layer 2, head 3
-    page.wait_for_selector("#attn-plot[data-view='cross'][data-layer='1'][data-head='2']", state="attached")
-    page.wait_for_selector("#ko-selection .chip[data-head='cross:1:2']")  # and it joins the knock-out selection
+    page.wait_for_selector("#attn-plot[data-view='cross'][data-layer='2'][data-head='3']", state="attached")
+    page.wait_for_selector("#ko-selection .chip[data-head='cross:2:3']")  # and it joins the knock-out selection

@@ -50,9 +50,12 @@ def server_calls(page) -> list:
 def translate(page, text):
     page.locator("#src-text textarea").fill(text)
     page.click("#translate-btn")
-    page.wait_for_function("(t) => window.attentionExplorer && window.attentionExplorer.trace"
-                           " && window.attentionExplorer.trace.srcText === t", arg=text)
+    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
     page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+
+
+def state(page) -> dict:
+    return page.evaluate("() => window.__explorer.getState()")
 
 
 def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
@@ -60,9 +63,9 @@ def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
     page.locator("#beam-size input[type=number]").fill("3")
     page.locator("#beam-size input[type=number]").press("Enter")
     page.click("#beam-btn")
-    page.wait_for_function("() => window.beamTree && window.beamTree.tree && window.beamTree.tree.src_text === "
-                           f"{SENTENCE!r}")
-    tree = page.evaluate("() => window.beamTree.tree")
+    page.wait_for_function("(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }",
+                           arg=SENTENCE)
+    tree = state(page)["beam"]
     assert tree["beam_size"] == 3
     n_nodes = page.locator("#beam-tree svg g.bt-node").count()
     assert n_nodes == len(tree["nodes"]) and n_nodes > 3
@@ -96,18 +99,18 @@ def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
 
     # clicking a finished hypothesis opens it in the viewer through the forced-prefix trace
     last = len(tree["hypotheses"]) - 1
-    before = page.evaluate("() => window.attentionExplorer.trace && window.attentionExplorer.trace.srcText")
+    before = state(page)["sentence"]
     page.locator(f"#beam-tree .hyp[data-hyp='{last}']").click()
-    page.wait_for_function("() => window.attentionExplorer.trace && window.attentionExplorer.trace.raw.origin === 'beam'")
+    page.wait_for_function("() => window.__explorer.getState().origin === 'beam'")
     page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
-    forced = page.evaluate("() => window.attentionExplorer.trace.forcedPrefix")
+    forced = state(page)["forcedPrefix"]
     assert forced == tree["hypotheses"][last]["ids"] and before is None
     assert f"beam hypothesis {last + 1} of {len(tree['hypotheses'])}" in page.inner_text("#translation")
     assert page.input_value("#translation textarea") == tree["hypotheses"][last]["text"]
     assert page.inner_text("#viewer-forced").startswith("Beam-search hypothesis")
     # and the list opens the best one
     page.click("#beam-hyps li[data-hyp='0'] button")
-    page.wait_for_function("(ids) => JSON.stringify(window.attentionExplorer.trace.forcedPrefix) === ids",
+    page.wait_for_function("(ids) => JSON.stringify(window.__explorer.getState().forcedPrefix) === ids",
                            arg=json.dumps(tree["hypotheses"][0]["ids"], separators=(",", ":")))
     assert page.input_value("#translation textarea") == tree["hypotheses"][0]["text"]
 
@@ -149,3 +152,27 @@ def test_switching_epochs_redraws_in_the_browser(page):
     page.wait_for_selector(f"#epoch-translation[data-epoch='{options[0]}']")
     page.wait_for_timeout(300)
     assert calls == [], calls
+
+
+def test_panels_follow_the_sentence(page):
+    """A new sentence clears the beam tree of the old one (here and on the server), and an
+    error leaves no panel, caption or address of the old sentence behind."""
+    translate(page, SENTENCE)
+    page.click("#beam-btn")
+    page.wait_for_function("() => window.__explorer.getState().beam !== null")
+    assert page.locator("#beam-hyps li").count() > 0
+    translate(page, "the dog eats.")
+    page.wait_for_function("() => window.__explorer.getState().beam === null")
+    assert page.locator("#beam-hyps li").count() == 0 and page.locator("#beam-tree svg").count() == 0
+    page.locator("#epoch-view").scroll_into_view_if_needed()
+    page.wait_for_selector("#epoch-multiples[data-key] figure.ep-fig", state="attached")
+    assert "text=" in page.url
+    page.locator("#src-text textarea").fill("   ")
+    page.click("#translate-btn")
+    page.wait_for_selector("#attn-plot:not([data-step])", state="attached")
+    page.wait_for_function("() => document.querySelectorAll('#epoch-multiples figure').length === 0")
+    assert page.inner_text("#epoch-caption") == "" and page.inner_text("#epoch-status") == ""
+    assert page.inner_text("#epoch-translation").startswith("Translate a sentence")
+    assert "text=" not in page.url  # a reload does not bring the old sentence back
+    state = page.evaluate("() => window.__explorer.getState()")
+    assert state["sentence"] is None and state["beam"] is None and state["whatif"] is None

@@ -4,7 +4,7 @@ Both texts state concrete results of ``checkpoints/en-it``: translations, head
 diagnostics, the head-importance ranking, a knock-out, the logit lens, cross-attention
 weights at given steps, candidate probabilities and a What-if result. These tests
 measure each one through the functions the app itself calls (``Translator.trace``,
-``transformer.analysis``, ``transformer.viewer``, the viewer payload and the checkpoint's
+``transformer.analysis``, ``explorer.texts``, the viewer payload and the checkpoint's
 ``head_stats.json``), so the numbers are the ones a visitor sees on screen.
 
 When a new checkpoint ships, these tests fail exactly where the text has gone stale:
@@ -26,8 +26,9 @@ import numpy as np
 import pytest
 import torch
 
-from transformer import analysis, load_translator, viewer
-from transformer.payload import decode_payload, encode_trace
+from explorer import texts as viewer
+from explorer.payload import decode_payload, encode_trace
+from transformer import analysis, load_translator
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "en-it"
@@ -86,7 +87,7 @@ def trace_of(tr):
 @pytest.fixture(scope="module")
 def test_set_stats():
     """The "whole test set" diagnostics maps: ``head_stats.json`` as the analysis panel loads it
-    (``panels.analysis.load_test_stats`` is a plain JSON read; not imported here to keep
+    (``explorer.panels.analysis.load_test_stats`` is a plain JSON read; not imported here to keep
     Gradio out of this module)."""
     return json.loads((SHIPPED / "head_stats.json").read_text(encoding="utf-8"))
 

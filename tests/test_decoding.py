@@ -116,12 +116,12 @@ def test_trace_layout_and_step_slices(translator):
 
 
 def test_packed_trace_dict_is_exact_and_unpacks_to_the_lists(translator):
-    from transformer.trace import pack_array, unpack_arrays
+    from transformer.wire import encode_f32, unpack_arrays
 
     trace = translator.trace("the black cat sleeps.")
     lists = json.loads(json.dumps(trace.to_dict()))
     packed = json.loads(json.dumps(trace.to_dict(packed=True)))
-    assert packed["cross_attn"].keys() == {"dtype", "shape", "base64"}
+    assert packed["cross_attn"].keys() == {"enc", "shape", "data"} and packed["cross_attn"]["enc"] == "f32"
     back = unpack_arrays(packed)
     for key, arr in (("encoder_attn", trace.encoder_attn), ("decoder_self_attn", trace.decoder_self_attn),
                      ("cross_attn", trace.cross_attn), ("rollout", trace.rollout)):
@@ -134,7 +134,7 @@ def test_packed_trace_dict_is_exact_and_unpacks_to_the_lists(translator):
         assert [c["prob"] for c in packed_step] == probs.astype(float).tolist()  # exact when packed
     assert unpack_arrays(lists) == lists  # nothing packed: unchanged
     big_endian = np.arange(6, dtype=">f4").reshape(2, 3)
-    np.testing.assert_array_equal(unpack_arrays(pack_array(big_endian)), big_endian)
+    np.testing.assert_array_equal(unpack_arrays(encode_f32(big_endian)), big_endian)
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\n\t", "\x00\x07"])

@@ -1,5 +1,6 @@
-"""pyproject.toml: the wheel carries every module and the viewer's browser files, its
-dependencies are requirements.txt, and the installed package works from any directory."""
+"""pyproject.toml: the wheel carries every module of both packages (the model library and
+the explorer) and the explorer's browser files, its dependencies are requirements.txt, and
+the installed packages work from any directory."""
 
 from __future__ import annotations
 
@@ -53,7 +54,8 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     src.mkdir()
     for name in ("pyproject.toml", "README.md", "requirements.txt", "requirements-test.txt"):
         shutil.copy(ROOT / name, src / name)
-    shutil.copytree(ROOT / "transformer", src / "transformer", ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("transformer", "explorer"):
+        shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     # the installed setuptools builds it when new enough (no download); else pip fetches one
     isolation = ["--no-build-isolation"] if setuptools_version() >= (77,) else []
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", *isolation,
@@ -62,9 +64,11 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(ROOT).as_posix() for p in (ROOT / "transformer").glob("*.py")}
-    web = {p.relative_to(ROOT).as_posix() for p in (ROOT / "transformer").glob("web/*")
+    expected = {p.relative_to(ROOT).as_posix() for package in ("transformer", "explorer")
+                for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts}
+    web = {p.relative_to(ROOT).as_posix() for p in (ROOT / "explorer").glob("web/*")
            if p.is_file() and p.suffix in {".js", ".css", ".html", ".svg", ".json"}}
+    assert not list((ROOT / "transformer").glob("web"))  # the model library ships no browser files
     assert expected <= names, sorted(expected - names)
     assert web <= names, sorted(web - names)  # the browser code ships with the package
     requires = [line.split(": ", 1)[1] for line in zipfile.ZipFile(wheel).read(
@@ -77,13 +81,15 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code = ("import transformer, pathlib; from transformer import load_translator, CheckpointError; "
+    code = ("import transformer, explorer, pathlib; from transformer import load_translator, CheckpointError; "
+            "from explorer.notebook import viewer_html; from explorer.assets import WEB; "
             "p = pathlib.Path(transformer.__file__).parent; print(p); "
-            "print(sorted(x.name for x in (p / 'web').iterdir()))")
+            "print(sorted(x.name for x in WEB.iterdir()))")
     env = {**os.environ, "PYTHONPATH": str(site)}
     r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     where, files = r.stdout.splitlines()[:2]
     assert Path(where) == site / "transformer"
+    assert "import gradio" not in "".join(p.read_text() for p in (ROOT / "transformer").glob("*.py"))
     assert sorted(Path(w).name for w in web) == eval(files)

@@ -1,13 +1,15 @@
-"""The analysis panel's callbacks (panels/analysis.py), called directly on the tiny checkpoint:
-knock-out and head importance results, bad input -> a clear message, the test-set stats."""
+"""The analysis panel's callbacks (explorer/panels/analysis.py), called directly on the tiny
+checkpoint: knock-out and head importance results, bad input -> a clear message, the page's
+requests, the test-set stats."""
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
 import app as app_module
-from panels.analysis import AnalysisPanel, load_test_stats
+from explorer.panels.analysis import AnalysisPanel, load_test_stats
 from transformer import analysis, load_translator
 
 TEXT = "the black cat sleeps."
@@ -15,7 +17,11 @@ TEXT = "the black cat sleeps."
 
 @pytest.fixture(scope="module")
 def panel(app):
-    return app.analysis_panel
+    return app.panel("analysis")
+
+
+def request(**data):
+    return SimpleNamespace(_data=data, **data)
 
 
 def test_knockout_returns_translation_and_per_step_data(panel, translator):
@@ -89,7 +95,24 @@ def test_endpoints_are_named_and_public(translator):
     assert public["head_importance"].fn.__name__ == "head_importance"
     assert len(public["knockout"].inputs) == 2 and len(public["knockout"].outputs) == 2
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
-    assert {"knockout-btn", "importance-btn", "analysis-top", "analysis-results"} <= ids
+    assert "analysis" in ids  # the view's block; its buttons are drawn in the browser
+
+
+def test_page_requests_run_on_the_sentence_in_the_viewer(panel, app):
+    """The page asks with the heads picked on screen (0-based on the wire) and its sentence
+    number; the answer names both, and a bad request is said in the page's words."""
+    trace = app.translate(TEXT)[app.trace_state]
+    ko = json.loads(panel.request(trace, request(action="knockout", sentenceId=3,
+                                                 heads=[{"kind": "cross", "layer": 0, "head": 1}])))
+    assert ko["action"] == "knockout" and ko["sentenceId"] == 3 and ko["text"] == TEXT and "error" not in ko
+    assert ko["heads"] == [{"kind": "cross", "layer": 0, "head": 1}]
+    imp = json.loads(panel.request(trace, request(action="importance", sentenceId=3)))
+    assert imp["action"] == "importance" and imp["importance"]["cross"] and imp["text"] == TEXT
+    none = json.loads(panel.request(trace, request(action="knockout", sentenceId=3, heads=[])))
+    assert none["error"].startswith("No heads selected") and "0-based" not in none["error"]
+    bad = json.loads(panel.request(trace, request(action="knockout", sentenceId=3, heads=[{"kind": "cross", "layer": 99, "head": 0}])))
+    assert "do not fit this model" in bad["error"] and "kind:layer:head" not in bad["error"]
+    assert "Translate a sentence first" in json.loads(panel.request(None, request(action="importance")))["error"]
 
 
 def test_test_set_stats_are_loaded_once_and_sent_with_the_page(tiny_checkpoint, tmp_path, translator):
@@ -101,10 +124,10 @@ def test_test_set_stats_are_loaded_once_and_sent_with_the_page(tiny_checkpoint, 
     tr = load_translator(ckpt)
     a = app_module.App(tr)
     demo = a.build()
-    assert a.analysis_panel.test_stats["n_sentences"] == 2
-    top = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "analysis-top"][0]
-    assert json.loads(top.value)["kinds"].keys() == stats["kinds"].keys()
-    assert "<" not in top.value  # no text in the stats can look like markup
+    assert a.panel("analysis").test_stats["n_sentences"] == 2
+    host = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "analysis"][0]
+    assert json.loads(host.props["data"])["kinds"].keys() == stats["kinds"].keys()
+    assert "<" not in host.props["data"]  # no text in the stats can look like markup
 
 
 @pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"schema": "head-stats/1"}', b"\xff\xfe"])

@@ -1,17 +1,19 @@
-"""The beam panel's callbacks (panels/beam.py), called directly: /beam, opening a hypothesis
-in the viewer, snapshot loading with and without snapshots, and the epoch trace cache."""
+"""The beam and epoch panels' callbacks (explorer/panels/beam.py, epochs.py), called
+directly: /beam, opening a hypothesis in the viewer, snapshot loading with and without
+snapshots, and the epoch trace cache."""
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
 import torch
 
 import app as app_module
-from panels import beam as beam_panel
+from explorer.panels import epochs as epoch_panel
+from explorer.payload import decode_payload
 from transformer.checkpoint import load_checkpoint, save_checkpoint
-from transformer.payload import decode_payload
 from transformer.translator import load_translator
 
 SENTENCE = "the black cat sleeps."
@@ -51,9 +53,14 @@ def label(update):
     return update.label if isinstance(update, gr.components.Component) else None
 
 
+def chosen(hyp):
+    """The beam view's request to open hypothesis ``hyp``, as its callback sees it."""
+    return SimpleNamespace(_data={"hyp": hyp}, hyp=hyp)
+
+
 # --- /beam ---------------------------------------------------------------------------------------
 def test_beam_api_returns_translation_and_documented_tree(app):
-    best, tree = app.beam_panel.api_beam(SENTENCE, 3)
+    best, tree = app.panel("beam").api_beam(SENTENCE, 3)
     assert tree["schema"] == "transformer-beam-tree/1" and tree["beam_size"] == 3
     assert best == tree["translation"] == tree["hypotheses"][0]["text"]
     ids = [n["id"] for n in tree["nodes"]]
@@ -66,38 +73,42 @@ def test_beam_api_returns_translation_and_documented_tree(app):
 @pytest.mark.parametrize("text, message", [("", "type"), ("   \n", "type"), ("x" * 100_000, "characters")])
 def test_beam_bad_text_gets_a_clear_message(app, text, message):
     with pytest.raises(gr.Error, match=message):
-        app.beam_panel.api_beam(text, 4)
-    out = app.beam_panel.show_beam(text, 4)
-    assert message in out[app.beam_panel.beam_notice] and out[app.beam_panel.beam_notice].startswith("⚠️")
-    assert out[app.beam_panel.beam_view] == "" and out[app.beam_panel.beam_state] is None  # old tree cleared
+        app.panel("beam").api_beam(text, 4)
+    beam = app.panel("beam")
+    out = beam.show_beam(text, 4)
+    assert message in out[beam.beam_notice] and out[beam.beam_notice].startswith("⚠️")
+    assert out[beam.host] == "" and out[beam.beam_state] is None  # old tree cleared
 
 
 @pytest.mark.parametrize("k", [0, 9, 2.5, "four", None, True, float("nan")])
 def test_beam_api_refuses_a_bad_beam_size(app, k):
     with pytest.raises(gr.Error, match="beam size must be a whole number from 1 to 8"):
-        app.beam_panel.api_beam(SENTENCE, k)
+        app.panel("beam").api_beam(SENTENCE, k)
 
 
 @pytest.mark.parametrize("k, used", [(0, 1), (-3, 1), (99, 8), (2.6, 3), ("5", 5)])
 def test_the_ui_clamps_the_beam_size(app, k, used):
-    out = app.beam_panel.show_beam(SENTENCE, k)
-    assert json.loads(out[app.beam_panel.beam_view])["beam_size"] == used
-    assert out[app.beam_panel.beam_state]["k"] == used
+    beam = app.panel("beam")
+    out = beam.show_beam(SENTENCE, k)
+    assert json.loads(out[beam.host])["beam_size"] == used
+    assert out[beam.beam_state]["k"] == used
 
 
 def test_markup_in_the_sentence_cannot_become_markup(app):
-    out = app.beam_panel.show_beam("<img src=x onerror=alert(1)> the cat", 2)
-    assert "<" not in out[app.beam_panel.beam_view]  # escaped as \u003c inside the JSON
-    assert json.loads(out[app.beam_panel.beam_view])["src_text"].startswith("<img")
+    beam = app.panel("beam")
+    out = beam.show_beam("<img src=x onerror=alert(1)> the cat", 2)
+    assert "<" not in out[beam.host]  # escaped as \u003c inside the JSON
+    assert json.loads(out[beam.host])["src_text"].startswith("<img")
 
 
 def test_opening_a_hypothesis_traces_it_with_every_token_forced(app):
-    panel = app.beam_panel
+    panel = app.panel("beam")
     out = panel.show_beam(SENTENCE, 4)
-    state, tree = out[panel.beam_state], json.loads(out[panel.beam_view])
+    state, tree = out[panel.beam_state], json.loads(out[panel.host])
     last = len(state["hyps"]) - 1
-    shown = panel.open_hypothesis(state, last)
-    assert set(shown) <= set(app.outputs)
+    shown = panel.open_hypothesis(state, chosen(last))
+    assert set(shown) <= {app.src_text, *app.outputs} and shown[app.src_text] == SENTENCE
+    assert panel.beam_state not in shown  # one of the tree's own hypotheses: the tree stays
     raw = json.loads(shown[app.viewer])
     assert decode_payload(raw)["cross_attn"].shape[2] == len(raw["tgt_tokens"]) - 1
     assert raw["origin"] == "beam"
@@ -111,7 +122,7 @@ def test_opening_a_hypothesis_traces_it_with_every_token_forced(app):
 @pytest.mark.parametrize("state, index", [(None, 0), ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, 5),
                                           ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, "x")])
 def test_opening_without_a_beam_or_with_a_bad_index_says_so(app, state, index):
-    out = app.beam_panel.open_hypothesis(state, index)
+    out = app.panel("beam").open_hypothesis(state, chosen(index))
     assert list(out) == [app.notice] and out[app.notice].startswith("⚠️")
 
 
@@ -120,22 +131,21 @@ def test_beam_endpoints_are_named(translator):
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     assert public["beam"].fn.__name__ == "api_beam"
     html = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "beam-view"][0]
-    assert html.props["module_url"].endswith("beam-tree.js")
+    assert html.props["view"] == "beam"
 
 
 # --- snapshots ------------------------------------------------------------------------------------
 def test_without_snapshots_there_is_no_epoch_control(app, translator):
-    assert app.beam_panel.snapshots == []
-    assert not hasattr(app.beam_panel, "epoch_view")
+    assert app.panel("epochs").snapshots == [] and app.panel("epochs").host is None
     demo = app_module.build_ui(translator)
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
-    assert "beam-view" in ids and "epoch-view" not in ids and "epoch-load-btn" not in ids
+    assert "beam-view" in ids and "epoch-view" not in ids and "epoch-panel" not in ids
 
 
 def test_snapshots_are_loaded_once_at_start_up_with_their_scores(snap_app):
-    panel = snap_app.beam_panel
+    panel = snap_app.panel("epochs")
     assert [s.epoch for s in panel.snapshots] == [1, 2]
-    meta = json.loads(panel.epoch_view.value)
+    meta = json.loads(panel.host.props["data"])
     assert meta["meta"] and [s["epoch"] for s in meta["snapshots"]] == [1, 2]
     assert meta["snapshots"][1]["scores"] == {"bleu": 2.0, "chrf": 20.0, "val_loss": 3.0}
 
@@ -143,45 +153,48 @@ def test_snapshots_are_loaded_once_at_start_up_with_their_scores(snap_app):
 def test_a_broken_snapshot_is_skipped_not_fatal(snap_checkpoint, tmp_path):
     d = shutil.copytree(snap_checkpoint, tmp_path / "ck")
     (d / "snapshots" / "epoch-002" / "model.safetensors").write_bytes(b"not safetensors")
-    snaps = beam_panel.load_snapshots(d)
+    snaps = epoch_panel.load_snapshots(d)
     assert [s.epoch for s in snaps] == [1]
 
 
 def test_epoch_traces_force_the_viewers_tokens_and_are_cached(snap_app, monkeypatch):
-    panel = snap_app.beam_panel
+    panel = snap_app.panel("epochs")
     trace = snap_app.tr.trace(SENTENCE)
     calls = []
     for s in panel.snapshots:
         orig = s.tr.trace
         monkeypatch.setattr(s.tr, "trace", lambda *a, _o=orig, **k: calls.append(1) or _o(*a, **k))
-    data = json.loads(panel.load_epochs(trace)[panel.epoch_view])
+    data = json.loads(panel.load_epochs(trace)[panel.host])
     assert data["schema"] == "attention-explorer-epochs/1" and "error" not in data
     assert [s["epoch"] for s in data["snapshots"]] == [1, 2]
     for s in data["snapshots"]:
-        assert s["tgt_tokens"] == list(trace.tgt_tokens)  # same rows as the main viewer
-        assert s["steps"] == trace.steps and s["src_tokens"] == list(trace.src_tokens)
+        part = s["trace"]  # the attention part of the viewer's payload, read by the same decoder
+        assert part["tgt_tokens"] == list(trace.tgt_tokens)  # same rows as the main viewer
+        assert part["steps"] == trace.steps and part["src_tokens"] == list(trace.src_tokens)
+        assert decode_payload(part)["cross_attn"].shape == trace.cross_attn.shape
         assert s["translation"] == panel.snapshots[s["epoch"] - 1].tr.translate([SENTENCE])[0]
         assert s["scores"]["bleu"] == float(s["epoch"])
     # the snapshots really differ from each other (else the comparison would show nothing)
-    assert data["snapshots"][0]["attn"]["cross"]["data"] != data["snapshots"][1]["attn"]["cross"]["data"]
+    assert data["snapshots"][0]["trace"]["attn"]["cross"]["data"] != data["snapshots"][1]["trace"]["attn"]["cross"]["data"]
     assert data["key"] == [SENTENCE, list(trace.tgt_tokens)]
     assert data["final"]["translation"] == trace.translation
     assert len(calls) == 2
-    again = json.loads(panel.load_epochs(trace)[panel.epoch_view])
+    again = json.loads(panel.load_epochs(trace)[panel.host])
     assert len(calls) == 2  # switching back costs no trace
-    assert again["snapshots"] == data["snapshots"] and again["nonce"] != data["nonce"]
+    assert again["snapshots"] == data["snapshots"] and again["seq"] != data["seq"]
     other = snap_app.tr.trace("the dog eats.")
     panel.load_epochs(other)
     assert len(calls) == 4  # a new sentence is traced once per snapshot
 
 
 def test_epochs_without_a_sentence_say_so(snap_app):
-    data = json.loads(snap_app.beam_panel.load_epochs(None)[snap_app.beam_panel.epoch_view])
+    panel = snap_app.panel("epochs")
+    data = json.loads(panel.load_epochs(None)[panel.host])
     assert data["error"] == "Translate a sentence first."
 
 
 def test_epoch_cache_is_bounded():
-    cache = beam_panel.EpochCache(size=2)
+    cache = epoch_panel.EpochCache(size=2)
     for i in range(3):
         cache.get(i, lambda i=i: i * 10)
     assert list(cache.data) == [1, 2] and cache.get(1, lambda: -1) == 10 and cache.misses == 3

@@ -1,13 +1,17 @@
-"""The compact payload the browser draws from: exact within the quantisation step, small,
-and safe to embed; plus the notebook viewer that embeds it."""
+"""The array codec (transformer/wire.py) and the compact payload the browser draws from:
+exact within the quantisation step, small, and safe to embed; plus the notebook viewer
+that embeds it."""
 
 import json
+import re
 
 import numpy as np
 import pytest
 
-from transformer import payload as P
-from transformer.notebook import MODULES, show_trace, viewer_html
+from explorer import payload as P
+from explorer.assets import WEB
+from explorer.notebook import modules, show_trace, viewer_html
+from transformer import wire as W
 from transformer.trace import Trace
 
 RNG = np.random.default_rng(0)
@@ -58,7 +62,7 @@ def synthetic_trace(S, T, L=3, H=8, d=256, k=10, analyses=False) -> Trace:
 @pytest.mark.parametrize("shape", [(3, 8, 12, 12), (2, 4, 1, 7), (5, 33)])
 def test_rows_roundtrip_within_half_a_step(shape):
     x = softmax_rows(shape)
-    y = P.decode_array(P.encode_rows(x))
+    y = W.decode_array(W.encode_rows(x))
     step = x.max(-1, keepdims=True) * (1 + 2**-10) / 255  # the scale is the row max rounded up to float16
     assert y.shape == x.shape and np.all(np.abs(y - x) <= step / 2 + 1e-7)
     assert not np.allclose(y, 0)
@@ -66,21 +70,21 @@ def test_rows_roundtrip_within_half_a_step(shape):
 
 def test_tril_stores_half_and_keeps_the_upper_triangle_zero():
     x = softmax_rows((3, 8, 20, 20), causal=True)
-    a = P.encode_tril(x)
-    y = P.decode_array(a)
+    a = W.encode_tril(x)
+    y = W.decode_array(a)
     assert np.all(np.abs(y - x) <= x.max(-1, keepdims=True) * (1 + 2**-10) / 510 + 1e-7)
     assert np.all(y[..., np.triu_indices(20, k=1)[0], np.triu_indices(20, k=1)[1]] == 0)
-    assert len(a["data"]) < len(P.encode_rows(x)["data"]) * 0.6  # about half the bytes
+    assert len(a["data"]) < len(W.encode_rows(x)["data"]) * 0.6  # about half the bytes
 
 
 def test_linear_and_float_encodings():
     x = RNG.uniform(-1, 1, (16, 64)).astype(np.float32)
-    assert np.all(np.abs(P.decode_array(P.encode_linear(x, -1.0, 1.0)) - x) <= 1 / 255 + 1e-6)
-    np.testing.assert_array_equal(P.decode_array(P.encode_f32(x)), x)
+    assert np.all(np.abs(W.decode_array(W.encode_linear(x, -1.0, 1.0)) - x) <= 1 / 255 + 1e-6)
+    np.testing.assert_array_equal(W.decode_array(W.encode_f32(x)), x)
     zeros = np.zeros((2, 3), np.float32)  # rows of zeros decode to zeros, no division by zero
-    np.testing.assert_array_equal(P.decode_array(P.encode_rows(zeros)), zeros)
+    np.testing.assert_array_equal(W.decode_array(W.encode_rows(zeros)), zeros)
     with pytest.raises(ValueError):
-        P.decode_array({"enc": "bogus", "shape": [1], "data": ""})
+        W.decode_array({"enc": "bogus", "shape": [1], "data": ""})
 
 
 def test_real_trace_roundtrip(translator):
@@ -138,18 +142,45 @@ def test_notebook_viewer_embeds_the_same_modules_and_escapes_text(translator):
     block = html.split("data-attention-explorer>")[1].split("</script>")[0]
     assert "<" not in block  # no markup of any kind inside the data block
     data = json.loads(block)
-    assert set(data["modules"]) == set(MODULES)
+    assert {"viewer.js", "store.js", "payload.js", "attention.js"} <= set(data["modules"])
+    for name, text in data["modules"].items():  # every module the viewer imports travels with it
+        assert set(re.findall(r'from\s+"\./([\w.-]+\.js)"', text)) <= set(data["modules"]), name
+    assert not {"gradio.js", "views.js"} & set(data["modules"])  # the notebook has no Gradio page
     assert data["payload"]["src_text"] == tr.src_text
     assert 'import(url("viewer.js"))' in viewer_html(P.encode_trace(tr))
+    assert set(modules()) <= {p.name for p in WEB.glob("*.js")}
+
+
+def test_the_attention_part_is_the_payload_cut_short(translator):
+    """What the epoch comparison sends per snapshot: the same schema and decoder, attention only."""
+    tr = translator.trace("the black cat sleeps.")
+    part, whole = P.encode_attention(tr), P.encode_trace(tr)
+    assert part.items() <= whole.items()
+    assert set(part) == {"schema", "src_tokens", "tgt_tokens", "special_tokens", "layers", "decoder_layers", "heads",
+                         "steps", "attn"}
+    decoded = P.decode_payload(json.loads(json.dumps(part)))
+    assert set(decoded) == {"encoder_attn", "decoder_attn", "cross_attn"}
+    np.testing.assert_array_equal(decoded["cross_attn"], P.decode_payload(whole)["cross_attn"])
+
+
+def test_unpack_arrays_decodes_every_encoding_in_place():
+    x = softmax_rows((2, 3, 4))
+    obj = {"a": W.encode_f32(x), "b": [W.encode_rows(x), {"c": W.encode_ids([1, 2])}], "d": "text", "e": [1, 2]}
+    back = W.unpack_arrays(json.loads(json.dumps(obj)))
+    np.testing.assert_array_equal(back["a"], x)
+    assert np.abs(back["b"][0] - x).max() <= x.max() / 510 + 1e-6
+    np.testing.assert_array_equal(back["b"][1]["c"], [1, 2])
+    assert back["d"] == "text" and back["e"] == [1, 2]
+    assert W.unpack_arrays({"enc": "nope", "shape": [1], "data": ""}) == {"enc": "nope", "shape": [1], "data": ""}
 
 
 def test_token_ids_travel_as_two_bytes_and_large_vocabularies_as_four():
     ids = RNG.integers(0, 4000, (7, 10))
-    a = P.encode_ids(ids)
+    a = W.encode_ids(ids)
     assert a["enc"] == "u16" and len(a["data"]) <= ids.size * 2 * 4 / 3 + 4
-    np.testing.assert_array_equal(P.decode_array(json.loads(json.dumps(a))), ids)
+    np.testing.assert_array_equal(W.decode_array(json.loads(json.dumps(a))), ids)
     big = np.array([[0, 70_000, 65_535]])
-    assert P.encode_ids(big)["enc"] == "i32"
-    np.testing.assert_array_equal(P.decode_array(P.encode_ids(big)), big)
+    assert W.encode_ids(big)["enc"] == "i32"
+    np.testing.assert_array_equal(W.decode_array(W.encode_ids(big)), big)
     with pytest.raises(ValueError):
-        P.encode_ids([-1])
+        W.encode_ids([-1])

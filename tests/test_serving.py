@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from transformer.serving import TraceBatcher
+from explorer.serving import TraceBatcher
 
 
 def test_concurrent_callers_are_batched_and_get_their_own_trace(translator):

@@ -1,9 +1,9 @@
-"""The texts the Python side still writes about a trace (transformer/viewer.py); every
-chart is drawn in the browser now (tests/test_browser.py)."""
+"""The texts the Python side still writes about a trace (explorer/texts.py); every chart
+is drawn in the browser (tests/test_browser.py)."""
 
 import pytest
 
-from transformer import viewer
+from explorer import texts as viewer
 
 
 @pytest.fixture(scope="module")
@@ -32,4 +32,15 @@ def test_notices_speak_in_tokens(translator):
     assert not any("Too long" in n for n in viewer.notices(translator.trace("the cat sleeps."),
                                                            translator.max_source_tokens))
     unk = " ".join(viewer.notices(translator.trace("😺😺 שלום"), translator.max_source_tokens))
-    assert "meaningless" in unk
+    assert "meaningless" in unk and "reads English only" in unk
+
+
+@pytest.mark.parametrize("text, language", [
+    ("Il gatto dorme sul divano.", "Italian"), ("Ho una macchina rossa.", "Italian"), ("Ciao, come stai?", "Italian"),
+    ("Mi piace il caffè.", "Italian"), ("Dov'è la stazione?", "Italian"), ("Je suis très content.", "French"),
+    ("Ich habe einen Hund.", "German"), ("La casa es grande y bonita.", "Spanish"),
+    ("I have a red car.", None), ("The book that I bought yesterday is very interesting.", None),
+    ("Tom gave Mary a beautiful present for her birthday.", None), ("I don't like coffee.", None),
+    ("My sister is tall.", None), ("Die Hard is a movie.", None), ("Hello!", None)])
+def test_language_guess_tells_neighbouring_languages_from_english(text, language):
+    assert viewer.language_guess(text) == language

@@ -21,36 +21,11 @@ The analysis fields default to ``None`` so code that builds a bare Trace keeps w
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass, field
 
 import numpy as np
 
-PACKED_KEYS = ("dtype", "shape", "base64")
-
-
-def pack_array(a: np.ndarray, dtype: str = "float32") -> dict:
-    """An array as ``{"dtype", "shape", "base64"}``: its bytes, little-endian, base64.
-
-    Why: a 10-word trace has about 14,000 numbers. As nested JSON lists, every one is a
-    node that the server serialises and that gradio_client walks, looking for files,
-    on both ends: that cost more CPU than running the model. Packed, the trace has a
-    few hundred nodes and keeps float32 exactly. :func:`unpack_arrays` undoes it."""
-    a = np.ascontiguousarray(a, dtype=np.dtype(dtype).newbyteorder("<"))
-    return {"dtype": dtype, "shape": list(a.shape), "base64": base64.b64encode(a.tobytes()).decode("ascii")}
-
-
-def unpack_arrays(obj):
-    """``obj`` (e.g. a trace dict from ``/translate``) with every packed array replaced by
-    a numpy array; nested lists and everything else are returned as they are."""
-    if isinstance(obj, dict):
-        if set(obj) == set(PACKED_KEYS):
-            raw = base64.b64decode(obj["base64"])
-            return np.frombuffer(raw, dtype=np.dtype(obj["dtype"]).newbyteorder("<")).reshape(obj["shape"])
-        return {k: unpack_arrays(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [unpack_arrays(v) for v in obj]
-    return obj
+from .wire import encode_f32
 
 
 @dataclass
@@ -129,8 +104,11 @@ class Trace:
         )
 
     def show(self):
-        """The Space's viewer for this trace, inline in a notebook (an IPython HTML object)."""
-        from .notebook import show_trace  # lazy: notebooks only
+        """The Space's viewer for this trace, inline in a notebook (an IPython HTML object).
+
+        The viewer belongs to the explorer package; it is imported only when called, so the
+        model library never needs it to load."""
+        from explorer.notebook import show_trace
 
         return show_trace(self)
 
@@ -140,13 +118,14 @@ class Trace:
 
         ``packed=False`` (the download): float arrays as nested lists rounded to 5
         decimals, converted whole (round in numpy, one ``tolist``). ``packed=True`` (the
-        ``/translate`` API, sent on every request): float arrays exact, as
-        :func:`pack_array` objects; :func:`unpack_arrays` turns them back into numpy.
+        ``/translate`` API, sent on every request): float arrays exact, encoded as
+        :func:`transformer.wire.encode_f32` objects (why: see ``wire.py``);
+        :func:`transformer.wire.unpack_arrays` turns them back into numpy.
         """
         n = len(self.src_tokens) if pe_positions is None else pe_positions
 
         def r(a: np.ndarray) -> list | dict:
-            return pack_array(a) if packed else np.round(a.astype(np.float64), 5).tolist()
+            return encode_f32(a) if packed else np.round(a.astype(np.float64), 5).tolist()
 
         probs = self.topk_probs.astype(np.float64)
         top_ids, top_probs = self.topk_ids.tolist(), (probs if packed else np.round(probs, 5)).tolist()

@@ -1,0 +1,237 @@
+"""The explorer's page: translate a sentence and look inside the Transformer while it does.
+
+The server computes, the browser draws. Python runs the model once per Translate (or link,
+What-if, beam hypothesis) and sends one compact payload (:mod:`explorer.payload`) to the
+viewer's block; the browser views (``explorer/web/``, served as static files, no CDN) draw
+everything, so stepping, Play and view changes never call the server. Each visitor's trace
+lives in their own ``gr.State``; the model is only read.
+
+:class:`App` builds the page: the sentence box, the notice and translation, the viewer, and
+below it every panel of :data:`explorer.panels.PANELS`. Whenever the viewer gets a new trace
+or loses it (:meth:`App.show`, :meth:`App.failed`), each panel's ``sentence_changed`` goes
+into the same answer, so no panel keeps anything of the old sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import gradio as gr
+
+from transformer.translator import Translator
+
+from . import texts
+from .assets import WEB
+from .downloads import write_trace_file
+from .errors import answer
+from .host import message, view_host
+from .panels import PANELS
+from .payload import encode_trace
+from .serving import TraceBatcher
+
+log = logging.getLogger("app")
+# Text longer than this is refused outright (tokenising it would cost more than it can be
+# worth); anything shorter is read up to the model's token cap, which is the one place text
+# is cut, and the notice says what was dropped.
+MAX_CHARS = 50_000
+GREEDY_LABEL = "Italian translation (greedy)"
+LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the greedy one
+EXAMPLES = [
+    ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'macchina rossa'. In cross-attention, "
+     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 2 and 7 look "
+     "only at the token just read (same-token heads)."],
+    ["I don't like coffee.", "Negation and restructuring: 'non' comes first, and 'I like' becomes 'mi piace' "
+     "(coffee is the subject in Italian). Follow the rows of cross-attention."],
+    ["The book that I bought yesterday is very interesting.", "Long-range dependency: at the step that emits 'è', "
+     "does any head still look at 'book' across the relative clause?"],
+    ["Tom gave Mary a beautiful present for her birthday.", "Names are copied: cross-attention is sharp on 'Tom' "
+     "and 'Mary'. Head importance ranks cross-attention layer 2, head 3 first: knock it out and 'a Mary' disappears. "
+     "The logit lens: at step 7 layer 1 still says 'un' (the token just read); 'bel' appears from layer 2."],
+    ["We will go to the beach tomorrow if it doesn't rain.", "A failure to study: the model loses its place and "
+     "repeats itself. At step 8 cross-attention (layer 2, mean of the heads: 0.88) goes back to 'beach', and 'spiaggia' comes "
+     "a second time."],
+    ["My sister is tall.", "A mistake to study: the model says 'alto' instead of 'alta'. At step 5 it chose 'to.' "
+     "over 'ta.' (0.57 against 0.37): use What if? to force 'ta.' and explore that version."],
+]
+
+
+def link_prefix(forced) -> list[int]:
+    """The forced token ids a link carries, as ints; a malformed list is a ValueError."""
+    if not isinstance(forced, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in forced):
+        raise ValueError("malformed forced tokens")
+    return forced
+
+
+class App:
+    """The page and its callbacks. Holds only the read-only translator; per-visitor data goes
+    in and out through ``gr.State``. Callbacks return dicts keyed by component."""
+
+    def __init__(self, tr: Translator, max_batch: int = 8) -> None:
+        self.tr = tr
+        # Translate and /translate trace through this: visitors who click at the same time
+        # share one batched decode (explorer/serving.py says why)
+        self.batcher = TraceBatcher(tr, max_batch=max_batch)
+        self.max_chars = MAX_CHARS
+        self.panels = [panel(self) for panel in PANELS]
+
+    def panel(self, view: str):
+        """The panel of browser view ``view`` (e.g. "analysis")."""
+        return next(p for p in self.panels if p.view == view)
+
+    # --- translate ---------------------------------------------------------------------
+    def check_text(self, text: str | None) -> str:
+        text = text or ""
+        if not text.strip():
+            raise ValueError("Please type an English sentence to translate.")
+        if len(text) > self.max_chars:
+            raise ValueError(f"That text has {len(text):,} characters, far more than the model can read: it takes at "
+                             f"most {self.tr.max_source_tokens} subword tokens (a sentence or two). Paste less text.")
+        return text
+
+    def translate(self, text: str | None) -> dict:
+        """Run the model once and send the whole trace to the browser."""
+        t0 = time.perf_counter()
+
+        def shown() -> dict:
+            trace = self.batcher.trace(self.check_text(text))
+            log.info("translate: %d src tokens, %d steps, %.0f ms", len(trace.src_tokens), trace.steps,
+                     (time.perf_counter() - t0) * 1000)
+            return self.show(trace, origin="translate")
+
+        return answer(log, f"translate of {len(text or '')} chars", shown, self.failed)
+
+    def show(self, trace, origin: str, label: str | None = None, notes: tuple[str, ...] = ()) -> dict:
+        """Everything a new trace in the viewer changes, every panel's part included."""
+        forced = texts.forced_label(trace)
+        dropped = texts.dropped_text(self.tr.src_tok, trace.src_text, self.tr.max_source_tokens) if trace.truncated else ""
+        out = {
+            self.trace_state: trace,
+            self.translation: gr.Textbox(value=trace.translation, label=label or (
+                f"Italian translation ({forced})" if forced else GREEDY_LABEL)),
+            self.notice: "\n\n".join([*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped)]),
+            self.viewer: message(encode_trace(trace, origin=origin)),
+            # the full-precision file is written by prepare_download, chained after this
+            # event, so the views paint without waiting for it (about 0.4 s at 126 tokens)
+            self.download: gr.DownloadButton(value=None, interactive=False),
+        }
+        for panel in self.panels:
+            out.update(panel.sentence_changed(origin))
+        return out
+
+    def failed(self, message_text: str) -> dict:
+        """Bad input clears the previous sentence's results, so nothing stale looks current."""
+        out = {
+            self.trace_state: None,
+            self.translation: gr.Textbox(value="", label=GREEDY_LABEL),
+            self.notice: f"⚠️ {message_text}",
+            self.viewer: "",
+            self.download: gr.DownloadButton(value=None, interactive=False),
+        }
+        for panel in self.panels:
+            out.update(panel.sentence_changed(None))
+        return out
+
+    def prepare_download(self, trace) -> dict:
+        """The download button for the trace on screen (run after the event that showed it)."""
+        if trace is None:
+            return {self.download: gr.DownloadButton(value=None, interactive=False)}
+        try:
+            return {self.download: gr.DownloadButton(value=write_trace_file(trace), interactive=True)}
+        except OSError:
+            log.exception("could not write the trace file")
+            return {self.download: gr.DownloadButton(value=None, interactive=False)}
+
+    def then_download(self, event) -> None:
+        """Chain prepare_download after an event that may have shown a new trace."""
+        event.then(self.prepare_download, [self.trace_state], [self.download], api_visibility="private")
+
+    # --- API and links -----------------------------------------------------------------------
+    def api_translate(self, text: str) -> tuple[str, dict]:
+        """Translate one English sentence; returns (translation, trace as JSON: schema in README,
+        float arrays encoded exactly, see ``transformer.wire``)."""
+        try:
+            trace = self.batcher.trace(self.check_text(text))
+        except ValueError as exc:
+            raise gr.Error(str(exc)) from None
+        return trace.translation, trace.to_dict(packed=True)
+
+    def open_link(self, evt: gr.EventData) -> dict:
+        """A shared link (read in the browser, web/url.js): ``{"text", "forced", "origin"}``.
+        A link to a What-if or beam version traces that version again."""
+        link = getattr(evt, "_data", None) or {}
+        text = link.get("text")
+        return {self.src_text: text if isinstance(text, str) else "",
+                **answer(log, "opening a link", lambda: self.linked(text, link.get("forced"), link.get("origin")),
+                         self.failed)}
+
+    def linked(self, text, forced, origin) -> dict:
+        text = self.check_text(text)
+        if origin not in LINK_ORIGINS or not forced:
+            return self.show(self.batcher.trace(text), origin="translate")
+        try:
+            trace = self.tr.trace(text, forced_prefix=link_prefix(forced))
+        except ValueError:
+            note = "⚠️ This link's forced tokens do not fit this model, so the greedy translation is shown instead."
+            return self.show(self.batcher.trace(text), origin="translate", notes=(note,))
+        label = "Italian translation (beam hypothesis, from a link)" if origin == "beam" else None
+        return self.show(trace, origin=origin, label=label)
+
+    # --- layout -------------------------------------------------------------------------------
+    def build(self) -> gr.Blocks:
+        gr.set_static_paths([str(WEB)])  # the browser modules, served as files (offline, cacheable)
+        with gr.Blocks(title="Inside the Transformer: en→it attention explorer") as demo:
+            self.trace_state = gr.State(None)
+            self.build_header()
+            gr.Markdown("## Step through decoding")
+            self.viewer = view_host("viewer", elem_id="viewer")
+            self.download = gr.DownloadButton("Download trace (JSON, full precision)", value=None,
+                                              interactive=False, elem_id="download-trace")
+            for panel in self.panels:
+                panel.build()
+            # what App.show / App.failed update: the core, then each panel's sentence state
+            self.outputs = [self.trace_state, self.translation, self.notice, self.viewer, self.download,
+                            *(c for panel in self.panels for c in panel.sentence_outputs())]
+            self.wire()
+            for panel in self.panels:
+                panel.wire()
+        return demo
+
+    def build_header(self) -> None:
+        cfg, n_tok = self.tr.cfg, self.tr.max_source_tokens
+        metrics = self.tr.metrics.get("test") or self.tr.metrics.get("validation") or {}
+        score = f" Test BLEU {metrics['bleu']}, chrF {metrics['chrf']}." if metrics else ""
+        gr.Markdown(
+            "# Inside the Transformer\n"
+            f"A {cfg.n_encoder_layers}+{cfg.n_decoder_layers}-layer, {cfg.h}-head encoder-decoder Transformer "
+            f"(d_model {cfg.d_model}) trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}.{score} "
+            "Type a sentence, translate it, then step through greedy decoding and look at every attention map."
+        )
+        with gr.Row():
+            self.src_text = gr.Textbox(
+                label="English sentence", placeholder="I have a red car.", scale=5, max_lines=3, elem_id="src-text",
+                info=f"The model reads English only, up to {n_tok} subword tokens (roughly {n_tok * 3 // 4} words); "
+                     "longer text is cut there and the notice says what was dropped.")
+            self.translate_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
+        hint = view_host("hint", elem_id="hint", data=EXAMPLES, label="What to look for", show_label=False)
+        gr.Examples(EXAMPLES, inputs=[self.src_text, hint], label="Examples (click one, then Translate)")
+        self.notice = gr.Markdown(elem_id="notice")
+        self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation")
+
+    def wire(self) -> None:
+        # the translate handlers mostly wait for the batcher, which runs the model in one
+        # thread: let in two batches' worth, in their own queue (concurrency_id), so the
+        # next batch gathers while one runs
+        batched = dict(concurrency_limit=2 * self.batcher.max_batch, concurrency_id="translate")
+        outputs = self.outputs
+        self.then_download(self.translate_btn.click(self.translate, [self.src_text], outputs, api_name="show",
+                                                    api_visibility="private", **batched))
+        self.then_download(self.src_text.submit(  # named, or it would take the name "translate"
+            self.translate, [self.src_text], outputs, api_name="show_on_enter", api_visibility="private", **batched))
+        self.then_download(self.viewer.submit(self.open_link, None, [self.src_text, *outputs], api_name="open_link",
+                                              api_visibility="private", **batched))
+        gr.api(self.api_translate, api_name="translate", **batched)
+
+
+def build_ui(tr: Translator, max_batch: int = 8) -> gr.Blocks:
+    return App(tr, max_batch=max_batch).build()

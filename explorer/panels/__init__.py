@@ -1,0 +1,15 @@
+"""The explorer's panels: the server side of the browser views that need the model.
+
+This is the one list of them, in page order (below the viewer). A panel is a
+:class:`~explorer.panels.base.Panel` subclass whose ``view`` names its JS module in
+``explorer/web/views.js``; adding one means its two files and a line on each list.
+"""
+
+from .analysis import AnalysisPanel
+from .beam import BeamPanel
+from .epochs import EpochPanel
+from .whatif import WhatIfPanel
+
+PANELS = (WhatIfPanel, AnalysisPanel, BeamPanel, EpochPanel)
+
+__all__ = ["PANELS", "WhatIfPanel", "AnalysisPanel", "BeamPanel", "EpochPanel"]

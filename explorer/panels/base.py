@@ -1,0 +1,38 @@
+"""What every panel of the explorer is: the server side of one browser view."""
+
+from __future__ import annotations
+
+
+class Panel:
+    """The server side of one browser view (``view``, a name in ``web/views.js``).
+
+    ``build`` runs inside the page's ``gr.Blocks`` and makes the view's block
+    (:func:`explorer.host.view_host`) and any Gradio components the panel needs;
+    ``wire`` then connects their events, once every panel is built and ``app.outputs``
+    (what a new trace in the viewer updates) is known. Callbacks are plain methods, so
+    tests call them without a browser.
+
+    Panels follow the sentence: whenever the viewer gets a new trace (or loses it to an
+    error), the app merges every panel's :meth:`sentence_changed` into its answer, so no
+    panel keeps server state that belongs to the old sentence.
+    """
+
+    view = ""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    def build(self) -> None:
+        raise NotImplementedError
+
+    def wire(self) -> None:
+        """Connect the events of what ``build`` made (``app.outputs`` is known by now)."""
+
+    def sentence_outputs(self) -> list:
+        """The components :meth:`sentence_changed` updates."""
+        return []
+
+    def sentence_changed(self, origin: str | None) -> dict:
+        """Updates for a new trace in the viewer (``origin``: what brought it) or, with
+        ``origin`` None, for its removal."""
+        return {}

@@ -1,0 +1,149 @@
+"""The compact trace the browser viewer draws from: ``encode_trace(trace) -> dict``.
+
+Why: the server runs the model once per sentence and the browser draws every view from
+this one payload, so it must be small (about 40 KB for a 10-word sentence, at most about
+1.47 MB at the 126-token cap, where both source and target reach 128 positions) and quick
+to make. ``Trace.to_dict()`` stays the full-precision download.
+
+Schema ``attention-explorer-payload/2`` (a JSON object):
+
+- ``schema``, ``src_text``, ``translation``, ``src_tokens``, ``tgt_tokens``, ``special_tokens``,
+  ``forced_prefix`` (target ids), ``truncated``, ``n_src_tokens_dropped``, ``finished``,
+  ``layers``, ``heads``, ``steps`` (T), ``d_model``, ``unk_fraction`` (share of source
+  subwords read as ``[UNK]``, specials excluded), ``origin`` (free label, e.g. ``"whatif"``).
+- ``attn``: ``{"encoder": A (L,H,S,S), "decoder": A (L,H,T,T), "cross": A (L,H,T,S)}``;
+  rows are queries, columns keys. Step t (0-based) is row t of decoder and cross.
+- ``vocab``: ``{"<id>": str}``, the target-vocabulary string of every token id that ``topk``
+  and ``logit_lens`` refer to. Tokens travel as ids plus this table because the same few
+  hundred strings repeat across steps and layers (version 1 sent the strings themselves,
+  about 60 KB at the 126-token cap).
+- ``topk``: ``{"ids": A (T,k) token ids, "probs": A (T,k)}``.
+- ``pe``: A (P, d_model): the model's positional-encoding buffer, first P positions
+  (P = the longer of source and target, at least 16, at most max_positions).
+- optional (present when the trace has them): ``logit_lens`` ``{"ids": A (T,L,5),
+  "probs": A (T,L,5)}``, ``encoder_rollout`` A (S,S), ``rollout`` A (T,S), ``head_stats`` (JSON).
+
+Every array ``A`` is encoded with the project's one array codec, ``transformer/wire.py``
+(attention as ``u8row``/``u8tril``, the positional encoding as ``u8lin``, probabilities as
+``f32``, token ids as ``u16``). ``decode_payload`` is the inverse in Python (used by the
+tests); the browser's decoder is ``explorer/web/payload.js``.
+
+The attention part alone (:func:`encode_attention`: tokens, sizes and ``attn``) is what the
+epoch comparison sends for each training snapshot, so the browser reads both with the
+same decoder.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from transformer.wire import decode_array, encode_f32, encode_ids, encode_linear, encode_rows, encode_tril
+
+SCHEMA = "attention-explorer-payload/2"
+MIN_PE_POSITIONS = 16
+
+
+def unk_fraction(src_tokens: list[str], special_tokens: list[str], unk: str = "[UNK]") -> float:
+    """Share of the real (non-special) source subwords that the tokenizer could not read."""
+    real = [t for t in src_tokens if t not in special_tokens or t == unk]
+    return sum(t == unk for t in real) / len(real) if real else 0.0
+
+
+def encode_attention(trace) -> dict:
+    """The attention part of the payload: ``schema``, the tokens, the sizes and ``attn``."""
+    return {
+        "schema": SCHEMA,
+        "src_tokens": list(trace.src_tokens),
+        "tgt_tokens": list(trace.tgt_tokens),
+        "special_tokens": list(trace.special_tokens),
+        "layers": trace.n_layers,
+        "decoder_layers": int(trace.cross_attn.shape[0]),
+        "heads": trace.n_heads,
+        "steps": trace.steps,
+        "attn": {
+            "encoder": encode_rows(trace.encoder_attn),
+            "decoder": encode_tril(trace.decoder_self_attn),
+            "cross": encode_rows(trace.cross_attn),
+        },
+    }
+
+
+def token_table(trace) -> dict[str, str]:
+    """``vocab``: the string of every token id that the candidates and the logit lens name."""
+    vocab: dict[str, str] = {}
+    for ids, tokens in zip(trace.topk_ids, trace.topk_tokens):
+        vocab.update(zip(map(str, np.asarray(ids).tolist()), tokens))
+    if has_logit_lens(trace):
+        for step_ids, step_tokens in zip(trace.logit_lens_ids, trace.logit_lens_tokens):
+            for ids, tokens in zip(step_ids, step_tokens):
+                vocab.update(zip(map(str, np.asarray(ids).tolist()), tokens))
+    return vocab
+
+
+def has_logit_lens(trace) -> bool:
+    return all(getattr(trace, f"logit_lens_{x}", None) is not None for x in ("ids", "tokens", "probs"))
+
+
+def encode_trace(trace, origin: str = "translate") -> dict:
+    """A :class:`~transformer.trace.Trace` -> the JSON-ready payload described above."""
+    S, T = len(trace.src_tokens), trace.steps
+    pe_rows = int(min(trace.positional_encoding.shape[0], max(S, T + 1, MIN_PE_POSITIONS)))
+    out = {
+        **encode_attention(trace),
+        "origin": origin,
+        "src_text": trace.src_text,
+        "translation": trace.translation,
+        "forced_prefix": [int(i) for i in trace.forced_prefix],
+        "truncated": bool(trace.truncated),
+        "n_src_tokens_dropped": int(trace.n_src_tokens_dropped),
+        "finished": bool(trace.finished),
+        "d_model": int(trace.positional_encoding.shape[1]),
+        "max_positions": int(trace.positional_encoding.shape[0]),
+        "unk_fraction": unk_fraction(trace.src_tokens, trace.special_tokens),
+        "vocab": token_table(trace),
+        "topk": {
+            "ids": encode_ids(trace.topk_ids),
+            "probs": encode_f32(trace.topk_probs),
+        },
+        "pe": encode_linear(trace.positional_encoding[:pe_rows], -1.0, 1.0),
+    }
+    if has_logit_lens(trace):
+        out["logit_lens"] = {"ids": encode_ids(trace.logit_lens_ids),
+                             "probs": encode_f32(trace.logit_lens_probs)}
+    for name in ("encoder_rollout", "rollout"):
+        value = getattr(trace, name, None)
+        if value is not None:
+            out[name] = encode_rows(np.asarray(value))
+    head_stats = getattr(trace, "head_stats", None)
+    if head_stats is not None:
+        out["head_stats"] = head_stats
+    return out
+
+
+def decode_tokens(payload: dict) -> dict[str, list]:
+    """The token strings of a payload: ``topk_tokens`` (T, k) and, when present,
+    ``logit_lens_tokens`` (T, L, 5), looked up in its ``vocab`` table."""
+    vocab = payload["vocab"]
+    out = {"topk_tokens": [[vocab[str(i)] for i in row] for row in decode_array(payload["topk"]["ids"]).tolist()]}
+    if "logit_lens" in payload:
+        out["logit_lens_tokens"] = [[[vocab[str(i)] for i in k] for k in layer]
+                                    for layer in decode_array(payload["logit_lens"]["ids"]).tolist()]
+    return out
+
+
+def decode_payload(payload: dict) -> dict[str, np.ndarray]:
+    """Every array of a payload (or of its attention part alone) decoded back to float32
+    numpy, for tests and notebooks."""
+    if payload.get("schema") != SCHEMA:
+        raise ValueError(f"not an {SCHEMA} payload")
+    out = {f"{name}_attn": decode_array(a) for name, a in payload["attn"].items()}
+    if "topk" in payload:
+        out["topk_probs"] = decode_array(payload["topk"]["probs"])
+    if "pe" in payload:
+        out["positional_encoding"] = decode_array(payload["pe"])
+    if "logit_lens" in payload:
+        out["logit_lens_probs"] = decode_array(payload["logit_lens"]["probs"])
+    for name in ("encoder_rollout", "rollout"):
+        if name in payload:
+            out[name] = decode_array(payload[name])
+    return out

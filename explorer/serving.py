@@ -1,0 +1,88 @@
+"""Serving many visitors from one model: sentences that arrive together are traced together.
+
+Why: on a 2-core Space, a trace of one short sentence spends most of its time in Python
+(one decoder step at a time, a few dozen small tensor ops per step), not in arithmetic, and
+Python runs one thread at a time. Tracing eight waiting sentences in one padded batch costs
+about as much Python as tracing one, so under load the server keeps up instead of queueing.
+
+``TraceBatcher`` owns one worker thread that runs the model. Callers (Gradio handlers, each
+in its own thread) hand it a sentence and wait. The worker takes whatever is waiting, up
+to ``max_batch`` sentences, without waiting for more: an idle server answers a lone visitor
+at once, and a busy one batches the sentences that queued up during the previous batch.
+Sentences of very different lengths are not padded together (a 120-token sentence would
+make a 5-token one wait for 250 steps): they go in separate batches, shortest first.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections import deque
+from concurrent.futures import Future
+
+from transformer.trace import Trace
+from transformer.translator import Translator
+
+
+class TraceBatcher:
+    """Thread-safe ``trace(text)`` that batches concurrent calls (see the module docstring).
+
+    A sentence the model cannot read raises ``ValueError`` in its own caller before it is
+    queued, so one visitor's bad input never fails another visitor's batch.
+    """
+
+    def __init__(self, translator: Translator, max_batch: int = 8, length_ratio: float = 2.0) -> None:
+        if max_batch < 1:
+            raise ValueError(f"max_batch must be at least 1, got {max_batch}")
+        self.translator = translator
+        self.max_batch = max_batch
+        self.length_ratio = length_ratio
+        self.batch_sizes: deque[int] = deque(maxlen=1000)  # sizes of the latest batches (tests, logs)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._worker = threading.Thread(target=self._run, name="trace-batcher", daemon=True)
+        self._worker.start()
+
+    def trace(self, text: str) -> Trace:
+        """The greedy trace of ``text``, as ``Translator.trace(text)`` gives it (equal up to
+        float rounding when it was batched with other sentences)."""
+        n_src = len(self.translator.encode_source(text).ids)  # raises ValueError/TypeError here
+        done: Future = Future()
+        self._queue.put((n_src, text, done))
+        return done.result()
+
+    def _run(self) -> None:
+        while True:
+            waiting = [self._queue.get()]
+            while len(waiting) < self.max_batch:
+                try:
+                    waiting.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            for group in self._groups(waiting):
+                self._trace_group(group)
+
+    def _groups(self, items: list) -> list[list]:
+        """Shortest first; a group's longest source is at most ``length_ratio`` times its
+        shortest (plus a few tokens), so padding stays small."""
+        items = sorted(items, key=lambda it: it[0])
+        groups: list[list] = []
+        for it in items:
+            if groups and it[0] <= groups[-1][0][0] * self.length_ratio + 4:
+                groups[-1].append(it)
+            else:
+                groups.append([it])
+        return groups
+
+    def _trace_group(self, group: list) -> None:
+        self.batch_sizes.append(len(group))
+        try:
+            traces = self.translator.trace_batch([text for _, text, _ in group])
+        except Exception:  # noqa: BLE001 - retry one by one, so each caller gets its own outcome
+            for _, text, done in group:
+                try:
+                    done.set_result(self.translator.trace(text))
+                except Exception as exc:  # noqa: BLE001 - handed to the caller, who reports it
+                    done.set_exception(exc)
+            return
+        for (_, _, done), trace in zip(group, traces):
+            done.set_result(trace)

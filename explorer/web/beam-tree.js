@@ -1,0 +1,249 @@
+// The beam tree: every hypothesis beam search weighed, drawn as SVG from one
+// "transformer-beam-tree/1" object (schema in transformer/beam.py), the store's `beam`.
+// One column per output position, nodes labelled with their token, edges as thick as
+// P(token | prefix). The best beam is orange, the greedy path blue and dashed, pruned
+// candidates grey, finished hypotheses boxed in green. Zoom, show/hide pruned and hover are
+// drawn here with no server call; clicking a finished hypothesis asks the server to trace
+// it with its tokens forced and open it in the viewer (explorer/panels/beam.py). The tree
+// belongs to its sentence: a new one in the viewer clears it (store.js).
+// Token and user text always go in with textContent, never as markup.
+
+import { el, svg } from "./draw.js";
+import { Tooltip } from "./tooltip.js";
+
+export const SCHEMA = "transformer-beam-tree/1";
+const COL_W = 96, ROW_H = 26, NODE_W = 80, NODE_H = 20, PAD = 14;
+const ZOOMS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2];
+
+const fmt = (x, d = 3) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
+/** A subword as shown in the tree: the word-start marker ▁ becomes a leading space mark. */
+const shown = (tok) => (tok === null || tok === undefined ? "?" : tok.replace(/^▁/, "␣").replace(/▁/g, " "));
+
+export class BeamTree {
+  constructor(host, store, server) {
+    this.host = host;
+    this.store = store;
+    this.server = server;
+    this.tree = null;
+    this.state = { zoom: 1, pruned: true }; // how the tree is drawn (not part of the sentence)
+    this.build();
+    this.clear();
+    server.onValue((tree) => store.set({ beam: tree && tree.schema === SCHEMA ? tree : null, beamOpened: null }));
+    store.subscribe((s, changed) => {
+      if (changed.has("beam")) this.load(s.beam);
+      if (changed.has("beamOpened")) this.markOpened(s.beamOpened);
+    });
+    this.load(store.get().beam);
+  }
+
+  build() {
+    this.root = el("div", { className: "bt-root" }, [
+      el("div", { className: "bt-controls" }, [
+        el("button", { id: "beam-zoom-out", type: "button", text: "−", title: "Zoom out", "aria-label": "Zoom out" }),
+        el("button", { id: "beam-zoom-in", type: "button", text: "+", title: "Zoom in", "aria-label": "Zoom in" }),
+        el("label", { className: "bt-field" }, [
+          el("input", { id: "beam-show-pruned", type: "checkbox", checked: true }),
+          el("span", { text: "show pruned candidates" }),
+        ]),
+        el("span", { className: "bt-legend" }, [
+          el("span", { className: "bt-key bt-key-best", text: "best beam" }),
+          el("span", { className: "bt-key bt-key-greedy", text: "greedy path" }),
+          el("span", { className: "bt-key bt-key-pruned", text: "pruned" }),
+          el("span", { className: "bt-key bt-key-finished", text: "finished (click to open)" }),
+        ]),
+      ]),
+      el("p", { id: "beam-summary", className: "bt-summary" }),
+      el("div", { id: "beam-tree", className: "bt-scroll" }),
+      el("ol", { id: "beam-hyps", className: "bt-hyps" }),
+    ]);
+    this.host.replaceChildren(this.root);
+    this.tip = new Tooltip("beam-tooltip", this.root);
+    const $ = (id) => this.root.querySelector(`#${id}`);
+    this.el = { summary: $("beam-summary"), box: $("beam-tree"), hyps: $("beam-hyps"),
+      zin: $("beam-zoom-in"), zout: $("beam-zoom-out"), pruned: $("beam-show-pruned") };
+    this.el.zin.addEventListener("click", () => this.zoomBy(+1));
+    this.el.zout.addEventListener("click", () => this.zoomBy(-1));
+    this.el.pruned.addEventListener("change", () => { this.state.pruned = this.el.pruned.checked; this.render(); });
+  }
+
+  zoomBy(dir) {
+    const i = ZOOMS.indexOf(this.state.zoom);
+    this.state.zoom = ZOOMS[Math.min(ZOOMS.length - 1, Math.max(0, (i < 0 ? 3 : i) + dir))];
+    this.applyZoom();
+  }
+
+  /** Zoom only rescales the drawing (viewBox), so it costs nothing to redo. */
+  applyZoom() {
+    const s = this.svg;
+    if (!s) return;
+    const z = this.state.zoom;
+    s.setAttribute("width", Math.round(this.size.w * z));
+    s.setAttribute("height", Math.round(this.size.h * z));
+    this.root.dataset.zoom = String(z);
+  }
+
+  /** Draw `tree` (the store's beam), or clear the view when there is none. */
+  load(tree) {
+    if (!tree) { this.clear(); return; }
+    this.tree = tree;
+    this.byId = tree.nodes;
+    this.hypOf = new Map(tree.hypotheses.map((h, i) => [h.node, i]));
+    this.root.classList.remove("bt-is-empty");
+    for (const c of this.root.querySelectorAll(".bt-controls button, .bt-controls input")) c.disabled = false;
+    this.summary();
+    this.list();
+    this.render();
+  }
+
+  clear() {
+    this.tree = null;
+    this.svg = null;
+    this.root.classList.add("bt-is-empty");
+    for (const c of this.root.querySelectorAll(".bt-controls button, .bt-controls input")) c.disabled = true;
+    this.el.summary.textContent = "Run beam search to see the tree of hypotheses.";
+    this.el.box.replaceChildren();
+    this.el.hyps.replaceChildren();
+    this.tip.hide();
+    delete this.el.box.dataset.nodes;
+  }
+
+  summary() {
+    const t = this.tree, best = t.hypotheses[0];
+    const same = t.translation === t.greedy_translation;
+    this.el.summary.replaceChildren(
+      el("strong", { text: `Beam size ${t.beam_size}, ${t.steps} steps, ${t.nodes.length - 1} candidates weighed. ` }),
+      `Best (score ${fmt(best && best.score)}): “${t.translation}”. `,
+      `Greedy (score ${fmt(t.greedy_score)}): “${t.greedy_translation}”. `,
+      same ? "Here beam search agrees with greedy decoding." : "Here beam search and greedy decoding part ways.",
+      el("br"),
+      el("span", { className: "bt-note", text: `score = ${t.score_formula.replace("length_penalty", `α (${t.length_penalty})`)}` }),
+    );
+  }
+
+  /** The finished hypotheses, best first, as a clickable list (#beam-hyps). */
+  list() {
+    const t = this.tree;
+    this.el.hyps.replaceChildren(...t.hypotheses.map((h, i) => {
+      const tags = [i === 0 ? "best" : null, h.node === t.greedy ? "= greedy" : null, h.eos ? null : "cut at max length"]
+        .filter(Boolean).join(", ");
+      const b = el("button", { type: "button", className: "hyp-open", "data-hyp": i,
+        title: "Open this hypothesis in the attention viewer" }, [
+        el("span", { className: "hyp-text", text: h.text || "(empty)" }),
+        el("span", { className: "hyp-meta", text: ` score ${fmt(h.score)} · log-prob ${fmt(h.logprob)} · ${h.length} tokens${tags ? ` · ${tags}` : ""}` }),
+      ]);
+      b.addEventListener("click", () => this.open(i));
+      return el("li", { "data-hyp": i, className: i === 0 ? "best" : "" }, [b]);
+    }));
+  }
+
+  /** Which nodes to draw: pruned leaves can be hidden, but never a node of the best or greedy path. */
+  visible() {
+    return this.tree.nodes.filter((n) => this.state.pruned || n.status !== "pruned" || n.on_best || n.on_greedy);
+  }
+
+  render() {
+    const t = this.tree;
+    if (!t) return;
+    const nodes = this.visible();
+    // columns: one per output position; inside a column the most likely prefix comes first
+    const cols = [];
+    for (const n of nodes) (cols[n.step] = cols[n.step] || []).push(n);
+    const pos = new Map();
+    let rows = 1;
+    cols.forEach((col, step) => {
+      if (!col) return;
+      col.sort((a, b) => b.logprob - a.logprob);
+      col.forEach((n, i) => pos.set(n.id, { x: PAD + step * COL_W, y: PAD + 18 + i * ROW_H }));
+      rows = Math.max(rows, col.length);
+    });
+    const w = PAD * 2 + (cols.length - 1) * COL_W + NODE_W, h = PAD * 2 + 18 + rows * ROW_H;
+    this.size = { w, h };
+    const root = svg("svg", { viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "beam search tree" });
+    // column headings: output positions
+    cols.forEach((col, step) => {
+      const label = svg("text", { x: PAD + step * COL_W + NODE_W / 2, y: PAD, class: "bt-colhead", "text-anchor": "middle" });
+      label.textContent = step === 0 ? "start" : `position ${step}`;
+      root.append(label);
+    });
+    const edges = svg("g", { class: "bt-edges" }), overlay = svg("g", { class: "bt-paths" }), boxes = svg("g", { class: "bt-nodes" });
+    for (const n of nodes) {
+      if (n.parent === null || n.parent === undefined || !pos.has(n.parent)) continue;
+      const a = pos.get(n.parent), b = pos.get(n.id);
+      const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
+      const d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`;
+      const width = 0.6 + 6 * Math.max(0, Math.min(1, n.prob));
+      edges.append(svg("path", { d, class: `bt-edge bt-${n.status}`, "stroke-width": width.toFixed(2) }));
+      if (n.on_best) overlay.append(svg("path", { d, class: "bt-edge bt-best", "stroke-width": Math.max(2.5, width).toFixed(2) }));
+      if (n.on_greedy) overlay.append(svg("path", { d, class: "bt-edge bt-greedy", "stroke-width": "2" }));
+    }
+    for (const n of nodes) {
+      const p = pos.get(n.id);
+      const hyp = this.hypOf.get(n.id);
+      const cls = ["bt-node", `bt-${n.status}`, n.on_best ? "on-best" : "", n.on_greedy ? "on-greedy" : "",
+        hyp !== undefined ? "hyp" : ""].filter(Boolean).join(" ");
+      const g = svg("g", { class: cls, transform: `translate(${p.x},${p.y})`, "data-id": n.id });
+      if (hyp !== undefined) {
+        g.setAttribute("data-hyp", hyp);
+        g.setAttribute("tabindex", "0");
+        g.setAttribute("role", "button");
+        g.setAttribute("aria-label", `open hypothesis ${hyp + 1}`);
+      }
+      g.append(svg("rect", { width: NODE_W, height: NODE_H, rx: 4 }));
+      const label = svg("text", { x: NODE_W / 2, y: NODE_H / 2 + 4, "text-anchor": "middle" });
+      const tok = n.id === 0 ? "[SOS]" : shown(n.token);
+      label.textContent = tok.length > 11 ? `${tok.slice(0, 10)}…` : tok;
+      g.append(label);
+      this.tip.bind(g, () => this.lines(n));
+      if (hyp !== undefined) {
+        g.addEventListener("click", () => this.open(hyp));
+        g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); this.open(hyp); } });
+      }
+      boxes.append(g);
+    }
+    root.append(edges, overlay, boxes);
+    this.svg = root;
+    this.el.box.replaceChildren(root);
+    this.applyZoom();
+    this.el.box.dataset.nodes = String(nodes.length);
+    this.el.box.dataset.pruned = this.state.pruned ? "1" : "0";
+  }
+
+  /** The path from the root to node n, as text. */
+  prefix(n) {
+    const toks = [];
+    for (let m = n; m && m.parent !== null && m.parent !== undefined; m = this.byId[m.parent]) toks.unshift(m.token || "?");
+    return toks.join(" ");
+  }
+
+  /** Tooltip lines of node n. */
+  lines(n) {
+    const hyp = this.hypOf.get(n.id);
+    const status = { kept: "kept in the beam", pruned: "pruned (did not make the beam)", finished: "finished" }[n.status] || n.status;
+    return n.id === 0 ? ["[SOS]: decoding starts here"] : [
+      `token “${n.token}” at position ${n.step}`,
+      `P(token | prefix) = ${fmt(n.prob, 4)}`,
+      `cumulative log-prob = ${fmt(n.logprob)}`,
+      n.score !== null && n.score !== undefined ? `score = ${fmt(n.score)} (length-normalised)` : null,
+      `${status}${n.rank !== null && n.rank !== undefined ? `, candidate rank ${n.rank + 1}` : ""}`,
+      n.on_best ? "on the best beam" : null,
+      n.on_greedy ? "on the greedy path" + (n.source === "greedy" ? " (never a beam candidate)" : "") : null,
+      `prefix: ${this.prefix(n)}`,
+      hyp !== undefined ? `hypothesis ${hyp + 1}: click to open it in the viewer` : null,
+    ].filter(Boolean);
+  }
+
+  /** Ask the server to trace hypothesis i with its tokens forced and open it in the viewer
+   * (the only server call here). */
+  open(i) {
+    this.store.set({ beamOpened: i });
+    this.server.open({ hyp: i });
+  }
+
+  markOpened(i) {
+    for (const li of this.el.hyps.children) li.classList.toggle("selected", Number(li.dataset.hyp) === i);
+  }
+}
+
+export function mount(host, { store, server }) {
+  return new BeamTree(host, store, server);
+}

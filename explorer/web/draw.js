@@ -1,0 +1,222 @@
+// Drawing helpers shared by every view: crisp canvases on any screen, the colour scales
+// (for canvases and for HTML legends), label fitting and wrapping, PNG export, and the
+// builders of HTML and SVG elements. Charts are drawn on <canvas> so they are fast, work
+// offline and in notebooks, and export to PNG with labels included.
+
+export const FONT = "11px 'DejaVu Sans', system-ui, sans-serif";
+export const TITLE_FONT = "bold 13px 'DejaVu Sans', system-ui, sans-serif";
+export const HIGHLIGHT = "#e4572e";
+export const MASKED = "#d9d9d9";
+export const FUTURE = "#f1f1f1";
+export const TEXT = "#222";
+export const MUTED = "#5f5f5f"; // 6.3:1 on white: secondary text still meets WCAG AA
+
+/** Size a canvas to css pixels (w, h) at the screen's pixel ratio; returns a 2D context in css px. */
+export function setup(canvas, w, h) {
+  const dpr = Math.min(window.devicePixelRatio || 1, 2);
+  canvas.width = Math.max(1, Math.round(w * dpr));
+  canvas.height = Math.max(1, Math.round(h * dpr));
+  canvas.style.width = `${w}px`;
+  canvas.style.height = `${h}px`;
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, w, h);
+  ctx.font = FONT;
+  ctx.textBaseline = "middle";
+  return ctx;
+}
+
+export const css = (rgb) => `rgb(${rgb[0]},${rgb[1]},${rgb[2]})`;
+
+function lerp(stops, t) {
+  t = Math.min(1, Math.max(0, t));
+  const x = t * (stops.length - 1), i = Math.min(stops.length - 2, Math.floor(x)), f = x - i;
+  return stops[i].map((c, k) => Math.round(c + (stops[i + 1][k] - c) * f));
+}
+
+// Sequential "Blues" for weights in [0, 1]; diverging red-white-blue for values in [-1, 1].
+const BLUES = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
+const RDBU = [[178, 24, 43], [239, 138, 98], [247, 247, 247], [103, 169, 207], [33, 102, 172]];
+
+function lut(stops) {
+  const out = [];
+  for (let i = 0; i < 256; i++) out.push(lerp(stops, i / 255));
+  return out;
+}
+export const BLUES_LUT = lut(BLUES);
+export const RDBU_LUT = lut(RDBU);
+/** The weight scale as a CSS gradient, left (low) to right (high), for HTML colour legends. */
+export const BLUES_CSS = `linear-gradient(to right, ${BLUES.map((c, i) => `${css(c)} ${(100 * i) / (BLUES.length - 1)}%`).join(", ")})`;
+
+/** RGB triple for a weight in [0, 1]. */
+export const blue = (w) => BLUES_LUT[Math.max(0, Math.min(255, Math.round(w * 255)))];
+/** RGB triple for a value in [-1, 1] (negative red, positive blue). */
+export const diverging = (v) => RDBU_LUT[Math.max(0, Math.min(255, Math.round((v + 1) * 127.5)))];
+
+/** "#rrggbb" -> [r, g, b]. */
+export const hexRgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+
+
+// Sentinels inside value matrices: NaN = masked cell (grey), -Infinity = row not generated
+// yet (light grey), +Infinity = gap between tiles (white).
+export const FUTURE_VALUE = -Infinity;
+export const GAP_VALUE = Infinity;
+const WHITE = [255, 255, 255];
+const scratch = document.createElement("canvas");
+const measure = document.createElement("canvas").getContext("2d");
+
+/** A 2D context for measuring label widths without touching a visible canvas. */
+export function measurer() {
+  measure.font = FONT;
+  return measure;
+}
+
+/** Paint a rows x cols value matrix (row-major Float32Array) as one image, each value
+ * cw x ch css px, colours from a 256-entry LUT over [lo, hi]. One putImageData and one
+ * drawImage instead of rows*cols rectangles keeps even 126-token maps fast. */
+export function paintMatrix(ctx, m, rows, cols, x, y, cw, ch, { lut = BLUES_LUT, lo = 0, hi = 1 } = {}) {
+  if (!rows || !cols) return;
+  const img = new ImageData(cols, rows), px = img.data, k = 255 / (hi - lo);
+  const masked = hexRgb(MASKED), future = hexRgb(FUTURE);
+  for (let i = 0, p = 0; i < rows * cols; i++, p += 4) {
+    const v = m[i];
+    let rgb;
+    if (v !== v) rgb = masked; // NaN
+    else if (v === FUTURE_VALUE) rgb = future;
+    else if (v === GAP_VALUE) rgb = WHITE;
+    else {
+      const j = ((v - lo) * k + 0.5) | 0;
+      rgb = lut[j < 0 ? 0 : j > 255 ? 255 : j];
+    }
+    px[p] = rgb[0]; px[p + 1] = rgb[1]; px[p + 2] = rgb[2]; px[p + 3] = 255;
+  }
+  if (scratch.width !== cols || scratch.height !== rows) { scratch.width = cols; scratch.height = rows; }
+  scratch.getContext("2d").putImageData(img, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(scratch, x, y, cols * cw, rows * ch);
+}
+
+/** Cut text to fit maxWidth px, with an ellipsis. */
+export function fit(ctx, text, maxWidth) {
+  if (ctx.measureText(text).width <= maxWidth) return text;
+  let lo = 0, hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(text.slice(0, mid) + "…").width <= maxWidth) lo = mid; else hi = mid - 1;
+  }
+  return text.slice(0, lo) + "…";
+}
+
+/** Break text into lines no wider than maxWidth px (a word longer than that gets its own line). */
+export function wrap(ctx, text, maxWidth) {
+  const lines = [];
+  let line = "";
+  for (const word of text.split(/\s+/)) {
+    const next = line ? `${line} ${word}` : word;
+    if (line && ctx.measureText(next).width > maxWidth) { lines.push(line); line = word; } else line = next;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
+export function widest(ctx, labels, cap) {
+  let w = 0;
+  for (const l of labels) w = Math.max(w, ctx.measureText(l).width);
+  return Math.min(cap, Math.ceil(w));
+}
+
+/** Every how many ticks a label fits when ticks are `cell` px apart (long inputs thin out). */
+export const tickEvery = (cell, minGap = 12) => Math.max(1, Math.ceil(minGap / cell));
+
+/** A vertical colour bar with its own title above it, so it never covers an axis title. */
+export function colorBar(ctx, x, y, h, colour, lo, hi, title) {
+  ctx.fillStyle = TEXT;
+  ctx.textAlign = "left";
+  ctx.fillText(title, x, y - 14);
+  for (let i = 0; i < h; i++) {
+    ctx.fillStyle = css(colour(hi - ((hi - lo) * i) / (h - 1)));
+    ctx.fillRect(x, y + i, 12, 1);
+  }
+  ctx.strokeStyle = "#999";
+  ctx.strokeRect(x + 0.5, y + 0.5, 12, h);
+  ctx.fillStyle = TEXT;
+  for (const [v, f] of [[hi, 0], [(lo + hi) / 2, 0.5], [lo, 1]]) ctx.fillText(String(+v.toFixed(2)), x + 16, y + f * h);
+}
+
+/** Download a canvas as a PNG file. */
+export function downloadPng(canvas, name) {
+  const a = document.createElement("a");
+  a.href = canvas.toDataURL("image/png");
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+}
+
+/** Stack several canvases under a few lines of caption text (the first one bold, long
+ * ones wrapped) into one image. */
+export function composite(lines, canvases) {
+  const pad = 12, lineH = 18;
+  const parts = canvases.filter((c) => c && c.width > 1);
+  const scale = (c) => c.width / (parseFloat(c.style.width) || c.width); // device px per css px
+  const w = Math.max(480, ...parts.map((c) => c.width / scale(c))) + 2 * pad;
+  const probe = measurer();
+  const rows = lines.flatMap((l, i) => {
+    probe.font = i === 0 ? TITLE_FONT : FONT;
+    return wrap(probe, l, w - 2 * pad).map((text) => ({ text, font: probe.font }));
+  });
+  const h = pad + rows.length * lineH + parts.reduce((s, c) => s + c.height / scale(c) + pad, 0) + pad;
+  const out = document.createElement("canvas");
+  const ctx = setup(out, w, h);
+  ctx.fillStyle = TEXT;
+  ctx.textAlign = "left";
+  rows.forEach((r, i) => {
+    ctx.font = r.font;
+    ctx.fillText(r.text, pad, pad + i * lineH + lineH / 2);
+  });
+  let y = pad + rows.length * lineH;
+  for (const c of parts) {
+    ctx.drawImage(c, pad, y, c.width / scale(c), c.height / scale(c));
+    y += c.height / scale(c) + pad;
+  }
+  return out;
+}
+
+/** Element builder for HTML: text always goes through textContent, never innerHTML.
+ * attrs: "text" (textContent), "className", anything else as an attribute (true: present). */
+export function el(tag, attrs = {}, children = []) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "text") e.textContent = v;
+    else if (k === "className") e.className = v;
+    else e.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+/** Element builder for SVG (attributes only; text goes in with textContent by the caller). */
+export function svg(tag, attrs = {}) {
+  const e = document.createElementNS(SVG_NS, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
+  return e;
+}
+
+// Button icons as SVG paths (16 x 16), so they never depend on an emoji font being installed.
+const ICONS = {
+  prev: "M11 2 L4 8 L11 14 Z",
+  next: "M5 2 L12 8 L5 14 Z",
+  play: "M4 2 L13 8 L4 14 Z",
+  pause: "M3 2 H6.5 V14 H3 Z M9.5 2 H13 V14 H9.5 Z",
+};
+
+/** An inline icon for a button (decorative: the button carries its own text or label). */
+export function icon(name) {
+  const e = svg("svg", { viewBox: "0 0 16 16", width: 12, height: 12, "aria-hidden": "true", class: "ax-icon" });
+  e.append(svg("path", { d: ICONS[name], fill: "currentColor" }));
+  return e;
+}

@@ -1,0 +1,230 @@
+// Attention heatmaps on <canvas>: the main (query x key) map, the all-heads mosaic and the
+// small per-head maps of the analyses. Rows are queries, columns are keys. Cells keep a
+// legible size (a map wider than the screen scrolls sideways under its fixed row labels),
+// long inputs thin out their tick labels, and each draw returns a hit-test function so the
+// tooltip can name every cell.
+
+import { FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest, tickEvery } from "./draw.js";
+
+const MIN_CELL = 14; // the smallest cell that still fits every label of a short sentence
+const GRID_TOP = 4; // px above the grid inside the canvas
+
+/** Cell size for n rows/columns: big for short sentences, small (labels thinned) for long ones. */
+export function cellSize(n) {
+  return n <= 16 ? 26 : n <= 32 ? 20 : n <= 64 ? 14 : 9;
+}
+
+/**
+ * Draw one attention map into a HeatFigure (figure.js).
+ * spec: {title, xTitle, yTitle, rows: [{label, future, current}], cols: [{label}],
+ *        matrix: Float32Array rows x cols (NaN = masked, -Infinity = not generated yet),
+ *        tip(r, c) -> [lines], hi (top of the colour scale, default 1), scaleTitle,
+ *        maxWidth (css px the figure may take before it scrolls), cell (optional)}
+ * Returns hit(x, y) -> [lines] | null, in css pixels of the canvas; hit.geometry says where
+ * the grid is (for tests and exports).
+ */
+export function drawHeatmap(fig, spec) {
+  const { rows, cols } = spec;
+  const probe = measurer();
+  const maxWidth = spec.maxWidth || 800;
+  // row labels take at most a third of a narrow figure (they are cut with an ellipsis)
+  const rowW = Math.min(widest(probe, rows.map((r) => r.label), 230) + 22, Math.max(90, Math.round(maxWidth * 0.35)));
+  const natural = spec.cell || cellSize(Math.max(rows.length, cols.length));
+  const fitting = Math.floor((maxWidth - rowW - 12) / Math.max(1, cols.length));
+  const cell = Math.max(Math.min(natural, MIN_CELL), Math.min(natural, fitting)); // shrink to fit, not below MIN_CELL
+  const colH = widest(probe, cols.map((c) => c.label), 120) + 10;
+  const gw = cols.length * cell, gh = rows.length * cell;
+  const width = gw + 8, height = GRID_TOP + gh + colH;
+  const ctx = setup(fig.canvas, width, height);
+  const hi = spec.hi || 1; // weights use 0..1; rollout maps pass their own maximum
+  const left = 0, top = GRID_TOP;
+  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell, { hi });
+  if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cell);
+  const every = tickEvery(cell);
+  columnLabels(ctx, cols, every, left, top + gh + 6, cell, colH);
+  markRows(ctx, rows, left, top, gw, cell);
+
+  fig.setCaption(spec.title);
+  fig.setRowLabels(rows, every, cell, top, rowW);
+  fig.setLegend(spec.scaleTitle || "weight", 0, hi);
+  fig.axes.textContent = `rows: ${spec.yTitle} · columns: ${spec.xTitle}`;
+  fig.drawn = { rows, every, rowW, cell, top, hi, scaleTitle: spec.scaleTitle || "weight" };
+
+  const hit = (x, y) => {
+    const c = Math.floor((x - left) / cell), r = Math.floor((y - top) / cell);
+    if (r < 0 || c < 0 || r >= rows.length || c >= cols.length) return null;
+    return spec.tip(r, c);
+  };
+  hit.geometry = { left, top, cell, rows: rows.length, cols: cols.length, rowW };
+  return hit;
+}
+
+/** Thin white lines between cells (small cells stay solid). */
+function gridLines(ctx, left, top, R, C, cell) {
+  ctx.strokeStyle = "#fff";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let r = 1; r < R; r++) { ctx.moveTo(left, top + r * cell + 0.5); ctx.lineTo(left + C * cell, top + r * cell + 0.5); }
+  for (let c = 1; c < C; c++) { ctx.moveTo(left + c * cell + 0.5, top); ctx.lineTo(left + c * cell + 0.5, top + R * cell); }
+  ctx.stroke();
+}
+
+/** Column labels (keys), vertical, below the grid; every `every`-th one. */
+function columnLabels(ctx, cols, every, left, y, cell, colH) {
+  ctx.font = FONT;
+  ctx.fillStyle = TEXT;
+  cols.forEach((c, j) => {
+    if (j % every) return;
+    ctx.save();
+    ctx.translate(left + (j + 0.5) * cell, y);
+    ctx.rotate(-Math.PI / 2);
+    ctx.textAlign = "right";
+    ctx.fillText(fit(ctx, c.label, colH - 10), 0, 0);
+    ctx.restore();
+  });
+}
+
+/** The current step's row framed; "not generated yet" over the rows still to come. */
+function markRows(ctx, rows, left, top, gw, cell) {
+  const cur = rows.findIndex((r) => r.current);
+  if (cur >= 0) {
+    ctx.strokeStyle = HIGHLIGHT;
+    ctx.lineWidth = 2;
+    ctx.strokeRect(left + 1, top + cur * cell, gw - 2, cell);
+  }
+  const future = rows.findIndex((r) => r.future);
+  if (future >= 0 && (rows.length - future) * cell >= 14 && ctx.measureText("not generated yet").width <= gw - 4) {
+    ctx.fillStyle = MUTED;
+    ctx.textAlign = "center";
+    ctx.fillText("not generated yet", left + gw / 2, top + ((future + rows.length) / 2) * cell);
+  }
+}
+
+/**
+ * Every layer x head of one attention type as small tiles, painted as ONE image (tiles
+ * separated by one blank cell), so even 3 x 8 tiles of 128 x 128 cost one drawImage.
+ * spec: {layers: L, heads: H, rows, cols, matrix(l, h) -> Float32Array, tip(l, h, r, c),
+ *        selected: {layer, head} (0-based; head may be "mean"/"max"), marked: Set of
+ *        "layer:head" (0-based; heads picked for knock-out), maxWidth}
+ * Returns hit(x, y) -> {layer, head, lines} | null, layer and head 0-based.
+ */
+export function drawMosaic(canvas, spec) {
+  const { rows, cols, layers: L, heads: H } = spec;
+  const Q = rows.length, K = cols.length;
+  const labelW = 58, top = 22;
+  // cells shrink to fit the panel, but never below 3 px (then the mosaic scrolls sideways)
+  const m = Math.max(3, Math.min(10, Math.floor((spec.maxWidth - labelW - 16) / Math.max(1, H * (K + 1)))));
+  const gridR = L * (Q + 1) - 1, gridC = H * (K + 1) - 1;
+  const width = labelW + gridC * m + 12, height = top + gridR * m + 8;
+  const ctx = setup(canvas, width, height);
+  const all = new Float32Array(gridR * gridC).fill(GAP_VALUE);
+  for (let l = 0; l < L; l++) {
+    for (let h = 0; h < H; h++) {
+      const tile = spec.matrix(l, h), r0 = l * (Q + 1), c0 = h * (K + 1);
+      for (let r = 0; r < Q; r++) all.set(tile.subarray(r * K, (r + 1) * K), (r0 + r) * gridC + c0);
+    }
+  }
+  paintMatrix(ctx, all, gridR, gridC, labelW, top, m, m);
+  ctx.font = FONT;
+  ctx.fillStyle = TEXT;
+  ctx.textAlign = "center";
+  const tw = K * m, th = Q * m, step = (K + 1) * m, band = (Q + 1) * m;
+  const short = ctx.measureText("head 88").width + 4 > step; // narrow tiles: "h1", "h2", ...
+  for (let h = 0; h < H; h++) ctx.fillText(short ? `h${h + 1}` : `head ${h + 1}`, labelW + h * step + tw / 2, top - 10);
+  const cur = rows.findIndex((r) => r.current);
+  ctx.textAlign = "left";
+  for (let l = 0; l < L; l++) {
+    const y0 = top + l * band;
+    ctx.fillStyle = TEXT;
+    // the label is centred on its own band, from the same y0 as the tiles, so they always line up
+    ctx.fillText(`layer ${l + 1}`, 4, y0 + th / 2);
+    for (let h = 0; h < H; h++) markTile(ctx, spec, l, h, labelW + h * step, y0, tw, th, cur, m);
+  }
+  const hit = (x, y) => {
+    const h = Math.floor((x - labelW) / step), l = Math.floor((y - top) / band);
+    if (h < 0 || l < 0 || h >= H || l >= L) return null;
+    const c = Math.floor((x - labelW - h * step) / m), r = Math.floor((y - top - l * band) / m);
+    if (r < 0 || c < 0 || r >= Q || c >= K) return null;
+    return { layer: l, head: h, lines: spec.tip(l, h, r, c) };
+  };
+  hit.geometry = { left: labelW, top, tileW: tw, tileH: th, stepX: step, stepY: band }; // where tiles are, for tests
+  return hit;
+}
+
+/** A tile's frames: the current row, a knock-out selection (dashed), the open head (solid). */
+function markTile(ctx, spec, l, h, x0, y0, tw, th, cur, m) {
+  if (cur >= 0) {
+    ctx.strokeStyle = HIGHLIGHT;
+    ctx.lineWidth = 1;
+    ctx.strokeRect(x0 + 0.5, y0 + cur * m + 0.5, tw - 1, m);
+  }
+  if (spec.marked && spec.marked.has(`${l}:${h}`)) {
+    ctx.save();
+    ctx.strokeStyle = HIGHLIGHT;
+    ctx.setLineDash([4, 3]);
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x0 - 4, y0 - 4, tw + 8, th + 8);
+    ctx.restore();
+  }
+  const sel = spec.selected;
+  if (sel && sel.layer === l && (sel.head === h || sel.head === "mean" || sel.head === "max")) {
+    ctx.strokeStyle = sel.head === h ? TEXT : "#9ab";
+    ctx.lineWidth = 2;
+    ctx.strokeRect(x0 - 2, y0 - 2, tw + 4, th + 4);
+  }
+}
+
+/**
+ * A small (layers x heads) map of one number per head: head diagnostics and head importance.
+ * spec: {title, values: [[number|null]] L x H, lo, hi, signed (diverging colours around 0),
+ *        cell, tip(l, h) -> [lines], marked: Set of "layer:head", selected: {layer, head} | null}
+ * (layer and head 0-based). null values are drawn grey (undefined for that head).
+ * Returns hit(x, y) -> {layer, head, lines} | null.
+ */
+export function drawHeadMap(canvas, spec) {
+  const L = spec.values.length, H = L ? spec.values[0].length : 0, cell = spec.cell || 18;
+  const left = 24, top = 34, gw = H * cell, gh = L * cell;
+  const probe = measurer();
+  probe.font = TITLE_FONT;
+  const width = Math.max(left + gw + 8, Math.ceil(probe.measureText(spec.title).width) + 8);
+  const height = top + gh + 22;
+  const ctx = setup(canvas, width, height);
+  ctx.font = TITLE_FONT;
+  ctx.fillStyle = TEXT;
+  ctx.textAlign = "left";
+  ctx.fillText(spec.title, 4, 10);
+  ctx.font = FONT;
+  const { lo, hi } = spec;
+  const flat = new Float32Array(L * H);
+  spec.values.forEach((row, l) => row.forEach((v, h) => { flat[l * H + h] = v === null || v === undefined ? NaN : v; }));
+  paintMatrix(ctx, flat, L, H, left, top, cell, cell, { lut: spec.signed ? RDBU_LUT : BLUES_LUT, lo, hi });
+  ctx.fillStyle = MUTED;
+  ctx.textAlign = "center";
+  for (let h = 0; h < H; h++) ctx.fillText(String(h + 1), left + (h + 0.5) * cell, top - 7);
+  ctx.textAlign = "right";
+  for (let l = 0; l < L; l++) ctx.fillText(String(l + 1), left - 5, top + (l + 0.5) * cell);
+  ctx.textAlign = "left";
+  ctx.fillText(fit(ctx, `scale ${+lo.toFixed(2)} … ${+hi.toFixed(2)}`, width - 8), 4, top + gh + 11);
+  for (let l = 0; l < L; l++) {
+    for (let h = 0; h < H; h++) {
+      const x = left + h * cell, y = top + l * cell;
+      if (spec.marked && spec.marked.has(`${l}:${h}`)) {
+        ctx.strokeStyle = HIGHLIGHT;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x + 1.5, y + 1.5, cell - 3, cell - 3);
+      }
+      if (spec.selected && spec.selected.layer === l && spec.selected.head === h) {
+        ctx.strokeStyle = TEXT;
+        ctx.lineWidth = 2;
+        ctx.strokeRect(x - 1, y - 1, cell + 2, cell + 2);
+      }
+    }
+  }
+  const hit = (x, y) => {
+    const h = Math.floor((x - left) / cell), l = Math.floor((y - top) / cell);
+    if (l < 0 || h < 0 || l >= L || h >= H) return null;
+    return { layer: l, head: h, lines: spec.tip(l, h) };
+  };
+  hit.geometry = { left, top, cell, rows: L, cols: H };
+  return hit;
+}

@@ -1,0 +1,138 @@
+// The explorer's one state store: everything the views show is a function of it, and every
+// view changes the page only by changing it. Views subscribe and redraw what they show
+// when keys they read have changed.
+//
+// Counting: step, layer and head count from 1 here, as people read them (and as the URL
+// says); the head is "mean", "max" or "1".."H". The server's head format (0-based) is
+// converted where a request leaves the browser.
+//
+// Panels follow the sentence by construction: a new trace in the viewer (Translate, a
+// link, What-if, a beam hypothesis) or its removal (an error) starts a new `sentenceId`
+// and resets every key of SENTENCE_STATE, so nothing computed for the old sentence can
+// stay on screen. A beam hypothesis keeps the beam tree it was opened from. Answers the
+// server sends back carry the sentenceId they were asked for, and `answer()` drops
+// the ones that belong to a sentence that has gone.
+
+import { KIND_VIEW } from "./attention.js";
+
+/** Keys that belong to the sentence in the viewer, with the value a new sentence starts from. */
+export const SENTENCE_STATE = Object.freeze({
+  whatif: null, // {status: "pending" | "done" | "error", step, rank, token, original, translation, error}
+  knockout: null, // {status, ...the /knockout data}
+  importance: null, // {status, ...the /head_importance data}
+  beam: null, // the transformer-beam-tree/1 object on screen
+  beamOpened: null, // index of the hypothesis opened in the viewer
+});
+
+/** Keys that belong to the step: a new step starts from these. */
+export const STEP_STATE = Object.freeze({ candidate: 1 }); // What-if rank, 0 = most likely
+
+const INITIAL = Object.freeze({
+  trace: null, // the decoded payload (payload.js Trace) in the viewer, or null
+  origin: null, // what brought it: "translate", "link", "whatif", "beam"
+  sentenceId: 0, // increases with every new trace or its removal
+  step: 1,
+  view: "cross",
+  layer: 1,
+  head: "mean",
+  hide: false,
+  playing: false,
+  speed: 4, // Play, steps per second
+  peLen: 12, // positional encoding: positions shown, and the one followed (0-based, as in the formula)
+  peFollow: 0,
+  selection: [], // heads picked for knock-out: [{kind, layer, head}], 1-based, kept across sentences
+  selecting: false, // "select mode": a plain click on a head selects it
+  selectable: false, // true once a view that can knock heads out is on the page
+  link: null, // view settings of a shared link, applied when its sentence arrives
+  hint: null, // {text, sentence}: the example's "what to look for" and the sentence it belongs to
+  epochs: null, // {meta, data: Map key -> entry, pending: key | null}: snapshots of training
+  epoch: "final", // the training snapshot picked in the epoch comparison
+  ...STEP_STATE,
+  ...SENTENCE_STATE,
+});
+
+const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
+
+export class Store {
+  constructor(initial = {}) {
+    this.state = { ...INITIAL, ...initial };
+    this.listeners = new Set();
+  }
+
+  get() {
+    return this.state;
+  }
+
+  /** Call fn(state, changed) after every change; `changed` is the Set of keys that changed. */
+  subscribe(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** Merge `patch` into the state and tell every subscriber which keys changed. */
+  set(patch) {
+    const s = this.state, changed = new Set();
+    const next = own(patch, "step") && patch.step !== s.step && !own(patch, "candidate") ? { ...STEP_STATE, ...patch } : patch;
+    for (const [k, v] of Object.entries(next)) {
+      if (s[k] !== v) { s[k] = v; changed.add(k); }
+    }
+    if (changed.size) this.notify(changed);
+  }
+
+  notify(changed) {
+    for (const fn of [...this.listeners]) {
+      try { fn(this.state, changed); } catch (err) { console.error(err); }
+    }
+  }
+
+  /** A new trace in the viewer (or null: the sentence is gone). `view` holds view settings
+   * to apply with it (a shared link's, or the step a What-if version starts at). */
+  setTrace(trace, origin = null, view = {}) {
+    const s = this.state, fresh = { ...SENTENCE_STATE };
+    if (trace && origin === "beam") { delete fresh.beam; delete fresh.beamOpened; }
+    this.set({ ...fresh, trace, origin: trace ? origin : null, sentenceId: s.sentenceId + 1, step: 1, playing: false,
+      ...(trace ? { peLen: trace.src.length, peFollow: 0 } : {}), ...view });
+  }
+
+  /** An answer from the server for `key` (a SENTENCE_STATE key), kept only if it was asked
+   * for the sentence still in the viewer (`sentenceId` as it was when asked). Returns whether it was kept. */
+  answer(key, sentenceId, value) {
+    if (sentenceId !== this.state.sentenceId) return false;
+    this.set({ [key]: value });
+    return true;
+  }
+
+  // --- heads picked for knock-out, and the head open in the viewer (1-based {kind, layer, head}) ---
+  /** Add `h` to the knock-out selection or remove it (toggle when `on` is not given). */
+  toggleHead(h, on) {
+    const key = (x) => `${x.kind}:${x.layer}:${x.head}`;
+    const rest = this.state.selection.filter((x) => key(x) !== key(h));
+    const add = on === undefined ? rest.length === this.state.selection.length : on;
+    this.set({ selection: add ? [...rest, { kind: h.kind, layer: h.layer, head: h.head }] : rest });
+  }
+
+  /** Show head `h` in the viewer: its kind's view, its layer and head. */
+  openHead(h) {
+    this.set({ view: KIND_VIEW[h.kind], layer: h.layer, head: String(h.head) });
+  }
+
+  /** A plain copy of the state, for tests (window.__explorer.getState()). */
+  snapshot() {
+    const s = this.state, tr = s.trace;
+    return JSON.parse(JSON.stringify({
+      ...s,
+      sentence: tr ? tr.srcText : null,
+      trace: tr && {
+        srcText: tr.srcText, translation: tr.translation, src: tr.src, tgt: tr.tgt, steps: tr.steps, heads: tr.heads,
+        layers: { encoder: tr.layers("encoder"), decoder: tr.layers("decoder"), cross: tr.layers("cross") },
+        origin: tr.origin, forcedPrefix: tr.forcedPrefix, headStats: tr.headStats,
+      },
+      forcedPrefix: tr ? tr.forcedPrefix : [],
+      epochs: s.epochs && { meta: !!s.epochs.meta, keys: [...s.epochs.data.keys()], pending: s.epochs.pending },
+    }));
+  }
+}
+
+export function createStore(initial) {
+  return new Store(initial);
+}

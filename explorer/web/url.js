@@ -1,0 +1,52 @@
+// The address bar as a shareable link to exactly the view on screen.
+//
+// The fragment holds the sentence and the view settings, 1-based as on screen:
+//   #text=I%20have%20a%20red%20car.&step=3&view=cross&layer=1&head=mean&hide=0
+// and, for a version that is not the greedy one (What-if, a beam hypothesis), the forced
+// target token ids and what forced them: &forced=12.845.7&origin=whatif. Opening such a
+// link traces the same version again. "?text=..." also opens a sentence. While no sentence
+// is shown (before the first Translate, after an error) the address carries none, so a
+// reload never brings back an old sentence.
+
+const VIEW_KEYS = ["step", "view", "layer", "head", "hide"];
+
+/** The link in `loc`: {text, forced: [ids], origin, settings: {step, view, ...}} or null.
+ * The fragment wins over the query. */
+export function readLink(loc = window.location) {
+  const hash = new URLSearchParams(loc.hash.replace(/^#/, ""));
+  const params = hash.get("text") ? hash : new URLSearchParams(loc.search);
+  const text = params.get("text");
+  if (!text) return null;
+  const forced = (params.get("forced") || "").split(".").filter((x) => /^\d+$/.test(x)).map(Number);
+  const origin = ["whatif", "beam"].includes(params.get("origin")) && forced.length ? params.get("origin") : null;
+  const settings = {};
+  for (const k of VIEW_KEYS) if (params.get(k) !== null) settings[k] = params.get(k);
+  return { text, forced: origin ? forced : [], origin, settings };
+}
+
+/** The address for state `s`: the sentence and view settings, or no fragment at all. */
+export function linkFor(s, loc = window.location) {
+  const url = new URL(loc.href);
+  url.searchParams.delete("text");
+  const tr = s.trace;
+  if (!tr) {
+    url.hash = "";
+    return url.href.replace(/#$/, "");
+  }
+  const frag = new URLSearchParams({ text: tr.srcText, step: s.step, view: s.view, layer: s.layer, head: s.head, hide: s.hide ? 1 : 0 });
+  if (tr.forcedPrefix.length && (s.origin === "whatif" || s.origin === "beam")) {
+    frag.set("forced", tr.forcedPrefix.join("."));
+    frag.set("origin", s.origin);
+  }
+  url.hash = frag.toString();
+  return url.href;
+}
+
+/** Keep the address bar in step with the store (replaceState: no history entry per click). */
+export function syncAddress(store) {
+  store.subscribe((s, changed) => {
+    if (![...changed].some((k) => k === "trace" || k === "origin" || VIEW_KEYS.includes(k))) return;
+    const href = linkFor(s);
+    if (href !== window.location.href) history.replaceState(history.state, "", href);
+  });
+}

@@ -1,0 +1,13 @@
+// The explorer's views, by the name a page host asks for (explorer/host.py gives each Gradio
+// block its view). A view is a module with mount(hostElement, { store, server }) that draws
+// from the one store (store.js) and talks to its Python panel through `server` (gradio.js).
+// Adding a view: its module here, one line below, and its panel in explorer/panels/.
+
+import * as viewer from "./viewer.js";
+import * as hint from "./hint.js";
+import * as whatif from "./whatif.js";
+import * as analysis from "./analysis.js";
+import * as beam from "./beam-tree.js";
+import * as epochs from "./epochs.js";
+
+export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs };

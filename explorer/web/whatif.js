@@ -1,0 +1,71 @@
+// What if? Force another candidate at the viewer's current step and decode the rest
+// greedily (explorer/panels/whatif.py does it on the server). The candidate list follows
+// the store's step; "Decode with this token" asks the server, "Explore that version" opens
+// the result in the viewer. The result belongs to its sentence: a new one clears it.
+
+import { el } from "./draw.js";
+
+export class WhatIf {
+  constructor(host, store, server) {
+    this.store = store;
+    this.server = server;
+    this.select = el("select", { "aria-label": "Candidate at the current step", disabled: true });
+    this.decodeBtn = el("button", { id: "whatif-btn", type: "button", className: "ax-action", text: "Decode with this token", disabled: true });
+    this.openBtn = el("button", { id: "open-whatif-btn", type: "button", className: "ax-action", text: "Explore that version", disabled: true });
+    this.text = el("div", { id: "whatif-text", className: "ax-whatif-text", "aria-live": "polite" });
+    host.replaceChildren(el("div", { className: "ax-root ax-whatif" }, [
+      el("div", { className: "ax-controls" }, [
+        el("label", { id: "candidate", className: "ax-field" }, [el("span", { text: "Candidate at the current step" }), this.select]),
+        this.decodeBtn, this.openBtn,
+      ]),
+      this.text,
+    ]));
+    this.select.addEventListener("change", () => store.set({ candidate: Number(this.select.value) }));
+    this.decodeBtn.addEventListener("click", () => this.decode());
+    this.openBtn.addEventListener("click", () => server.open({ sentenceId: store.get().sentenceId }));
+    server.onValue((answer) => this.receive(answer));
+    store.subscribe((s, changed) => {
+      if (["trace", "step", "candidate", "whatif"].some((k) => changed.has(k))) this.render(s);
+    });
+    this.render(store.get());
+  }
+
+  decode() {
+    const s = this.store.get();
+    if (!s.trace) return;
+    this.store.set({ whatif: { status: "pending", step: s.step, rank: s.candidate } });
+    this.server.ask({ sentenceId: s.sentenceId, step: s.step, rank: s.candidate });
+  }
+
+  /** The server's answer: {sentenceId, step, token, original, translation} or {sentenceId, error}. */
+  receive(a) {
+    if (!a) return;
+    const s = this.store.get(), pending = s.whatif || {};
+    const value = a.error ? { ...pending, status: "error", error: a.error } : { status: "done", ...a };
+    this.store.answer("whatif", a.sentenceId, value);
+  }
+
+  render(s) {
+    const tr = s.trace, w = s.whatif;
+    const cands = tr ? tr.topk(s.step - 1) : [];
+    this.select.replaceChildren(...cands.map((c, k) => el("option", { value: k, text: `${k + 1}. ${c.token}  (p=${c.prob.toFixed(2)})` })));
+    this.select.value = String(Math.min(s.candidate, Math.max(0, cands.length - 1)));
+    this.select.disabled = !tr;
+    this.decodeBtn.disabled = !tr || (w && w.status === "pending");
+    this.openBtn.disabled = !(w && w.status === "done");
+    if (!w) { this.text.replaceChildren(); delete this.text.dataset.state; return; }
+    this.text.dataset.state = w.status;
+    if (w.status === "pending") this.text.replaceChildren(el("p", { className: "ax-note", text: `Decoding again with candidate ${w.rank + 1} forced at step ${w.step}…` }));
+    else if (w.status === "error") this.text.replaceChildren(el("p", { className: "ax-error", text: `⚠️ ${w.error}` }));
+    else {
+      this.text.replaceChildren(
+        el("p", {}, [el("strong", { text: "Original: " }), w.original]),
+        el("p", {}, [el("strong", { text: `Step ${w.step} forced to “${w.token}”: ` }), w.translation]),
+      );
+    }
+  }
+}
+
+export function mount(host, { store, server }) {
+  return new WhatIf(host, store, server);
+}
