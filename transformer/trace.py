@@ -112,8 +112,30 @@ class Trace:
 
         return show_trace(self)
 
+    def figure(self, view: str = "cross", layer: int = 1, head: int | str = "mean", step: int | None = None,
+               hide_specials: bool = False, positions: int | None = None):
+        """One view of this trace as a ``plotly.graph_objects.Figure``: the matrix, labels
+        and masking the explorer shows at the same settings (``transformer/figures.py``).
+
+        Counting is 1-based as in the app. ``view``: ``"cross"`` (steps x source),
+        ``"decoder"`` (steps x decoder inputs, keys after their query masked),
+        ``"encoder"`` (source x source), ``"positional"`` (the model's positional
+        encoding, ``positions`` rows x d_model; default: one per source token),
+        ``"candidates"`` (top-k next tokens at ``step``), and when the trace has them
+        ``"rollout"`` and ``"encoder_rollout"``. ``layer`` 1..L and ``head`` (``"mean"``,
+        ``"max"`` or 1..H) apply to the attention views; ``step`` 1..T (default: the last,
+        the whole translation): rows of later steps show as not generated yet.
+        ``hide_specials`` drops the columns (and the encoder's rows) of special tokens
+        such as [SOS] and [EOS], weights not renormalised.
+        Bad settings raise ``ValueError``. plotly is imported only when called, so the
+        model library never needs it to load."""
+        from .figures import figure
+
+        return figure(self, view=view, layer=layer, head=head, step=step, hide_specials=hide_specials,
+                      positions=positions)
+
     def to_dict(self, pe_positions: int | None = None, packed: bool = False) -> dict:
-        """JSON-ready dict (schema in README, "Trace JSON"). The PE table is cut to
+        """JSON-ready dict (schema in docs/how-it-works.md, "Trace JSON"). The PE table is cut to
         ``pe_positions`` rows (default: the source length) to keep downloads small.
 
         ``packed=False`` (the download): float arrays as nested lists rounded to 5
