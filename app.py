@@ -4,62 +4,100 @@
 
 The entry point a Hugging Face Space runs. The page itself is the ``explorer`` package
 (:mod:`explorer.app`); this file reads the flags, loads the model and serves it.
+
+Gradio and the explorer are imported only once the flags have been checked and the
+model has loaded (the import alone takes seconds), so a bad flag or a busy port is
+reported at once; ``app.App`` and ``app.build_ui`` still resolve, on first use.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
+import socket
 import sys
 
-from explorer.app import App, build_ui
-from explorer.assets import page_css
-from explorer.downloads import prune_trace_files
-from transformer.cli import fail, load_translator_or_exit
+from transformer.cli import ArgumentParser, fail, load_translator_or_exit, port_number, whole_number
 
 __all__ = ["App", "build_ui", "main", "parse_args"]
 log = logging.getLogger("app")
 DEFAULT_CHECKPOINT = "checkpoints/en-it"
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Serve the attention explorer (a Gradio app).")
+def __getattr__(name: str):
+    if name in ("App", "build_ui"):
+        import explorer.app
+
+        return getattr(explorer.app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def parse_args(argv=None):
+    # environment defaults are strings, which argparse passes through the same type checks as flags
+    p = ArgumentParser(prog="python app.py", description="Serve the attention explorer (a Gradio app).")
     p.add_argument("--checkpoint", default=os.environ.get("CHECKPOINT", DEFAULT_CHECKPOINT),
                    help="checkpoint directory or hub repo id (env CHECKPOINT)")
     p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
                    help="interface to listen on (env GRADIO_SERVER_NAME; 0.0.0.0 for all)")
-    p.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+    p.add_argument("--port", type=port_number, default=os.environ.get("GRADIO_SERVER_PORT", "7860"),
                    help="port to listen on (env GRADIO_SERVER_PORT)")
-    p.add_argument("--concurrency", type=int, default=int(os.environ.get("APP_CONCURRENCY", "2")),
+    p.add_argument("--concurrency", type=whole_number(1), default=os.environ.get("APP_CONCURRENCY", "2"),
                    help="requests of the other model endpoints (What if?, analyses, beam) run at once "
                         "(env APP_CONCURRENCY); more queue up. Translate has its own queue (--max-batch)")
-    p.add_argument("--max-batch", type=int, default=int(os.environ.get("APP_MAX_BATCH", "8")),
+    p.add_argument("--max-batch", type=whole_number(1), default=os.environ.get("APP_MAX_BATCH", "8"),
                    help="most sentences traced together when visitors translate at the same time "
                         "(env APP_MAX_BATCH; 1 turns batching off)")
-    p.add_argument("--torch-threads", type=int, default=int(os.environ.get("APP_TORCH_THREADS", "0")),
+    p.add_argument("--torch-threads", type=whole_number(0), default=os.environ.get("APP_TORCH_THREADS", "0"),
                    help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)")
     return p.parse_args(argv)
 
 
+def check_can_listen(host: str, port: int) -> None:
+    """Exit with a one-line message unless a server can listen on ``host:port`` now.
+
+    Binding a socket and letting it go is what Gradio itself tries before it starts (with
+    SO_REUSEADDR, so a port in TIME_WAIT from a stopped server counts as free); doing it
+    here says "port in use" before the model loads rather than after."""
+    bare = host[1:-1] if host.startswith("[") and host.endswith("]") else host  # [::1] as Gradio takes it
+    try:
+        infos = socket.getaddrinfo(bare, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        fail(f"--host {host}: not an address of this machine ({exc.strerror})")
+    family, kind, proto, _, address = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as exc:
+        fail(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})")
+
+
 def main(argv=None) -> int:
-    """Serve until stopped; bad flags or a missing/corrupt checkpoint exit with code 2 and a
-    one-line message (``transformer.cli``)."""
+    """Serve until stopped; bad flags, a port that is taken or a missing/corrupt checkpoint
+    exit with code 2 and a one-line message (``transformer.cli``), before the slow part."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
-    if args.concurrency < 1 or args.max_batch < 1 or args.torch_threads < 0:
-        fail("--concurrency and --max-batch must be >= 1 and --torch-threads >= 0")
+    check_can_listen(args.host, args.port)
     tr = load_translator_or_exit(args.checkpoint)
+    where = str(tr.directory)
+    log.info("loaded checkpoint %s", where if where == str(args.checkpoint) else f"{args.checkpoint} ({where})")
     if args.torch_threads:
         import torch
 
         torch.set_num_threads(args.torch_threads)
+    from explorer.app import build_ui
+    from explorer.assets import page_css
+    from explorer.downloads import prune_trace_files
+
     pruned = prune_trace_files()
     if pruned:
         log.info("removed %d trace files older than a day", pruned)
     demo = build_ui(tr, max_batch=args.max_batch)
     demo.queue(default_concurrency_limit=args.concurrency)
-    demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css())
+    try:
+        demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css())
+    except OSError as exc:  # the port was taken while the model loaded
+        fail(f"--port {args.port}: {exc}")
     return 0
 
 

@@ -32,14 +32,16 @@ import torch
 from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError
-from transformer.cli import fail
+from transformer.cli import (
+    ArgumentParser, fail, fraction, integer, load_translator_or_exit, one_line_warnings, positive_number, whole_number,
+)
 from transformer.data import DataError
-from transformer.distill import DistillError, add_distilled
+from transformer.distill import DistillError, add_distilled, check_teacher
 from transformer.distributed import DistributedError, init_distributed, launched_by_torchrun
-from transformer.tokenizer import SYNTHETIC_TAG
+from transformer.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, VocabularyError, min_vocab_size
 from transformer.trainer import (
-    DEFAULT_SNAPSHOTS, Trainer, TrainingError, build_fresh, forecast, load_run_data, parse_snapshots,
-    run_tags_synthetic,
+    DEFAULT_SNAPSHOTS, Trainer, TrainingError, TrainingWarning, build_fresh, forecast, latest_epoch_dir, load_run_data,
+    parse_snapshots, run_tags_synthetic,
 )
 from transformer.training import PRESETS, Preset
 
@@ -68,36 +70,6 @@ def _preset_note(get) -> str:
     return f"(preset: {values})"
 
 
-def _positive(kind):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
-
-    return parse
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value < 1:
-        raise argparse.ArgumentTypeError(f"must be in [0, 1), got {text}")
-    return value
-
-
-def _non_negative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
-    return value
-
-
 def _snapshots(text: str) -> tuple[int, ...]:
     try:
         return parse_snapshots(text)
@@ -112,9 +84,9 @@ def _repo_id(text: str) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description="Train a from-scratch Transformer translation model.",
-                                formatter_class=HelpFormatter)
-    pos_int, pos_float = _positive(int), _positive(float)
+    p = ArgumentParser(prog="python train.py", description="Train a from-scratch Transformer translation model.",
+                       formatter_class=HelpFormatter)
+    pos_int, pos_float = whole_number(1), positive_number
     tr, md = (lambda f: lambda p: getattr(p.train, f)), (lambda f: lambda p: getattr(p.model, f))
     p.add_argument("--preset", choices=sorted(PRESETS), default="base",
                    help="starting settings: " + "; ".join(f"'{name}' is {preset.description}"
@@ -147,9 +119,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--heads", type=pos_int, help="attention heads h (8 or fewer keeps the viewer readable) "
                    + _preset_note(md("h")))
     p.add_argument("--d-ff", type=pos_int, help="feed-forward inner width d_ff " + _preset_note(md("d_ff")))
-    p.add_argument("--dropout", type=_fraction, help="dropout on residuals, embeddings and the FFN "
+    p.add_argument("--dropout", type=fraction, help="dropout on residuals, embeddings and the FFN "
                    + _preset_note(md("dropout")))
-    p.add_argument("--attn-dropout", type=_fraction, help="dropout on attention weights (after they are recorded) "
+    p.add_argument("--attn-dropout", type=fraction, help="dropout on attention weights (after they are recorded) "
                    + _preset_note(md("attn_dropout")))
     p.add_argument("--vocab-size", type=pos_int, help="BPE vocabulary size (per tokenizer) "
                    + _preset_note(lambda p: p.vocab_size))
@@ -161,19 +133,19 @@ def parse_args(argv=None) -> argparse.Namespace:
                         + _preset_note(lambda p: p.tag_synthetic))
     p.add_argument("--separate-vocab", action="store_true",
                    help="one tokenizer per language instead of a joint one (disables full weight tying)")
-    p.add_argument("--label-smoothing", type=_fraction, help="label smoothing epsilon "
+    p.add_argument("--label-smoothing", type=fraction, help="label smoothing epsilon "
                    + _preset_note(tr("label_smoothing")))
-    p.add_argument("--word-dropout", type=_fraction, help="probability that a source token is replaced by the "
+    p.add_argument("--word-dropout", type=fraction, help="probability that a source token is replaced by the "
                    "unknown token during training " + _preset_note(tr("word_dropout")))
     p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bf16 autocast (bf16 is used only where the "
                    "hardware runs it natively; elsewhere the run falls back to float32 with a warning) "
                    + _preset_note(lambda p: "bf16" if p.train.bf16 else "float32"))
     p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float32",
                    help="dtype of the weights written to disk (the model always runs in float32)")
-    p.add_argument("--average-last", type=_non_negative_int,
+    p.add_argument("--average-last", type=whole_number(0),
                    help="average the last N epoch checkpoints at the end (0 or 1: off) "
                         + _preset_note(tr("average_last")))
-    p.add_argument("--seed", type=int, default=0, help="seed for splits, shuffling and initialisation")
+    p.add_argument("--seed", type=integer, default=0, help="seed for splits, shuffling and initialisation")
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
                    help="training device (auto picks cuda, then mps, then cpu; under torchrun each "
                         "process takes the GPU of its LOCAL_RANK)")
@@ -288,6 +260,8 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
         print(json.dumps(record), file=sys.stderr)
         for src, ref, hyp in evaluation.samples[:3]:
             print(f"  src: {src}\n  ref: {ref}\n  hyp: {hyp}", file=sys.stderr)
+        if "averaged" in record:
+            print(average_verdict(t, evaluation), file=sys.stderr)
         if "epoch" in record:
             for name in ("val_loss", "bleu", "chrf"):
                 writer.add_scalar(f"val/{name.removeprefix('val_')}", record[name], t.step)
@@ -306,6 +280,65 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
         trainer.add_callback(event, fn)
 
 
+def _epochs_text(names) -> str:
+    """'1-5' for epoch-001..epoch-005, '2, 4' when they are not consecutive."""
+    epochs = [int(name.rsplit("-", 1)[1]) for name in names]
+    if epochs == list(range(epochs[0], epochs[-1] + 1)) and len(epochs) > 1:
+        return f"{epochs[0]}-{epochs[-1]}"
+    return ", ".join(map(str, epochs))
+
+
+def average_verdict(t: Trainer, evaluation) -> str:
+    """One line after the checkpoint average is evaluated: its chrF and whether it became
+    best/ (the trainer keeps the average only when it beats every epoch of the run)."""
+    record = evaluation.record
+    line = f"averaged epochs {_epochs_text(record['averaged'])}: chrF {record['chrf']}, "
+    if evaluation.is_best:
+        return line + "kept as best/"
+    best = next((r for r in t.history if r.get("chrf") == t.best_chrf), None)
+    if best is None:
+        which = ""
+    elif "epoch" in best:
+        which = f" (epoch {best['epoch']})"
+    else:
+        which = f" (an earlier average of epochs {_epochs_text(best['averaged'])})"
+    return line + f"not kept: best/ keeps chrF {t.best_chrf}{which}"
+
+
+def resume_line(t: Trainer, out: Path) -> str:
+    """Which epoch checkpoint a resumed run continues from, and what is left to train."""
+    s, done = t.settings, t.epoch
+    last = latest_epoch_dir(out)
+    if done >= s.epochs:
+        todo = "no epochs left to train (a larger --epochs trains more)"
+    elif done + 1 == s.epochs:
+        todo = f"epoch {s.epochs} to go"
+    else:
+        todo = f"epochs {done + 1}-{s.epochs} to go"
+    return f"resuming from epoch {done} ({last}): {todo}"
+
+
+def check_before_loading(args, preset: Preset) -> str | None:
+    """What can be checked before the data loads: the vocabulary size against the
+    tokenizer's special tokens, and the --distill-from teacher (it exists, loads, and
+    translates this run's direction). Returns the teacher's local folder (a hub id is
+    downloaded here), or None without --distill-from."""
+    extra = [SYNTHETIC_TAG] if preset.tag_synthetic else []
+    specials, least = SPECIAL_TOKENS + extra, min_vocab_size(extra)
+    if not args.resume and preset.vocab_size < least:
+        raise TrainingError(f"--vocab-size {preset.vocab_size} is too small: the {len(specials)} special tokens "
+                            f"({' '.join(specials)}) and one id per distinct character of the corpus need at "
+                            f"least {least}")
+    if not args.distill_from:
+        return None
+    teacher = load_translator_or_exit(args.distill_from, flag="--distill-from")
+    try:
+        check_teacher(teacher, args.src, args.tgt)
+    except DistillError as exc:
+        raise DistillError(f"--distill-from: {exc}") from None
+    return str(teacher.directory)
+
+
 def print_forecast(t: Trainer, seconds_per_epoch: float, basis: str) -> None:
     """One line: when the whole run will end, and whether --max-minutes cuts it short."""
     s = t.settings
@@ -318,12 +351,13 @@ def print_forecast(t: Trainer, seconds_per_epoch: float, basis: str) -> None:
     tqdm.write(line, file=sys.stderr)  # above a progress bar that may be drawing
 
 
-def distill(data, args, dist) -> None:
-    """``add_distilled`` with a progress bar and a summary line (main rank)."""
+def distill(data, args, dist, teacher: str) -> None:
+    """``add_distilled`` with a progress bar and a summary line (main rank); ``teacher``
+    is the --distill-from checkpoint's local folder."""
     bar = tqdm(total=len(data.train), desc=f"distilling (beam {args.distill_beam})", unit="sentence",
                disable=not dist.is_main, mininterval=0.5 if sys.stderr.isatty() else 10)
     n_train, t0 = len(data.train), time.monotonic()
-    added = add_distilled(data, args.distill_from, args.distill_beam, args.src, args.tgt, dist=dist,
+    added = add_distilled(data, teacher, args.distill_beam, args.src, args.tgt, dist=dist,
                           progress=lambda done, total: bar.update(done - bar.n))
     bar.close()
     if dist.is_main:
@@ -339,6 +373,8 @@ def run(args, argv) -> int:
     out = Path(args.out)
     dist = init_distributed(device)
     try:
+        # rank 0 checks the teacher (and only it decodes with it)
+        teacher = check_before_loading(args, preset) if dist.is_main else args.distill_from
         if dist.is_main:
             check_out_dir(out)
         extra = extra_train(args)
@@ -350,7 +386,7 @@ def run(args, argv) -> int:
                              max_train_pairs=args.max_train_pairs, dist=dist, extra_train=extra,
                              tag=SYNTHETIC_TAG if tags else None)
         if args.distill_from:
-            distill(data, args, dist)
+            distill(data, args, dist, teacher)
         options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
                        snapshots=args.snapshots, command=command_line(argv), dist=dist)
         if args.resume:
@@ -363,6 +399,8 @@ def run(args, argv) -> int:
             trainer = Trainer(model, src_tok, tgt_tok, data, preset.train, out, **options)
         if dist.is_main:
             cfg, s = trainer.cfg, trainer.settings
+            if args.resume:
+                print(resume_line(trainer, out), file=sys.stderr)
             print(f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}"
                   + "".join(f" + {path}" for path in extra) + (" (synthetic sources tagged)" if tags else ""),
                   file=sys.stderr)
@@ -395,7 +433,13 @@ def run(args, argv) -> int:
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
-        return run(args, argv)
+        with one_line_warnings(TrainingWarning):
+            return run(args, argv)
+    except VocabularyError as exc:
+        if exc.n_characters is None:
+            fail(f"--vocab-size: {exc}")
+        fail(f"--vocab-size {exc.vocab_size} is too small for this corpus: its {exc.n_specials} special tokens and "
+             f"{exc.n_characters} distinct characters need at least {exc.needed}")
     except (TrainingError, DataError, CheckpointError, DistillError, DistributedError) as exc:
         fail(str(exc))
 

@@ -66,7 +66,7 @@ def test_missing_and_broken_files(tmp_path):
         load_parallel(str(tmp_path / "empty"))
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{this is not json\n")
-    with pytest.raises(DataError, match="could not read"):
+    with pytest.raises(DataError, match=r"bad\.jsonl: line 1: not valid JSON"):
         load_parallel(str(bad))
 
 

@@ -97,7 +97,7 @@ def test_train_distills_before_training(data_dir, tmp_path, tiny_checkpoint, mon
 
 @pytest.mark.parametrize("args, message", [
     (["--distill-from", "runs/no-such-teacher"], "runs/no-such-teacher"),
-    (["--distill-beam", "0"], "argument --distill-beam: must be positive"),
+    (["--distill-beam", "0"], "argument --distill-beam: expected a whole number ≥ 1, got '0'"),
 ])
 def test_bad_distillation_flags_exit_2(data_dir, tmp_path, args, message, capsys):
     with pytest.raises(SystemExit) as exc:

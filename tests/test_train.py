@@ -82,9 +82,9 @@ def test_evaluate_cli_prints_a_json_last_line(tiny_run, data_dir):
 @pytest.mark.parametrize("args, message", [
     (["--dataset", "/no/such/dir"], "no such file or directory"),
     (["--src", "xx"], "language 'xx' not found"),
-    (["--epochs", "0"], "argument --epochs: must be positive"),
-    (["--lr", "-1"], "argument --lr: must be positive"),
-    (["--max-minutes", "0"], "argument --max-minutes: must be positive"),
+    (["--epochs", "0"], "argument --epochs: expected a whole number ≥ 1, got '0'"),
+    (["--lr", "-1"], "argument --lr: expected a number > 0, got '-1'"),
+    (["--max-minutes", "0"], "argument --max-minutes: expected a number > 0, got '0'"),
 ])
 def test_bad_train_arguments_exit_2_with_one_line(tmp_path, data_dir, args, message):
     full = ["--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path / "o"), *args]
@@ -113,7 +113,7 @@ def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
     assert r.returncode == 2 and "checkpoint directory not found" in r.stderr
     r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir),
             "--beam-size", "0")
-    assert r.returncode == 2 and "--beam-size must be at least 1" in r.stderr
+    assert r.returncode == 2 and "argument --beam-size: expected a whole number ≥ 1, got '0'" in r.stderr
     r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(tmp_path / "x.jsonl"))
     assert r.returncode == 2 and "no such file" in r.stderr
     bad = tmp_path / "bad.jsonl"

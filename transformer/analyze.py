@@ -12,7 +12,6 @@ with ``n``, ``seconds`` and ``out``. Bad paths or flags: a message and exit code
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -21,15 +20,15 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .analysis import aggregate_head_stats
-from .cli import fail, load_translator_or_exit
+from .cli import ArgumentParser, fail, load_translator_or_exit, whole_number
 from .data import DataError, load_split
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m transformer.analyze", description=__doc__.split("\n")[0])
+def parse_args(argv=None):
+    p = ArgumentParser(prog="python -m transformer.analyze", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
     p.add_argument("--data", required=True, help="JSONL file in the OPUS Books schema (its source side is used)")
-    p.add_argument("--limit", type=int, default=None, help="analyse only the first N sentences")
+    p.add_argument("--limit", type=whole_number(1), default=None, help="analyse only the first N sentences")
     p.add_argument("--out", default=None, help="where to write the JSON (default: <checkpoint>/head_stats.json)")
     return p.parse_args(argv)
 
@@ -38,8 +37,6 @@ def main(argv=None) -> int:
     """0 when the file is written; bad input exits with code 2 and a one-line message
     (``transformer.cli.fail``)."""
     args = parse_args(argv)
-    if args.limit is not None and args.limit <= 0:
-        fail("--limit must be positive")
     path = Path(args.data)
     if not path.is_file():
         fail(f"{path}: no such file")

@@ -261,11 +261,11 @@ def read_fingerprints(path: str | Path) -> set[str]:
 
 
 def parse_args(argv=None):
-    import argparse
+    from .cli import ArgumentParser, integer, whole_number
 
-    p = argparse.ArgumentParser(prog="python -m transformer.backtranslate",
-                                description="Make synthetic training pairs by back-translating monolingual "
-                                            "target-language sentences from the Tatoeba test sets of other pairs.")
+    p = ArgumentParser(prog="python -m transformer.backtranslate",
+                       description="Make synthetic training pairs by back-translating monolingual "
+                                   "target-language sentences from the Tatoeba test sets of other pairs.")
     p.add_argument("--testsets", required=True,
                    help="OPUS-MT-testsets' datasets/helsinki_nlp/tatoeba/testsets folder (git clone "
                         "https://github.com/Helsinki-NLP/OPUS-MT-testsets)")
@@ -277,11 +277,12 @@ def parse_args(argv=None):
     p.add_argument("--method", choices=METHODS, default="sample",
                    help="beam: the reverse model's beam output; sample: a draw from its full distribution; "
                         "noised-beam: beam output with words dropped, blanked and locally shuffled")
-    p.add_argument("--beam-size", type=int, default=4, help="beam width for beam and noised-beam")
-    p.add_argument("--top-k", type=int, default=0,
+    p.add_argument("--beam-size", type=whole_number(1), default=4, help="beam width for beam and noised-beam")
+    p.add_argument("--top-k", type=whole_number(0), default=0,
                    help="sample only among the K most likely tokens at each step (0: from the whole distribution)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampling and the noise")
-    p.add_argument("--limit", type=int, default=None, help="back-translate only the first N sentences (trials)")
+    p.add_argument("--seed", type=integer, default=0, help="seed of the sampling and the noise")
+    p.add_argument("--limit", type=whole_number(1), default=None,
+                   help="back-translate only the first N sentences (trials)")
     p.add_argument("--heldout", default=None,
                    help="also write the held-out sentences' fingerprints to this file (for the hygiene test)")
     return p.parse_args(argv)
@@ -297,12 +298,6 @@ def main(argv=None) -> int:
     from .data import DataError, load_parallel
 
     args = parse_args(argv)
-    if args.limit is not None and args.limit <= 0:
-        fail("--limit must be positive")
-    if args.beam_size <= 0:
-        fail("--beam-size must be at least 1")
-    if args.top_k < 0:
-        fail("--top-k must be 0 (no limit) or more")
     if not Path(args.testsets).is_dir():
         fail(f"{args.testsets}: no such folder (expected OPUS-MT-testsets' tatoeba/testsets)")
     out = Path(args.out)

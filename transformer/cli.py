@@ -1,15 +1,22 @@
 """What every command-line entry point shares: one-line errors and exit code 2.
 
-    from transformer.cli import fail, load_translator_or_exit
+    from transformer.cli import ArgumentParser, fail, load_translator_or_exit, whole_number
+    p = ArgumentParser(prog="python -m transformer.x")
+    p.add_argument("--limit", type=whole_number(1))
     tr = load_translator_or_exit(args.checkpoint)
 
 Library code raises (``CheckpointError``, ``DataError``...); only entry points turn an
-exception into a message on stderr and an exit code, through these helpers.
+exception into a message on stderr and an exit code, through these helpers. Bad input is
+one line, never a traceback or a usage block, so that it reads the same in a terminal, a
+log file or a Space's build log.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
 import sys
+import warnings
 from pathlib import Path
 from typing import NoReturn
 
@@ -18,18 +25,138 @@ EXIT_USAGE = 2
 
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` on stderr and exit with code 2 (bad input, not a crash)."""
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     raise SystemExit(EXIT_USAGE)
 
 
-def load_translator_or_exit(name_or_path: str | Path):
+def one_line(message: str) -> str:
+    """``message`` with its line breaks folded into spaces: messages of other libraries
+    (huggingface_hub, datasets) often span several lines."""
+    return " ".join(message.split())
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose usage errors are one line,
+    ``prog: error: message (see prog --help)``, instead of the usage block and the message.
+
+    A full usage block buries the one thing that went wrong under a screen of options;
+    ``--help`` still prints them."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+# ---------------------------------------------------------------- argument types
+# argparse names a type by its function when the function raises ValueError ("invalid
+# _non_negative_int value"); these raise ArgumentTypeError, whose text argparse prints as
+# is, after "argument --flag: ".
+
+
+def _parsed(text: str, cast, ok, expected: str):
+    """``cast(text)`` if it parses and passes ``ok``, else the error argparse prints."""
+    try:
+        value = cast(text)
+    except ValueError:
+        value = None
+    if value is None or not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
+def integer(text: str) -> int:
+    """Any whole number (seeds)."""
+    return _parsed(text, int, lambda v: True, "a whole number")
+
+
+def whole_number(minimum: int = 0):
+    """A type for whole numbers ≥ ``minimum``."""
+    return lambda text: _parsed(text, int, lambda v: v >= minimum, f"a whole number ≥ {minimum}")
+
+
+def positive_number(text: str) -> float:
+    """A number > 0 (learning rates, minutes)."""
+    return _parsed(text, float, lambda v: 0 < v < float("inf"), "a number > 0")
+
+
+def fraction(text: str) -> float:
+    """A number in [0, 1) (dropout, label smoothing)."""
+    return _parsed(text, float, lambda v: 0 <= v < 1, "a number in [0, 1)")
+
+
+def port_number(text: str) -> int:
+    """A TCP port a server can be asked to listen on."""
+    return _parsed(text, int, lambda v: 1 <= v <= 65535, "a port number 1-65535")
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+def _hub_reason(exc: BaseException) -> str:
+    """Why the hub did not give a checkpoint or dataset, in words (its own messages are
+    several lines of HTTP detail)."""
+    from huggingface_hub.errors import (
+        EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError,
+    )
+
+    if isinstance(exc, GatedRepoError):
+        return "the hub repo is gated: log in with an account that has access"
+    # LocalEntryNotFoundError is an EntryNotFoundError too: it means offline, not missing
+    if isinstance(exc, (LocalEntryNotFoundError, ConnectionError, TimeoutError)):
+        return "the hub could not be reached"
+    if isinstance(exc, (RepositoryNotFoundError, RevisionNotFoundError, EntryNotFoundError)):
+        return "not found on the hub"
+    return f"the hub failed: {type(exc).__name__}: {one_line(str(exc))}"
+
+
+def locate_checkpoint_or_exit(name_or_path: str | Path, flag: str | None = None) -> Path:
+    """The local checkpoint folder for a path or hub id (downloaded if need be), or a
+    one-line message and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the
+    message when the checkpoint is not the command's main one."""
+    from .checkpoint import CheckpointError, is_hub_id, locate_checkpoint
+
+    prefix = f"{flag}: " if flag else ""
+    try:
+        return locate_checkpoint(name_or_path)
+    except CheckpointError as exc:
+        # locate_checkpoint chains the hub's exception only when it tried the hub
+        if exc.__cause__ is not None and is_hub_id(str(name_or_path)):
+            fail(f"{prefix}no checkpoint at {name_or_path} (not a local folder, and {_hub_reason(exc.__cause__)})")
+        fail(f"{prefix}{exc}")
+
+
+def load_translator_or_exit(name_or_path: str | Path, flag: str | None = None):
     """``load_translator(name_or_path)``, or a one-line message and exit code 2 when the
-    checkpoint is missing, corrupt, or cannot be fetched from the hub."""
+    checkpoint is missing, corrupt, or cannot be fetched from the hub (``flag``: see
+    :func:`locate_checkpoint_or_exit`)."""
     from .checkpoint import CheckpointError
     from .translator import load_translator
 
+    directory = locate_checkpoint_or_exit(name_or_path, flag)
     try:
-        return load_translator(name_or_path)
+        return load_translator(directory)
     except (CheckpointError, OSError, ValueError) as exc:
-        # OSError covers unreadable files and huggingface_hub's HTTP/offline errors
-        fail(str(exc) or type(exc).__name__)
+        # OSError covers unreadable files
+        fail(f"{flag + ': ' if flag else ''}{exc or type(exc).__name__}")
+
+
+# ---------------------------------------------------------------- warnings
+
+
+@contextlib.contextmanager
+def one_line_warnings(*categories: type[Warning]):
+    """Inside, warnings of ``categories`` print as ``warning: message``, one line: Python's
+    own format adds the file, line and source line of the call, which mean nothing to
+    someone running the command. Other warnings keep Python's format."""
+    original = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, categories):
+            print(f"warning: {one_line(str(message))}", file=sys.stderr if file is None else file)
+        else:
+            original(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = original

@@ -16,6 +16,7 @@ cached batched ``map``, keeping the ids as flat numpy arrays (:class:`EncodedPai
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import random
 from collections.abc import Iterator, Sequence
@@ -64,42 +65,157 @@ class ParallelDatasets:
                             test=as_pairs(self.test) if self.test is not None else [], source=self.source)
 
 
-def _local_data_files(path: Path) -> dict[str, str]:
+def local_data_files(path: Path, split: str = "train") -> dict[str, str]:
+    """The split files of a local dataset; ``split`` is the one the caller reads, which
+    must be there (a single file is its own "train" split)."""
     if path.is_file():
         return {"train": str(path)}
     files = {}
-    for split in SPLIT_NAMES:
+    for name in SPLIT_NAMES:
         for ext in ("jsonl", "json"):
-            candidate = path / f"{split}.{ext}"
+            candidate = path / f"{name}.{ext}"
             if candidate.is_file():
-                files[split] = str(candidate)
+                files[name] = str(candidate)
                 break
-    if "train" not in files:
-        raise DataError(f"{path}: no train.jsonl in this directory")
+    if split not in files:
+        raise DataError(f"{path}: no {split}.jsonl in this directory")
     return files
 
 
-def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = None):
+def _kind(value) -> str | dict | None:
+    """The JSON shape of ``value`` as Arrow sees it: objects by field, numbers as one kind
+    (Arrow widens int to float), null as None (it fits any kind)."""
+    if isinstance(value, dict):
+        return {k: _kind(v) for k, v in value.items()}
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string" if isinstance(value, str) else "a list"
+
+
+def _kind_words(kind) -> str:
+    return "an object" if isinstance(kind, dict) else kind
+
+
+def _clash(seen: dict, row: dict, where: str = "") -> str | None:
+    """The first field whose kind in ``row`` differs from its kind in earlier rows
+    (``seen``, updated with the fields met for the first time), described; None if none."""
+    for key, value in row.items():
+        kind, name = _kind(value), f"{where}.{key}" if where else key
+        if kind is None:
+            continue
+        before = seen.get(key)
+        if before is None:
+            seen[key] = kind
+            continue
+        if isinstance(kind, dict) and isinstance(before, dict):
+            clash = _clash(before, value, name)
+            if clash:
+                return clash
+        elif isinstance(kind, dict) != isinstance(before, dict) or kind != before:
+            return f"{name!r} is {_kind_words(kind)} here, {_kind_words(before)} in the lines before"
+    return None
+
+
+def _find_bad_line(path: str) -> str | None:
+    """``path: line N: what is wrong`` for the first line of a JSON-lines file that cannot
+    be read as part of one table (not UTF-8, not JSON, not an object, a field of another
+    kind than in the lines before); None when every line reads. Only called once
+    ``datasets`` has failed, whose own message gives no line number (pyarrow counts rows
+    within a block)."""
+    import json
+
+    seen: dict = {}
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"{path}: line {number}: not UTF-8 text"
+            if not text.strip():
+                continue
+            try:
+                row = json.loads(text)
+            except json.JSONDecodeError as exc:
+                if number == 1 and path.endswith(".json"):
+                    return None  # a whole-file JSON document, not JSON lines: nothing to say per line
+                return f"{path}: line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
+            if not isinstance(row, dict):
+                return f"{path}: line {number}: expected one JSON object per line, got {_kind(row) or 'null'}"
+            clash = _clash(seen, row)
+            if clash:
+                return f"{path}: line {number}: {clash}"
+    return None
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    while exc.__cause__ is not None or (exc.__context__ is not None and not exc.__suppress_context__):
+        exc = exc.__cause__ or exc.__context__
+    return exc
+
+
+@contextlib.contextmanager
+def _quiet_json_loader():
+    """``datasets``' JSON builder logs its own error line before raising; the DataError
+    raised here says the same with the line number, so that line is held back."""
+    import logging
+
+    logger = logging.getLogger("datasets.packaged_modules.json.json")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def _hub_failure(dataset: str, config: str | None, exc: BaseException) -> str:
+    """One line for a dataset that is neither a local path nor loadable from the hub
+    (``datasets``' own messages span several lines of hub detail)."""
+    from datasets.exceptions import DataFilesNotFoundError, DatasetNotFoundError
+
+    gone = f"no dataset at {dataset} (not a local folder, and"
+    # FileNotFoundError is what datasets raises when neither a local file nor a hub repo
+    # exists; DataFilesNotFoundError (one too) is a repo that exists without data files
+    if isinstance(exc, (DatasetNotFoundError, FileNotFoundError)) and not isinstance(exc, DataFilesNotFoundError):
+        return f"{gone} not found on the hub)"
+    if isinstance(exc, (ConnectionError, TimeoutError)):
+        return f"{gone} the hub could not be reached)"
+    return " ".join(f"could not load dataset {dataset!r} (config {config!r}): {type(exc).__name__}: {exc}".split())
+
+
+def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = None, split: str = "train"):
     """A ``datasets.DatasetDict`` from a local path or the hub (``cache_dir``: where
-    ``datasets`` keeps its Arrow files; default its own cache)."""
+    ``datasets`` keeps its Arrow files; default its own cache). ``split`` is the split the
+    caller needs: a local folder without its file is refused by name."""
     import datasets
 
     path = Path(dataset).expanduser()
     if path.exists():
-        files = _local_data_files(path)
+        files = local_data_files(path, split)
         for f in files.values():
             if Path(f).stat().st_size == 0:
                 raise DataError(f"{f}: file is empty")
         try:
-            return datasets.load_dataset("json", data_files=files, cache_dir=cache_dir)
+            with _quiet_json_loader():
+                return datasets.load_dataset("json", data_files=files, cache_dir=cache_dir)
         except Exception as exc:  # datasets wraps JSON errors in several exception types
-            raise DataError(f"{path}: could not read as JSON lines ({type(exc).__name__}: {exc})") from exc
+            for f in files.values():
+                bad = _find_bad_line(f)
+                if bad:
+                    raise DataError(bad) from exc
+            inner = _innermost(exc)
+            raise DataError(" ".join(f"{path}: could not read as JSON lines ({type(inner).__name__}: "
+                                     f"{inner})".split())) from exc
     if dataset.startswith((".", "/", "~")) or dataset.endswith((".jsonl", ".json")):
         raise DataError(f"{dataset}: no such file or directory")
     try:
         return datasets.load_dataset(dataset, config, cache_dir=cache_dir)
     except Exception as exc:
-        raise DataError(f"could not load dataset {dataset!r} (config {config!r}): {exc}") from exc
+        raise DataError(_hub_failure(dataset, config, exc)) from exc
 
 
 def _languages(split, where: str) -> list[str]:
@@ -181,7 +297,7 @@ def text_batches(ds, columns: Sequence[str] = ("src", "tgt"), batch_size: int = 
 
 def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None = None) -> list[tuple[str, str]]:
     """Every pair of one split, in order (a single local file is its own "train" split)."""
-    raw = load_raw(dataset, config)
+    raw = load_raw(dataset, config, split=split)
     if split not in raw:
         raise DataError(f"{dataset}: no {split!r} split (has {sorted(raw)})")
     return as_pairs(select_pairs(raw[split], src, tgt, f"{dataset} [{split}]"))

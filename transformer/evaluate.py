@@ -9,7 +9,6 @@ Progress goes to stderr; the last stdout line is one JSON object with at least
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -17,39 +16,37 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .cli import fail, load_translator_or_exit
-from .data import DataError, load_split
+from .cli import ArgumentParser, fail, load_translator_or_exit, whole_number
+from .data import DataError, load_split, local_data_files
 from .metrics import corpus_scores
 
 
-def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m transformer.evaluate", description=__doc__.split("\n")[0])
+def parse_args(argv=None):
+    p = ArgumentParser(prog="python -m transformer.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
     p.add_argument("--data", required=True, help="JSONL file (or directory with test.jsonl) in the OPUS Books schema")
     p.add_argument("--split", default=None, help="split to score when --data is a directory (default: test; a single file is read whole)")
     p.add_argument("--src", default=None, help="source language (default: the checkpoint's)")
     p.add_argument("--tgt", default=None, help="target language (default: the checkpoint's)")
-    p.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
-    p.add_argument("--beam-size", type=int, default=1, help="beam width k (1: greedy decoding)")
+    p.add_argument("--limit", type=whole_number(1), default=None, help="score only the first N pairs")
+    p.add_argument("--batch-size", type=whole_number(1), default=64, help="sentences per decoding batch")
+    p.add_argument("--beam-size", type=whole_number(1), default=1, help="beam width k (1: greedy decoding)")
     p.add_argument("--output", default=None, help="write the hypotheses here, one per line")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args.limit is not None and args.limit <= 0:
-        fail("--limit must be positive")
-    if args.batch_size <= 0:
-        fail("--batch-size must be positive")
-    if args.beam_size <= 0:
-        fail("--beam-size must be at least 1")
-    tr = load_translator_or_exit(args.checkpoint)
-    src, tgt = args.src or tr.cfg.src_lang, args.tgt or tr.cfg.tgt_lang
     path = Path(args.data)
     if not path.exists():
         fail(f"{path}: no such file or directory")
     split = args.split or ("train" if path.is_file() else "test")
+    try:
+        local_data_files(path, split)  # the split's file is there, before the model loads
+    except DataError as exc:
+        fail(str(exc))
+    tr = load_translator_or_exit(args.checkpoint)
+    src, tgt = args.src or tr.cfg.src_lang, args.tgt or tr.cfg.tgt_lang
     try:
         pairs = load_split(str(path), split, src, tgt)
     except DataError as exc:

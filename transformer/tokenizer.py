@@ -45,6 +45,30 @@ def _normalizer():
     )
 
 
+class VocabularyError(ValueError):
+    """A vocabulary size the tokenizer cannot honour: too small for its special tokens and
+    the characters of the text it learns from. ``n_characters`` is None when the size was
+    refused before any text was read."""
+
+    def __init__(self, vocab_size: int, n_specials: int, needed: int, n_characters: int | None = None) -> None:
+        self.vocab_size, self.n_specials, self.needed, self.n_characters = vocab_size, n_specials, needed, n_characters
+        if n_characters is None:
+            message = (f"vocabulary size {vocab_size} is too small: the {n_specials} special tokens and one id per "
+                       f"distinct character need at least {needed}")
+        else:
+            message = (f"vocabulary size {vocab_size} is too small for this text: its {n_specials} special tokens "
+                       f"and {n_characters} distinct characters need at least {needed}")
+        super().__init__(message)
+
+
+def min_vocab_size(extra_special_tokens: Iterable[str] = ()) -> int:
+    """The smallest ``vocab_size`` worth training with, known before any text is seen: the
+    special tokens plus one character. The alphabet is every distinct character of the
+    training text (there is no fixed byte alphabet), so a real corpus needs more;
+    :func:`train_tokenizer` says how much once it has seen the text."""
+    return len(SPECIAL_TOKENS) + len(list(extra_special_tokens)) + 1
+
+
 def new_bpe_tokenizer(split_punctuation: bool = False) -> Tokenizer:
     tok = Tokenizer(models.BPE(unk_token=UNK))
     tok.normalizer = _normalizer()
@@ -65,15 +89,26 @@ def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], vocab_size: int,
     corpus should come in: nothing holds the whole corpus as Python strings, and the Rust
     trainer counts each batch in parallel. ``length`` (number of items, optional) only
     feeds the trainer's progress estimate. ``extra_special_tokens`` come after the four
-    fixed ones (e.g. ``SYNTHETIC_TAG``)."""
+    fixed ones (e.g. ``SYNTHETIC_TAG``).
+
+    Raises :class:`VocabularyError` when ``vocab_size`` cannot hold the specials and every
+    distinct character of the text: the trainer would silently return a larger vocabulary
+    than asked for, and a model sized from the request would not match it."""
+    extra = list(extra_special_tokens)
+    specials = SPECIAL_TOKENS + extra
+    if vocab_size < min_vocab_size(extra):
+        raise VocabularyError(vocab_size, len(specials), min_vocab_size(extra))
     tok = new_bpe_tokenizer(split_punctuation)
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size,
         min_frequency=min_frequency,
-        special_tokens=SPECIAL_TOKENS + list(extra_special_tokens),
+        special_tokens=specials,
         show_progress=False,
     )
     tok.train_from_iterator(texts, trainer=trainer, length=length)
+    if tok.get_vocab_size() > vocab_size:  # no merges were learnt: specials + alphabet only
+        need = tok.get_vocab_size()
+        raise VocabularyError(vocab_size, len(specials), need, n_characters=need - len(specials))
     return tok
 
 

@@ -64,6 +64,11 @@ class TrainingError(ValueError):
     """A run cannot start or continue as asked (bad settings, nothing to resume...)."""
 
 
+class TrainingWarning(UserWarning):
+    """A run goes ahead differently from what was asked (e.g. float32 instead of bf16);
+    its own category so that a command line can print it as one plain line."""
+
+
 # ---------------------------------------------------------------- settings and schedule
 
 
@@ -285,7 +290,7 @@ class Trainer:
         if settings.bf16 and not self._bf16_is_fast():
             warnings.warn(f"bf16 autocast would be emulated in software on this {self.device} (many times slower "
                           "than float32), so this run trains in float32; the results are the same kind, only "
-                          "the speed differs", stacklevel=2)
+                          "the speed differs", TrainingWarning, stacklevel=2)
             settings = replace(settings, bf16=False)
         self.settings, self.out, self.data = settings, Path(out), data
         self.val_limit, self.keep_epochs, self.snapshots, self.command = val_limit, keep_epochs, snapshots, command

@@ -1,0 +1,313 @@
+"""The command-line entry points turn bad input into one line on stderr and exit code 2,
+found before the slow work (imports of the UI, model and data loading); and train.py says
+what it resumed, whether the checkpoint average was kept, and why it left bf16."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import datasets
+import huggingface_hub
+import httpx
+import pytest
+
+import app as app_module
+import train
+from tests.conftest import PAIRS, tiny_main, write_jsonl
+from transformer import analyze, backtranslate, evaluate, tokenizer
+from transformer.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def no_progress_bars():
+    """``datasets`` draws progress bars on stderr; without them, stderr holds only what the
+    entry point itself printed."""
+    datasets.disable_progress_bars()
+    yield
+    datasets.enable_progress_bars()
+
+
+def lines_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def exit_2(capfd, main, *args) -> str:
+    """Run ``main(*args)``, expect exit code 2 and exactly one line on stderr; return it."""
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(*args)
+    assert exc.value.code == 2
+    lines = lines_of(capfd.readouterr().err)
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def not_called(what: str):
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"{what} ran before the bad input was noticed")
+
+    return refuse
+
+
+# ------------------------------------------------------------------ one parser for every CLI
+
+BT = ["--testsets", "t", "--checkpoint", "c", "--out", "o"]
+CLIS = {  # name: (parse_args, prog)
+    "train": (train.parse_args, "python train.py"),
+    "app": (app_module.parse_args, "python app.py"),
+    "evaluate": (evaluate.parse_args, "python -m transformer.evaluate"),
+    "analyze": (analyze.parse_args, "python -m transformer.analyze"),
+    "backtranslate": (backtranslate.parse_args, "python -m transformer.backtranslate"),
+}
+
+
+@pytest.mark.parametrize("cli, argv, message", [
+    ("train", ["--average-last", "abc"], "argument --average-last: expected a whole number ≥ 0, got 'abc'"),
+    ("train", ["--max-minutes", "-1"], "argument --max-minutes: expected a number > 0, got '-1'"),
+    ("train", ["--epochs", "1.5"], "argument --epochs: expected a whole number ≥ 1, got '1.5'"),
+    ("train", ["--lr", "fast"], "argument --lr: expected a number > 0, got 'fast'"),
+    ("train", ["--dropout", "1"], "argument --dropout: expected a number in [0, 1), got '1'"),
+    ("train", ["--seed", "x"], "argument --seed: expected a whole number, got 'x'"),
+    ("train", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("app", ["--port", "abc"], "argument --port: expected a port number 1-65535, got 'abc'"),
+    ("app", ["--max-batch", "0"], "argument --max-batch: expected a whole number ≥ 1, got '0'"),
+    ("app", ["--torch-threads", "-1"], "argument --torch-threads: expected a whole number ≥ 0, got '-1'"),
+    ("evaluate", [], "the following arguments are required: --data"),
+    ("evaluate", ["--data", "x", "--limit", "abc"], "argument --limit: expected a whole number ≥ 1, got 'abc'"),
+    ("evaluate", ["--data", "x", "--beam-size", "0"], "argument --beam-size: expected a whole number ≥ 1, got '0'"),
+    ("analyze", ["--data", "x", "--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
+    ("backtranslate", [*BT, "--top-k", "-1"], "argument --top-k: expected a whole number ≥ 0, got '-1'"),
+    ("backtranslate", [*BT, "--seed", "1e3"], "argument --seed: expected a whole number, got '1e3'"),
+])
+def test_a_bad_flag_is_one_line_that_names_the_type_as_a_person_would(capfd, cli, argv, message):
+    parse, prog = CLIS[cli]
+    assert exit_2(capfd, parse, argv) == f"{prog}: error: {message} (see {prog} --help)"
+
+
+def test_env_defaults_of_the_app_are_checked_like_flags(capfd, monkeypatch):
+    monkeypatch.setenv("GRADIO_SERVER_PORT", "http")
+    assert "argument --port: expected a port number 1-65535, got 'http'" in exit_2(capfd, app_module.parse_args, [])
+
+
+# ------------------------------------------------------------------ app.py
+
+
+@pytest.mark.parametrize("port", ["-5", "0", "70000"])
+def test_app_rejects_a_port_out_of_range_before_loading_the_model(capfd, monkeypatch, port):
+    monkeypatch.setattr(app_module, "load_translator_or_exit", not_called("model loading"))
+    line = exit_2(capfd, app_module.main, ["--port", port])
+    assert f"argument --port: expected a port number 1-65535, got '{port}'" in line
+
+
+def test_app_rejects_a_busy_port_before_loading_the_model(capfd, monkeypatch):
+    monkeypatch.setattr(app_module, "load_translator_or_exit", not_called("model loading"))
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        line = exit_2(capfd, app_module.main, ["--host", "127.0.0.1", "--port", str(port)])
+    assert line.startswith(f"error: --port {port}: cannot listen on 127.0.0.1:{port} (")
+    assert "in use" in line
+
+
+def test_app_checks_its_flags_before_importing_the_ui():
+    """Importing gradio and the explorer takes seconds; a bad flag is known without them."""
+    code = ("import sys, app\ntry:\n    app.main(['--max-batch', '0'])\nexcept SystemExit as exc:\n"
+            "    print(exc.code, 'gradio' in sys.modules, 'explorer.app' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.stdout.split() == ["2", "False", "False"], r.stderr[-2000:]
+    assert len(lines_of(r.stderr)) == 1, r.stderr
+
+
+def test_app_logs_the_checkpoint_it_loaded(monkeypatch, caplog, tiny_checkpoint):
+    import explorer.app
+    import explorer.downloads
+
+    launched = {}
+
+    class Demo:
+        def queue(self, **kwargs):
+            launched["queue"] = kwargs
+
+        def launch(self, **kwargs):
+            launched["launch"] = kwargs
+
+    def fake_build_ui(tr, max_batch):
+        return Demo()
+
+    # the UI itself is tested elsewhere; here only what main does around it
+    monkeypatch.setattr(explorer.app, "build_ui", fake_build_ui)
+    monkeypatch.setattr(app_module, "build_ui", fake_build_ui, raising=False)
+    monkeypatch.setattr(explorer.downloads, "prune_trace_files", lambda: 0)
+    monkeypatch.setattr(app_module, "prune_trace_files", lambda: 0, raising=False)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    caplog.set_level("INFO")
+    assert app_module.main(["--checkpoint", str(tiny_checkpoint), "--port", str(port)]) == 0
+    assert launched["launch"]["server_port"] == port
+    assert f"loaded checkpoint {tiny_checkpoint}" in caplog.text
+
+
+# ------------------------------------------------------------------ train.py
+
+
+def test_a_vocab_size_below_the_special_tokens_is_refused_before_the_data_loads(capfd, monkeypatch, data_dir,
+                                                                                 tmp_path):
+    monkeypatch.setattr(train, "load_run_data", not_called("data loading"))
+    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", "3")
+    least = tokenizer.min_vocab_size()
+    assert least == len(SPECIAL_TOKENS) + 1
+    assert line == (f"error: --vocab-size 3 is too small: the {len(SPECIAL_TOKENS)} special tokens "
+                    f"({' '.join(SPECIAL_TOKENS)}) and one id per distinct character of the corpus need "
+                    f"at least {least}")
+    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", str(least), "--tag-synthetic")
+    assert f"{len(SPECIAL_TOKENS) + 1} special tokens" in line and SYNTHETIC_TAG in line
+    assert f"at least {tokenizer.min_vocab_size([SYNTHETIC_TAG])}" in line
+
+
+def test_a_vocab_size_below_the_corpus_alphabet_is_refused_with_its_minimum(capfd, data_dir, tmp_path):
+    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", "20")
+    found = re.fullmatch(r"error: --vocab-size 20 is too small for this corpus: its 4 special tokens and (\d+) "
+                         r"distinct characters need at least (\d+)", line)
+    assert found, line
+    assert int(found[2]) == 4 + int(found[1])
+    assert not (tmp_path / "o" / "epochs").exists()
+
+
+def test_train_tokenizer_refuses_what_it_cannot_honour():
+    texts = [s for pair in PAIRS for s in pair]
+    with pytest.raises(tokenizer.VocabularyError, match=r"vocabulary size 10 is too small for this text: its 4 special "
+                                              r"tokens and (\d+) distinct characters need at least \d+") as exc:
+        train_tokenizer(texts, 10, min_frequency=1)
+    least = int(re.search(r"at least (\d+)", str(exc.value))[1])
+    assert train_tokenizer(texts, least, min_frequency=1).get_vocab_size() == least
+    with pytest.raises(tokenizer.VocabularyError, match="at least 5"):
+        train_tokenizer(texts, 4)
+
+
+def test_a_malformed_jsonl_line_is_named_by_file_and_line(capfd, data_dir, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    write_jsonl(bad, PAIRS[:2])
+    with bad.open("a", encoding="utf-8") as f:
+        f.write("\n{this is not json\n")
+    line = exit_2(capfd, tiny_main, bad, tmp_path / "o")
+    assert line.startswith(f"error: {bad}: line 4: not valid JSON (")
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for name in ("train.jsonl", "validation.jsonl"):
+        (folder / name).write_text((data_dir / name).read_text(encoding="utf-8"), encoding="utf-8")
+    with (folder / "validation.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"translation": "not an object"}\n')
+    line = exit_2(capfd, tiny_main, folder, tmp_path / "o")
+    assert line == (f"error: {folder / 'validation.jsonl'}: line 7: 'translation' is a string here, "
+                    "an object in the lines before")
+
+
+@pytest.fixture
+def no_hub(monkeypatch, tmp_path):
+    """No network: the hub answers through stand-ins, from a folder where runs/nope is not."""
+    monkeypatch.chdir(tmp_path)
+
+    def answer(error):
+        def raise_(*args, **kwargs):
+            raise error
+
+        monkeypatch.setattr(huggingface_hub, "snapshot_download", raise_)
+        monkeypatch.setattr(datasets, "load_dataset", raise_)
+
+    return answer
+
+
+def hub_404(repo: str):
+    response = httpx.Response(404, request=httpx.Request("GET", f"https://huggingface.co/api/models/{repo}"))
+    return huggingface_hub.errors.RepositoryNotFoundError(
+        f"404 Client Error.\n\nRepository Not Found for url: https://huggingface.co/api/models/{repo}.\n"
+        "Please make sure you specified the correct `repo_id` and `repo_type`.", response=response)
+
+
+@pytest.mark.parametrize("error, reason", [
+    (hub_404("runs/nope"), "not found on the hub"),
+    (huggingface_hub.errors.LocalEntryNotFoundError("Cannot find an appropriate cached snapshot folder.\n"
+                                                    "Please check your internet connection."),
+     "the hub could not be reached"),
+])
+def test_a_missing_hub_shaped_checkpoint_is_one_line(capfd, no_hub, data_dir, error, reason):
+    no_hub(error)
+    line = exit_2(capfd, evaluate.main, ["--checkpoint", "runs/nope", "--data", str(data_dir)])
+    assert line == f"error: no checkpoint at runs/nope (not a local folder, and {reason})"
+
+
+@pytest.mark.parametrize("error, reason", [
+    (datasets.exceptions.DatasetNotFoundError("Dataset 'runs/nope' doesn't exist on the Hub or cannot be accessed."),
+     "not found on the hub"),
+    (FileNotFoundError("Couldn't find any data file at /x/runs/nope.\nCouldn't find 'runs/nope' on the Hugging "
+                       "Face Hub either: LocalEntryNotFoundError: An error happened\nPlease check your connection."),
+     "not found on the hub"),
+    (ConnectionError("Couldn't reach 'runs/nope' on the Hub (ConnectError)"), "the hub could not be reached"),
+])
+def test_a_missing_hub_shaped_dataset_is_one_line(capfd, no_hub, tmp_path, error, reason):
+    no_hub(error)
+    line = exit_2(capfd, train.main, ["--preset", "tiny", "--dataset", "runs/nope", "--out", str(tmp_path / "o")])
+    assert line == f"error: no dataset at runs/nope (not a local folder, and {reason})"
+
+
+def test_distill_from_is_checked_before_the_data_loads(capfd, monkeypatch, data_dir, tmp_path, tiny_checkpoint):
+    monkeypatch.setattr(train, "load_run_data", not_called("data loading"))
+    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--distill-from", "/nonexistent")
+    assert line == "error: --distill-from: checkpoint directory not found: /nonexistent does not exist"
+    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--distill-from", str(tiny_checkpoint),
+                  "--src", "it", "--tgt", "en")
+    assert line == "error: --distill-from: the teacher translates en->it, this run it->en"
+
+
+def test_evaluate_names_the_file_it_reads_in_a_folder(capfd, tmp_path, tiny_checkpoint):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    line = exit_2(capfd, evaluate.main, ["--checkpoint", str(tiny_checkpoint), "--data", str(empty)])
+    assert line == f"error: {empty}: no test.jsonl in this directory"
+    only_test = tmp_path / "only-test"
+    only_test.mkdir()
+    write_jsonl(only_test / "test.jsonl", PAIRS[:3])
+    assert evaluate.main(["--checkpoint", str(tiny_checkpoint), "--data", str(only_test)]) == 0
+    assert json.loads(lines_of(capfd.readouterr().out)[-1])["n"] == 3
+
+
+def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data_dir, tmp_path):
+    out = tmp_path / "run"
+    capfd.readouterr()
+    assert tiny_main(data_dir, out, "--epochs", "2", "--snapshots", "none") == 0
+    err = capfd.readouterr().err
+    kept = "averaged" in json.loads((out / "best" / "metrics.json").read_text())
+    said = re.search(r"^averaged epochs 1-2: chrF [\d.]+, (kept as best/|not kept: best/ keeps chrF [\d.]+ "
+                     r"\(epoch \d\))$", err, re.M)
+    assert said, err
+    assert said[1].startswith("kept") == kept
+    assert tiny_main(data_dir, out, "--epochs", "3", "--resume", "--snapshots", "none") == 0
+    err = capfd.readouterr().err
+    last = re.escape(str(out / "epochs" / "epoch-002"))
+    assert re.search(rf"^resuming from epoch 2 \({last}\): epoch 3 to go$", err, re.M), err
+
+
+def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):
+    import transformer.trainer
+
+    tiny = train.PRESETS["tiny"]
+    monkeypatch.setitem(train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
+    monkeypatch.setattr(transformer.trainer, "bf16_is_fast", lambda device: False)
+    capfd.readouterr()
+    assert tiny_main(data_dir, tmp_path / "o", "--epochs", "1", "--snapshots", "none") == 0
+    err = lines_of(capfd.readouterr().err)
+    warned = [i for i, line in enumerate(err) if "bf16 autocast would be emulated" in line]
+    assert len(warned) == 1, err
+    assert err[warned[0]].startswith("warning: bf16 autocast would be emulated in software on this cpu")
+    assert err[warned[0] + 1].startswith("data: ")  # no source line under it
+    assert not any("UserWarning" in line for line in err)
