@@ -140,8 +140,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bf16 autocast (bf16 is used only where the "
                    "hardware runs it natively; elsewhere the run falls back to float32 with a warning) "
                    + _preset_note(lambda p: "bf16" if p.train.bf16 else "float32"))
-    p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float32",
-                   help="dtype of the weights written to disk (the model always runs in float32)")
+    p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float16",
+                   help="dtype of the weights written to disk: float16 halves the files and scores the same as "
+                        "float32 on test (the model always runs in float32; --resume keeps float32 weights)")
     p.add_argument("--average-last", type=whole_number(0),
                    help="average the last N epoch checkpoints at the end (0 or 1: off) "
                         + _preset_note(tr("average_last")))

@@ -1,4 +1,4 @@
-"""Many visitors at once: translations through the app's public `/translate` API (issue 7).
+"""Many visitors at once: translations through the app's public `/translate` API.
 
     python benchmarks/load.py [--checkpoint checkpoints/en-it] [--url http://127.0.0.1:7860/]
     python benchmarks/load.py --sweep torch-threads=2,concurrency=1 torch-threads=1,concurrency=2
@@ -327,7 +327,7 @@ def run_once(url: str, args, texts: list[str], fresh_tls: bool = False) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Concurrent visitors against the app's /translate API (issue 7).")
+    p = argparse.ArgumentParser(description="Concurrent visitors against the app's /translate API.")
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint the app serves")
     p.add_argument("--url", help="load an app already running at this URL instead of starting app.py")
     p.add_argument("--app-arg", action="append", default=[], metavar="ARG", help="extra argument for app.py (repeat)")

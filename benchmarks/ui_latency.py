@@ -4,7 +4,7 @@
 
 Starts ``python app.py`` on a free port (or uses --url), drives Debian's chromium through
 Playwright at 1440x900 and prints each figure, then one JSON line with every figure and a
-pass/fail per target (the README's app table). Times come from performance.now() inside the page
+pass/fail per target (docs/benchmarks.md). Times come from performance.now() inside the page
 (benchmarks/ui_probe.js), so Playwright's own round trips never count:
 
 - click -> paint: ▶/◀ buttons, the step slider, view, layer, head (mean/max/single heads) and
@@ -69,7 +69,7 @@ LINK_SENTENCE = "I don't like coffee."
 LONG_FILLER = ("The book that I bought yesterday is very interesting, and my friends want to read it "
                "before we go to the sea with our parents next summer. ")
 
-# the targets of the README's app table: name -> (figure key, comparison, limit)
+# the targets of docs/benchmarks.md: name -> (figure key, comparison, limit)
 TARGETS = {
     "click_median_ms": ("click_median_ms", "<=", 50),
     "click_max_ms": ("click_max_ms", "<=", 150),
@@ -537,7 +537,7 @@ def run(args, url: str) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Click-to-paint and load times of the attention explorer in "
-                                            "headless Chromium (the README's targets).")
+                                            "headless Chromium (the targets in docs/benchmarks.md).")
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint the app serves")
     p.add_argument("--url", help="benchmark an app already running at this URL instead of starting app.py")
     p.add_argument("--app-arg", action="append", default=[], metavar="ARG",

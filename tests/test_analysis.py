@@ -1,4 +1,4 @@
-"""Head mask, knock-out, head importance, logit lens, rollout and head diagnostics (issue 8)."""
+"""Head mask, knock-out, head importance, logit lens, rollout and head diagnostics."""
 
 import json
 import sys
@@ -423,7 +423,7 @@ def test_analyze_cli_writes_aggregated_head_stats(tiny_checkpoint, data_dir, tmp
 
 @pytest.mark.parametrize("args, msg", [
     (["--data", "/nonexistent/x.jsonl"], "no such file"),
-    (["--limit", "0"], "--limit must be positive"),
+    (["--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
     (["--checkpoint", "/nonexistent/ckpt"], "error"),
     (["--out", "/nonexistent/dir/hs.json"], "no such directory"),
 ])

@@ -2,14 +2,14 @@
 Distillation"): a trained teacher translates the training sources with beam search, and
 those translations become extra training pairs for a new model.
 
-Why try it here: the app and the target scores use *greedy* decoding, and a greedy
+Why try it: the app and the target scores use *greedy* decoding, and a greedy
 decoder trained on a teacher's beam output can learn to find in one pass some of what the
 teacher finds only with a beam (on this corpus the shipped model gains 2.5 test BLEU from a
 beam of 4). The teacher's translations are also more consistent than the human
 references: Tatoeba has several Italian translations for many English sentences, the
 teacher gives one. The references stay in the training data; a teacher translation is
 added only where it differs from its reference. Measured with the shipped model as
-teacher, it did not beat training on the references alone (run kd15 in the README).
+teacher, it did not beat training on the references alone (run kd15 in docs/experiments.md).
 
     extra = distill_pairs(load_translator("checkpoints/en-it"), data.train, beam_size=4)
     data.train = data.train + extra

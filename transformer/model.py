@@ -45,7 +45,7 @@ def dropout(x: torch.Tensor, p: float, training: bool) -> torch.Tensor:
 
     Why not ``F.dropout``: on CPU it fills a float mask with ``bernoulli_``, one random
     draw per element, and ``torch.profiler`` put that at 21% of the CPU time of a training
-    step of the base model on this 2-core machine (all the linear layers' matmuls: 52%).
+    step of the base model on 2 CPU cores (all the linear layers' matmuls: 52%).
     This draws one 64-bit number per *four* elements and reads it as four uniform 16-bit
     integers, so ``p`` is rounded to a multiple of 1/65536 (0.2 becomes 0.199997) and the
     survivors are scaled by the rounded keep rate, which keeps the mean exact. The mask
