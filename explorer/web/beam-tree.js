@@ -31,6 +31,7 @@ export class BeamTree {
     server.onValue((tree) => store.set({ beam: tree && tree.schema === SCHEMA ? tree : null, beamOpened: null }));
     store.subscribe((s, changed) => {
       if (changed.has("beam")) this.load(s.beam);
+      else if (!s.beam && changed.has("origin")) this.clear(); // its message depends on what the viewer shows
       if (changed.has("beamOpened")) this.markOpened(s.beamOpened);
     });
     this.load(store.get().beam);
@@ -100,7 +101,12 @@ export class BeamTree {
     this.svg = null;
     this.root.classList.add("bt-is-empty");
     for (const c of this.root.querySelectorAll(".bt-controls button, .bt-controls input")) c.disabled = true;
-    this.el.summary.textContent = "Run beam search to see the tree of hypotheses.";
+    // a beam hypothesis opened from a link comes without its tree (a link holds only the
+    // hypothesis's tokens): say so, so the empty panel does not look like a lost result
+    const s = this.store.get();
+    this.el.summary.textContent = s.trace && s.origin === "beam"
+      ? "The viewer shows a beam-search hypothesis opened from a link; links do not keep the tree. Press Beam search to draw it again."
+      : "Run beam search to see the tree of hypotheses.";
     this.el.box.replaceChildren();
     this.el.hyps.replaceChildren();
     this.tip.hide();
@@ -111,6 +117,8 @@ export class BeamTree {
     const t = this.tree, best = t.hypotheses[0];
     const same = t.translation === t.greedy_translation;
     this.el.summary.replaceChildren(
+      // the sentence it searched: the Beam button reads the text box, which may differ from the viewer's sentence
+      el("span", { className: "bt-sentence", text: `Beam search on “${t.src_text}”. ` }),
       el("strong", { text: `Beam size ${t.beam_size}, ${t.steps} steps, ${t.nodes.length - 1} candidates weighed. ` }),
       `Best (score ${fmt(best && best.score)}): “${t.translation}”. `,
       `Greedy (score ${fmt(t.greedy_score)}): “${t.greedy_translation}”. `,
