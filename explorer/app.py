@@ -7,7 +7,10 @@ everything, so stepping, Play and view changes never call the server. Each visit
 lives in their own ``gr.State``; the model is only read.
 
 :class:`App` builds the page: the sentence box, the notice and translation, the viewer, and
-below it every panel of :data:`explorer.panels.PANELS`. Whenever the viewer gets a new trace
+below it every panel of :data:`explorer.panels.PANELS`, each closed in its own section.
+A first visit sees one screen: the sentence and its translation, the step control, the
+prefix, the candidates and one attention map; the rest opens when asked for, and a guided
+tour (``web/tour.js``) walks through it on the visitor's own sentence. Whenever the viewer gets a new trace
 or loses it (:meth:`App.show`, :meth:`App.failed`), each panel's ``sentence_changed`` goes
 into the same answer, so no panel keeps anything of the old sentence.
 """
@@ -156,6 +159,11 @@ class App:
             raise gr.Error(str(exc)) from None
         return trace.translation, trace.to_dict(packed=True)
 
+    def run_example(self, evt: gr.EventData) -> dict:
+        """An example clicked in the browser (``web/hint.js``: ``{"text"}``): translate it at once."""
+        text = (getattr(evt, "_data", None) or {}).get("text")
+        return self.translate(text if isinstance(text, str) else "")
+
     def open_link(self, evt: gr.EventData) -> dict:
         """A shared link (read in the browser, web/url.js): ``{"text", "forced", "origin"}``.
         A link to a What-if or beam version traces that version again."""
@@ -183,12 +191,12 @@ class App:
         with gr.Blocks(title="Inside the Transformer: en→it attention explorer") as demo:
             self.trace_state = gr.State(None)
             self.build_header()
-            gr.Markdown("## Step through decoding")
             self.viewer = view_host("viewer", elem_id="viewer")
-            self.download = gr.DownloadButton("Download trace (JSON, full precision)", value=None,
-                                              interactive=False, elem_id="download-trace")
-            for panel in self.panels:
-                panel.build()
+            # the "Why?" tools: every panel, each in its own closed section (its build() makes it)
+            with gr.Column(elem_id="why-tools"):
+                gr.Markdown("### Why did it say that? Tools that ask the model again", elem_id="why-title")
+                for panel in self.panels:
+                    panel.build()
             # what App.show / App.failed update: the core, then each panel's sentence state
             self.outputs = [self.trace_state, self.translation, self.notice, self.viewer, self.download,
                             *(c for panel in self.panels for c in panel.sentence_outputs())]
@@ -205,18 +213,23 @@ class App:
             "# Inside the Transformer\n"
             f"A {cfg.n_encoder_layers}+{cfg.n_decoder_layers}-layer, {cfg.h}-head encoder-decoder Transformer "
             f"(d_model {cfg.d_model}) trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}.{score} "
-            "Type a sentence, translate it, then step through greedy decoding and look at every attention map."
-        )
+            "Translate a sentence and watch it being written, one token at a time.",
+            elem_id="intro")
         with gr.Row():
             self.src_text = gr.Textbox(
                 label="English sentence", placeholder="I have a red car.", scale=5, max_lines=3, elem_id="src-text",
                 info=f"The model reads English only, up to {n_tok} subword tokens (roughly {n_tok * 3 // 4} words); "
                      "longer text is cut there and the notice says what was dropped.")
             self.translate_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
-        hint = view_host("hint", elem_id="hint", data=EXAMPLES, label="What to look for", show_label=False)
-        gr.Examples(EXAMPLES, inputs=[self.src_text, hint], label="Examples (click one, then Translate)")
+        # the examples and the hint of the one clicked, drawn by web/hint.js: one click translates it
+        self.examples = view_host("hint", elem_id="hint", data=EXAMPLES, label="What to look for", show_label=False)
         self.notice = gr.Markdown(elem_id="notice")
-        self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation")
+        with gr.Row():
+            self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation", scale=3)
+            with gr.Column(scale=1, min_width=280):
+                view_host("tour", elem_id="tour")  # "Take the tour" (web/tour.js)
+                self.download = gr.DownloadButton("Download trace (JSON, full precision)", value=None,
+                                                  interactive=False, elem_id="download-trace", size="sm")
 
     def wire(self) -> None:
         # the translate handlers mostly wait for the batcher, which runs the model in one
@@ -228,6 +241,8 @@ class App:
                                                     api_visibility="private", **batched))
         self.then_download(self.src_text.submit(  # named, or it would take the name "translate"
             self.translate, [self.src_text], outputs, api_name="show_on_enter", api_visibility="private", **batched))
+        self.then_download(self.examples.submit(self.run_example, None, outputs, api_name="run_example",
+                                                api_visibility="private", **batched))
         self.then_download(self.viewer.submit(self.open_link, None, [self.src_text, *outputs], api_name="open_link",
                                               api_visibility="private", **batched))
         gr.api(self.api_translate, api_name="translate", **batched)

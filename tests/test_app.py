@@ -183,6 +183,21 @@ def test_panels_follow_the_sentence(app):
     assert beam.beam_state not in opened and opened[app.src_text] == "the black cat sleeps."
 
 
+def test_an_example_click_translates_it_in_one_request(app):
+    """web/hint.js asks with the example's sentence; the answer is a whole new trace."""
+    out = app.run_example(event(text="the black cat sleeps."))
+    assert out[app.trace_state].src_text == "the black cat sleeps." and payload(out, app)["origin"] == "translate"
+    assert app.run_example(event(text=None))[app.trace_state] is None  # nothing to translate: refused, cleared
+
+
+def test_every_panel_starts_closed_in_its_own_section(translator):
+    """One screen to start: each panel's gr.Accordion is closed and named (a link opens it by id)."""
+    demo = app_module.build_ui(translator)
+    sections = [b for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
+    assert len(sections) >= 4 and all(s.open is False and s.elem_id for s in sections)  # (no epochs without snapshots)
+    assert {"viewer", "hint", "tour"} <= {b.props.get("view") for b in demo.blocks.values() if isinstance(b, gr.HTML)}
+
+
 def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_path):
     trace = app.translate("the black cat sleeps.")[app.trace_state]
     first = downloads.write_trace_file(trace, tmp_path)

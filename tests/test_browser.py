@@ -137,6 +137,21 @@ def steps(page) -> int:
     return state(page)["trace"]["steps"]
 
 
+def open_section(page, name: str):
+    """Open the viewer's collapsible section `name` (views, lens, pe): closed until asked for."""
+    if not page.eval_on_selector(f"#sec-{name}", "d => d.open"):
+        page.locator(f"#sec-{name} > summary").click()
+    page.wait_for_function("(n) => document.querySelector('#sec-' + n).open", arg=name)
+
+
+def open_panel(page, elem_id: str):
+    """Open a panel's section (its gr.Accordion, e.g. "whatif-panel"): its view mounts when it first opens."""
+    label = page.locator(f"#{elem_id} > .label-wrap")
+    if "open" not in (label.get_attribute("class") or "").split():
+        label.click()
+    page.wait_for_selector(f"#{elem_id} > .label-wrap.open")
+
+
 def test_every_control_draws_in_the_browser_without_server_requests(server, page):
     url, _ = server
     page.goto(url)
@@ -145,7 +160,8 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     for control in ("#prev-btn", "#next-btn", "#play-btn", "#step-slider", "#view-select", "#layer-select",
                     "#head-select", "#hide-specials", "#download-view-png"):
         assert page.is_disabled(control), control
-    assert not page.is_visible("#hint") and page.is_visible("#viewer-empty")
+    assert not page.is_visible("#hint .ax-hint") and page.is_visible("#viewer-empty")
+    open_panel(page, "whatif-panel")
     assert page.is_disabled("#whatif-btn")
 
     translate(page, SENTENCE)
@@ -161,6 +177,7 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     assert page.locator("#src-chips span.chip .ws").count() == sum(t.startswith("▁") for t in src)
     assert page.locator("#prefix-chips span.chip").count() == 2
     assert page.locator("#prefix-chips span.chip.current").count() == 1
+    open_section(page, "views")  # the view menus and the mosaic
 
     requests = []
     page.on("request", lambda r: requests.append(r.url))
@@ -285,6 +302,7 @@ def test_whatif_explores_the_forced_version(server, page):
     translate(page, "My sister is tall.")
     page.click("#next-btn")
     painted(page, 2)
+    open_panel(page, "whatif-panel")
     page.select_option("#candidate select", "1")
     page.click("#whatif-btn")
     page.wait_for_function("() => document.querySelector('#whatif-text').innerText.includes('Step 2 forced to')")
@@ -314,10 +332,12 @@ def test_keys_hint_and_checkboxes_behave_as_a_person_expects(server, page):
     page.locator("#src-text").scroll_into_view_if_needed()
     page.locator("text=I have a red car.").first.click()
     page.wait_for_selector("#hint .ax-hint:not([hidden])")
-    assert "red car" in page.inner_text("#hint")
+    assert "red car" in page.inner_text("#hint .ax-hint")
     page.locator("#src-text textarea").fill("My sister is tall.")
-    page.wait_for_selector("#hint", state="hidden")
+    page.wait_for_selector("#hint .ax-hint", state="hidden")
     translate(page, "My sister is tall.")
+    open_section(page, "views")  # the checkboxes
+    open_panel(page, "analysis-panel")  # select mode is there once knock-out is
     # space on a focused button presses that button; elsewhere it plays
     page.focus("#next-btn")
     page.keyboard.press(" ")
@@ -412,6 +432,7 @@ def test_long_input_is_capped_in_tokens(server, page):
     page.wait_for_function("() => document.querySelector('#notice').innerText.includes('tokens dropped')")
     n = len(state(page)["trace"]["src"])
     assert n == 128  # 126 subwords plus [SOS] and [EOS]
+    open_section(page, "views")
     page.select_option("#view-select", "encoder")
     page.wait_for_selector("#attn-plot[data-view='encoder']")
     page.keyboard.press("ArrowRight")

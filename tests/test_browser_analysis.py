@@ -7,7 +7,8 @@ attributes, the store through the page's test handle), so a retrained checkpoint
 """
 
 import pytest
-from test_browser import browser, grid, page, painted, row_labels, server, state, steps, translate  # noqa: F401
+from test_browser import (browser, grid, open_panel, open_section, page, painted, row_labels, server, state,  # noqa: F401
+                          steps, translate)
 
 pytestmark = pytest.mark.browser
 
@@ -19,6 +20,8 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     page.goto(url)
     translate(page, SENTENCE)
     T, L = steps(page), state(page)["trace"]["layers"]["decoder"]
+    open_section(page, "lens")
+    open_section(page, "views")
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     for step in (1, 2, T):
@@ -68,6 +71,7 @@ def test_diagnostics_hover_names_the_habit_and_click_opens_the_head(server, page
     url, _ = server
     page.goto(url)
     translate(page, SENTENCE)
+    open_panel(page, "analysis-panel")
     canvas = page.locator("#head-diagnostics canvas[data-kind='decoder_self'][data-measure='prev']")
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
@@ -87,6 +91,8 @@ def test_select_heads_and_knock_them_out(server, page):
     page.goto(url)
     translate(page, SENTENCE)
     original = page.locator("#translation textarea").input_value()
+    open_section(page, "views")
+    open_panel(page, "analysis-panel")
     assert page.is_visible("#select-mode")  # the Space can knock heads out, so heads can be selected
     assert page.is_disabled("#knockout-btn")  # nothing selected yet: nothing to knock out
     # shift-click a tile of the all-heads mosaic (cross-attention, layer 1, head 2)
@@ -137,6 +143,7 @@ def test_head_importance_maps_paint_and_open_a_head(server, page):
     url, _ = server
     page.goto(url)
     translate(page, SENTENCE)
+    open_panel(page, "analysis-panel")
     page.click("#importance-btn")
     page.wait_for_selector("#head-importance[data-state='done']", state="attached", timeout=120_000)
     maps = page.locator("#head-importance canvas")

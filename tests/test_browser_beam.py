@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from tests.test_browser import browser, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import browser, open_panel, open_section, serve_app  # noqa: F401 (browser is a fixture)
 from tests.test_panel_beam import make_snapshots
 
 pytestmark = pytest.mark.browser
@@ -34,6 +34,9 @@ def page(browser, server):
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.goto(server[0])
     pg.wait_for_selector("#viewer .ax-root")
+    # the panels these tests use, and the viewer's menus, each in its closed section
+    open_panel(pg, "beam-panel")
+    open_panel(pg, "epoch-panel")
     pg.wait_for_selector("#beam-view .bt-root")
     yield pg
     ctx.close()
@@ -144,6 +147,7 @@ def test_switching_epochs_redraws_in_the_browser(page):
     # the multiples follow the main viewer's view, layer, head and step
     page.click("#next-btn")
     page.wait_for_selector("#epoch-multiples[data-step='2']", state="attached")
+    open_section(page, "views")
     page.select_option("#layer-select", "1")
     page.select_option("#head-select", "2")
     page.select_option("#view-select", "decoder")

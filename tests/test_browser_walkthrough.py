@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from tests.test_browser import SHIPPED, browser, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import SHIPPED, browser, open_panel, open_section, serve_app  # noqa: F401 (browser is a fixture)
 
 pytestmark = pytest.mark.browser
 
@@ -169,6 +169,7 @@ def go_to_step(page, step: int):
 
 
 def run_beam(page):
+    open_panel(page, "beam-panel")
     page.click("#beam-btn")
     page.wait_for_function("() => window.__explorer.getState().beam !== null")
     page.wait_for_selector("#beam-hyps li")
@@ -211,6 +212,8 @@ def checkbox_look(page, sel: str) -> dict:
 def test_ticked_checkboxes_look_ticked(desktop):
     page = desktop
     translate(page, SENTENCE)
+    open_section(page, "views")
+    open_panel(page, "analysis-panel")  # select mode is there once knock-out is
     for sel in ("#hide-specials", "#select-mode"):
         off = checkbox_look(page, sel)
         page.check(sel)
@@ -297,25 +300,27 @@ def test_example_hint_leaves_when_you_type_your_own_sentence(desktop):
     page.locator("#src-text").scroll_into_view_if_needed()
     page.locator(f"text={SENTENCE}").first.click()
     page.wait_for_selector("#hint .ax-hint:not([hidden])")
-    assert "red car" in page.inner_text("#hint")
+    assert "red car" in page.inner_text("#hint .ax-hint")
     page.click("#translate-btn")
     page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=SENTENCE)
-    assert page.is_visible("#hint")  # still the example's sentence
+    assert page.is_visible("#hint .ax-hint")  # still the example's sentence
     box = page.locator("#src-text textarea")
     box.click()
     box.press("Control+a")
     page.keyboard.type("The dog eats.")  # real keys, as a person types
-    page.wait_for_selector("#hint", state="hidden")
+    page.wait_for_selector("#hint .ax-hint", state="hidden")
     page.keyboard.press("Enter")
     page.wait_for_function("() => window.__explorer.getState().sentence === 'The dog eats.'")
     page.wait_for_timeout(300)
-    assert not page.is_visible("#hint") and "red car" not in page.locator("#hint").inner_text()
+    assert not page.is_visible("#hint .ax-hint") and "red car" not in page.locator("#hint .ax-hint").inner_text()
 
 
 # --- 5 and 6. an error leaves nothing of the old sentence: epoch panel, address -----------------
 
 def test_epoch_panel_after_an_error_shows_one_consistent_state(desktop):
     page = desktop
+    if page.locator("#epoch-panel").count():
+        open_panel(page, "epoch-panel")
     if not page.locator("#epoch-view").count():
         pytest.skip("this checkpoint has no training snapshots")
     translate(page, SENTENCE)
@@ -349,6 +354,7 @@ def test_address_forgets_the_sentence_after_an_error(desktop):
 def test_links_count_from_one_and_reopen_the_version_on_screen(desktop, app_server):
     page = desktop
     translate(page, SENTENCE)
+    open_section(page, "views")
     page.select_option("#view-select", "decoder")
     page.select_option("#layer-select", "1")
     page.select_option("#head-select", "1")
@@ -385,6 +391,7 @@ def test_links_count_from_one_and_reopen_the_version_on_screen(desktop, app_serv
     # a What-if version: its link reopens it, at the forced step
     translate(page, "My sister is tall.")
     go_to_step(page, 2)
+    open_panel(page, "whatif-panel")
     page.select_option("#candidate select", "1")
     page.click("#whatif-btn")
     page.wait_for_function("() => document.querySelector('#whatif-text').innerText.includes('forced to')")
@@ -443,6 +450,7 @@ def test_phone_heatmaps_keep_legend_columns_labels_and_titles_on_screen(phone):
 def test_space_presses_the_focused_button_and_plays_elsewhere(desktop):
     page = desktop
     translate(page, SENTENCE)
+    open_section(page, "views")  # the checkbox
     page.select_option("#play-speed", "1")
     page.focus("#next-btn")
     page.keyboard.press(" ")
@@ -499,6 +507,7 @@ def test_a_long_paste_is_cut_once_by_the_model_and_the_notice_says_what_was_drop
 def test_row_labels_never_overlap_on_long_sentences(device, request):
     page = request.getfixturevalue(device)
     translate(page, f"{LONG}. " * 3)
+    open_section(page, "views")  # the view menu and the encoder rollout
     T = state(page)["trace"]["steps"]
     for step in sorted({1, min(39, T), min(40, T), T}):
         go_to_step(page, step)
@@ -519,6 +528,8 @@ def test_row_labels_never_overlap_on_long_sentences(device, request):
 def test_knockout_waits_for_a_head_and_speaks_plainly(desktop):
     page = desktop
     translate(page, SENTENCE)
+    open_section(page, "views")  # the mosaic
+    open_panel(page, "analysis-panel")
     btn = page.locator("#knockout-btn")
     btn.scroll_into_view_if_needed()
     idle = btn.evaluate("b => [getComputedStyle(b).backgroundColor, getComputedStyle(b).borderStyle]")
@@ -567,10 +578,14 @@ def test_all_text_meets_wcag_aa_contrast(desktop):
     translate(page, "Il gatto dorme.")  # a warning in the notice
     check("with a notice")
     translate(page, SENTENCE)
+    open_section(page, "views")
+    open_panel(page, "analysis-panel")
     page.select_option("#view-select", "rollout")
     page.click("#importance-btn")
     page.wait_for_selector("#head-importance[data-state='done']", state="attached", timeout=120_000)
     run_beam(page)
+    if page.locator("#epoch-panel").count():
+        open_panel(page, "epoch-panel")
     if page.locator("#epoch-view").count():
         page.locator("#epoch-view").scroll_into_view_if_needed()
         page.wait_for_selector("#epoch-multiples[data-key] figure.ep-fig", state="attached")
@@ -583,6 +598,7 @@ def test_all_text_meets_wcag_aa_contrast(desktop):
 def test_notes_speak_only_of_what_is_on_screen(desktop):
     page = desktop
     translate(page, SENTENCE)
+    open_section(page, "views")
     page.select_option("#view-select", "rollout")
     page.wait_for_selector("#attn-plot[data-view='rollout']", state="attached")
     assert not page.is_visible("#mosaic")
@@ -609,6 +625,8 @@ def test_no_text_needs_an_emoji_font(desktop):
     page.click("#play-btn")
     check("playing")  # the pause button
     page.click("#play-btn")
+    open_section(page, "views")
+    open_panel(page, "analysis-panel")  # shift-click selects for knock-out
     g = grid(page, "#mosaic")
     page.locator("#mosaic canvas").click(position={"x": g["left"] + 2, "y": g["top"] + 2}, modifiers=["Shift"])
     run_beam(page)
@@ -622,6 +640,8 @@ def test_whole_view_png_includes_the_logit_lens_table(desktop):
     page = desktop
     translate(page, SENTENCE)
     go_to_step(page, 2)
+    open_section(page, "lens")
+    page.wait_for_selector("#logit-lens[data-step='2']", state="attached")
     assert page.locator("#logit-lens tbody tr").count() > 0
     with page.expect_download() as d:
         page.click("#download-view-png")

@@ -295,3 +295,80 @@ def test_sister_whatif_force_ta_at_step5(tr, trace_of):
     assert viewer.forced_label(alt) == "step 5 forced to 'ta.'"
     assert alt.translation == "Mia sorella è alta."
     assert np.array_equal(alt.tgt_ids[:5], trace.tgt_ids[:5])  # steps 1-4 as decoded before
+
+
+# ----------------------------------------------------------------------------- minimal pairs
+BROTHER, TWO_CARS = "My brother is tall.", "I have two red cars."
+DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
+
+
+def shown_cross(trace, layer, step):
+    """Cross-attention of ``layer`` (mean of the heads) at ``step`` as the minimal-pairs view
+    draws it: from the viewer's payload (both sentences travel in that format), 1-based."""
+    return decode_payload(encode_trace(trace, origin="pair"))["cross_attn"][layer - 1, :, step - 1].mean(axis=0)
+
+
+def looks_at(trace, layer, step) -> tuple[str, float]:
+    """The source token that cross-attention (``layer``, mean of heads) weighs most at ``step``."""
+    row = shown_cross(trace, layer, step)
+    return viewer.display_token(trace.src_tokens[int(row.argmax())]), r2(row.max())
+
+
+def prob(trace, step, token) -> float:
+    """Probability of ``token`` among the candidates (top-k) at 1-based ``step``."""
+    return r2(trace.topk_probs[step - 1][trace.topk_tokens[step - 1].index(token)])
+
+
+def pair_hint(a: str) -> str:
+    from explorer.panels.pairs import PAIRS  # imports Gradio: only here
+
+    return next(p["hint"] for p in PAIRS if p["a"] == a)
+
+
+def test_pair_brother_sister(trace_of):
+    """explorer.panels.pairs.PAIRS, brother / sister: "'Mio fratello è alto.' against 'Mia sorella
+    è alto.'. The article agrees (step 1 says 'Mio' and 'Mia', 0.94 each), the adjective does not:
+    at step 5 both say 'to.', though 'ta.' rises from 0.05 to 0.37. At step 2, cross-attention
+    (layer 2, mean of heads) looks at 'brother' (0.94) and at 'sister' (0.99)"."""
+    a, b = trace_of(BROTHER), trace_of(SISTER)
+    assert (a.translation, b.translation) == ("Mio fratello è alto.", "Mia sorella è alto.")
+    assert words([a.tgt_tokens[1], b.tgt_tokens[1]]) == ["Mio", "Mia"]
+    assert (prob(a, 1, "▁Mio"), prob(b, 1, "▁Mia")) == (0.94, 0.94)
+    assert a.tgt_tokens[5] == b.tgt_tokens[5] == "to."
+    assert (prob(a, 5, "ta."), prob(b, 5, "ta.")) == (0.05, 0.37)
+    assert (looks_at(a, 2, 2), looks_at(b, 2, 2)) == (("brother", 0.94), ("sister", 0.99))
+    hint = pair_hint(BROTHER)
+    assert all(x in hint for x in ("Mio fratello è alto.", "Mia sorella è alto.", "0.94", "0.05 to 0.37", "0.99"))
+
+
+def test_pair_red_car_two_red_cars(trace_of):
+    """PAIRS, red car / two red cars: "'Ho una macchina rossa.' against 'Ho due automobili.'. At
+    step 2 'una' becomes 'due' (0.97); at step 3 B starts another noun ('a' 0.50 over 'macch' 0.36)
+    and 'red' is lost: at step 4, cross-attention (layer 2, mean of heads) looks at 'red' in A
+    (0.80) but at 'cars.' in B (0.70)"."""
+    a, b = trace_of(RED_CAR), trace_of(TWO_CARS)
+    assert (a.translation, b.translation) == ("Ho una macchina rossa.", "Ho due automobili.")
+    assert words([a.tgt_tokens[2], b.tgt_tokens[2]]) == ["una", "due"] and prob(b, 2, "▁due") == 0.97
+    assert b.topk_tokens[2][:2] == ["▁a", "▁macch"] and (prob(b, 3, "▁a"), prob(b, 3, "▁macch")) == (0.50, 0.36)
+    assert "ross" not in b.translation
+    assert (looks_at(a, 2, 4), looks_at(b, 2, 4)) == (("red", 0.80), ("cars.", 0.70))
+    hint = pair_hint(RED_CAR)
+    assert all(x in hint for x in ("Ho una macchina rossa.", "Ho due automobili.", "0.97", "0.50", "0.36", "0.80", "0.70"))
+
+
+def test_pair_doctor_she_he(trace_of):
+    """PAIRS, doctor she / he: "both are 'Il dottore ha detto che era stanco.'. The model does read
+    it: at step 7 ('era') cross-attention (layer 1, mean of heads) looks most at 'she' (0.58) and at
+    'he' (0.42); yet at step 8 'stanco.' wins in both (0.68 and 0.73). The difference map shows
+    'she' and 'he' as gaps: they are the tokens the two sentences do not share"."""
+    a, b = trace_of(DOCTOR_SHE), trace_of(DOCTOR_HE)
+    assert a.translation == b.translation == "Il dottore ha detto che era stanco."
+    assert a.tgt_tokens[7] == b.tgt_tokens[7] == "▁era"
+    assert (looks_at(a, 1, 7), looks_at(b, 1, 7)) == (("she", 0.58), ("he", 0.42))
+    assert a.tgt_tokens[8] == b.tgt_tokens[8] == "▁stanco."
+    assert (prob(a, 8, "▁stanco."), prob(b, 8, "▁stanco.")) == (0.68, 0.73)
+    # the only source tokens not shared (the view's alignment: tests/test_panel_pairs.py)
+    assert [t for t in a.src_tokens if t not in b.src_tokens] == ["▁she"]
+    assert [t for t in b.src_tokens if t not in a.src_tokens] == ["▁he"]
+    hint = pair_hint(DOCTOR_SHE)
+    assert all(x in hint for x in ("Il dottore ha detto che era stanco.", "0.58", "0.42", "0.68 and 0.73"))

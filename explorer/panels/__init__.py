@@ -6,10 +6,12 @@ This is the one list of them, in page order (below the viewer). A panel is a
 """
 
 from .analysis import AnalysisPanel
+from .arithmetic import ArithmeticPanel
 from .beam import BeamPanel
 from .epochs import EpochPanel
+from .pairs import PairsPanel
 from .whatif import WhatIfPanel
 
-PANELS = (WhatIfPanel, AnalysisPanel, BeamPanel, EpochPanel)
+PANELS = (ArithmeticPanel, WhatIfPanel, AnalysisPanel, BeamPanel, EpochPanel, PairsPanel)
 
-__all__ = ["PANELS", "WhatIfPanel", "AnalysisPanel", "BeamPanel", "EpochPanel"]
+__all__ = ["PANELS", "ArithmeticPanel", "WhatIfPanel", "AnalysisPanel", "BeamPanel", "EpochPanel", "PairsPanel"]

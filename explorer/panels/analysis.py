@@ -152,12 +152,13 @@ class AnalysisPanel(Panel):
 
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the viewer and What-if."""
-        with gr.Accordion("Why did it say that? Head diagnostics, knock-out and importance", open=True):
+        with gr.Accordion("Why did it say that? Head diagnostics, knock-out and importance", open=False,
+                          elem_id="analysis-panel"):
             gr.Markdown(
                 "Which heads matter for this translation? **Knock out** silences the selected heads (their output "
                 "is zeroed) and decodes again; **Head importance** silences each head alone and measures how much "
-                "less likely the original translation becomes. The logit lens (beside the candidates) and the "
-                "*Rollout* view (in the attention menu) are in the viewer above.")
+                "less likely the original translation becomes. The logit lens and the *Rollout* view "
+                "(in \"More attention views\") are sections of the viewer above.")
             self.host = view_host(self.view, elem_id="analysis", data=self.test_stats)
 
     def wire(self) -> None:

@@ -105,7 +105,7 @@ class BeamPanel(Panel):
     # --- layout ---------------------------------------------------------------------------------
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the analysis panel."""
-        with gr.Accordion("Beam search: what else the decoder considered", open=True, elem_id="beam-panel"):
+        with gr.Accordion("Beam search: what else the decoder considered", open=False, elem_id="beam-panel"):
             gr.Markdown(
                 "Greedy decoding keeps only the most likely token at each step. Beam search keeps the *k* best "
                 "partial translations and ranks the finished ones by log-probability divided by a length penalty. "

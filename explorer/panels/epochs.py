@@ -154,7 +154,7 @@ class EpochPanel(Panel):
         self.host = None
         if not self.snapshots:
             return
-        with gr.Accordion("Attention across training", open=True, elem_id="epoch-panel"):
+        with gr.Accordion("Attention across training", open=False, elem_id="epoch-panel"):
             gr.Markdown(
                 "The same sentence through snapshots saved during training. Each small map is the view, layer, "
                 "head and step of the viewer above, computed by that snapshot on the viewer's own output tokens "

@@ -24,7 +24,7 @@ class WhatIfPanel(Panel):
     view = "whatif"
 
     def build(self) -> None:
-        with gr.Accordion("What if? Force another candidate at this step", open=True):
+        with gr.Accordion("What if? Force another candidate at this step", open=False, elem_id="whatif-panel"):
             self.host = view_host(self.view, elem_id="whatif")
         self.alt_state = gr.State(None)
 

@@ -13,6 +13,7 @@ import { headLabel, KIND_VIEW, headIndex } from "./attention.js";
 import { el } from "./draw.js";
 import { Figure } from "./figure.js";
 import { Tooltip } from "./tooltip.js";
+import { words } from "./glossary.js";
 
 const KINDS = ["encoder", "decoder_self", "cross"];
 const TITLES = { encoder: "Encoder self-attention", decoder_self: "Decoder self-attention", cross: "Cross-attention" };
@@ -60,14 +61,17 @@ export class Analysis {
           el("strong", { text: "Head diagnostics" }),
           el("label", { className: "ax-field", id: "diag-source-field", hidden: !this.testStats }, [el("span", { text: "of" }), source]),
         ]),
-        el("p", { className: "ax-note", text: "One small map per measure: rows are layers, columns heads. Hover (or tap) a head to read its habit "
-          + "(e.g. “previous-token head”); click it to open it in the viewer above; shift-click (or select mode) adds it to the knock-out selection." }),
+        el("p", { className: "ax-note" }, words("One small map per measure (", ["entropy"], ", ", ["sink", "sink"], " share, ...): rows are ",
+          ["layers", "layer"], ", columns ", ["heads", "head"], ". Hover (or tap) a head to read its habit "
+          + "(e.g. “previous-token head”); click it to open it in the viewer above; shift-click (or select mode) adds it to the ", ["knock-out"], " selection.")),
         el("p", { id: "diag-empty", className: "ax-note", text: "Translate a sentence to see what its heads do." }),
         el("div", { id: "diag-maps" }),
       ]),
       el("section", { className: "ax-section" }, [
         el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Heads to knock out" }), el("div", { id: "ko-selection", className: "ax-chips" })]),
         el("div", { className: "ax-controls" }, [this.koBtn, this.impBtn]),
+        el("p", { className: "ax-note" }, words(["Knock-out", "knock-out"], " silences the selected heads and translates again; head importance is the drop in ",
+          ["log-prob"], " of this translation, in ", ["nats"], ", when one head alone is silenced.")),
         el("p", { id: "ko-why", className: "ax-note" }),
       ]),
       el("div", { id: "ko-result", className: "ax-section", "aria-live": "polite" }),

@@ -10,6 +10,7 @@
 
 import { el, svg } from "./draw.js";
 import { Tooltip } from "./tooltip.js";
+import { words } from "./glossary.js";
 
 export const SCHEMA = "transformer-beam-tree/1";
 const COL_W = 96, ROW_H = 26, NODE_W = 80, NODE_H = 20, PAD = 14;
@@ -28,7 +29,18 @@ export class BeamTree {
     this.state = { zoom: 1, pruned: true }; // how the tree is drawn (not part of the sentence)
     this.build();
     this.clear();
-    server.onValue((tree) => store.set({ beam: tree && tree.schema === SCHEMA ? tree : null, beamOpened: null }));
+    // The sentence in the viewer when beam search was asked for (the Beam button and Enter in
+    // the beam-size box are Gradio's, so the asking is heard at the document): a tree that
+    // arrives after another sentence came into the viewer belongs to nothing on screen.
+    this.askedFor = null;
+    const asked = () => { this.askedFor = store.get().sentenceId; };
+    document.addEventListener("click", (ev) => { if (ev.target.closest?.("#beam-btn")) asked(); }, true);
+    document.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && ev.target.closest?.("#beam-size")) asked(); }, true);
+    server.onValue((tree) => {
+      const fresh = tree && tree.schema === SCHEMA ? tree : null;
+      if (fresh && this.askedFor !== null && this.askedFor !== store.get().sentenceId) return;
+      store.set({ beam: fresh, beamOpened: null });
+    });
     store.subscribe((s, changed) => {
       if (changed.has("beam")) this.load(s.beam);
       else if (!s.beam && changed.has("origin")) this.clear(); // its message depends on what the viewer shows
@@ -104,9 +116,9 @@ export class BeamTree {
     // a beam hypothesis opened from a link comes without its tree (a link holds only the
     // hypothesis's tokens): say so, so the empty panel does not look like a lost result
     const s = this.store.get();
-    this.el.summary.textContent = s.trace && s.origin === "beam"
-      ? "The viewer shows a beam-search hypothesis opened from a link; links do not keep the tree. Press Beam search to draw it again."
-      : "Run beam search to see the tree of hypotheses.";
+    this.el.summary.replaceChildren(...(s.trace && s.origin === "beam"
+      ? ["The viewer shows a beam-search hypothesis opened from a link; links do not keep the tree. Press Beam search to draw it again."]
+      : words("Run ", ["beam search", "beam"], " to see the tree of hypotheses.")));
     this.el.box.replaceChildren();
     this.el.hyps.replaceChildren();
     this.tip.hide();

@@ -19,9 +19,11 @@ export function cellSize(n) {
  * spec: {title, xTitle, yTitle, rows: [{label, future, current}], cols: [{label}],
  *        matrix: Float32Array rows x cols (NaN = masked, -Infinity = not generated yet),
  *        tip(r, c) -> [lines], hi (top of the colour scale, default 1), scaleTitle,
+ *        lo (bottom of the scale, default 0) and lut (draw.js, default Blues: RDBU_LUT for signed maps),
  *        maxWidth (css px the figure may take before it scrolls), cell (optional)}
- * Returns hit(x, y) -> [lines] | null, in css pixels of the canvas; hit.geometry says where
- * the grid is (for tests and exports).
+ * Returns hit(x, y) -> [lines] | null, in css pixels of the canvas; hit.cellAt(x, y) ->
+ * {r, c, row, col} | null names the cell there; hit.geometry says where the grid is (for
+ * tests and exports).
  */
 export function drawHeatmap(fig, spec) {
   const { rows, cols } = spec;
@@ -38,7 +40,7 @@ export function drawHeatmap(fig, spec) {
   const ctx = setup(fig.canvas, width, height);
   const hi = spec.hi || 1; // weights use 0..1; rollout maps pass their own maximum
   const left = 0, top = GRID_TOP;
-  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell, { hi });
+  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell, { hi, lo: spec.lo || 0, lut: spec.lut });
   if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cell);
   const every = tickEvery(cell);
   columnLabels(ctx, cols, every, left, top + gh + 6, cell, colH);
@@ -46,15 +48,21 @@ export function drawHeatmap(fig, spec) {
 
   fig.setCaption(spec.title);
   fig.setRowLabels(rows, every, cell, top, rowW);
-  fig.setLegend(spec.scaleTitle || "weight", 0, hi);
+  fig.setLegend(spec.scaleTitle || "weight", spec.lo || 0, hi);
   fig.axes.textContent = `rows: ${spec.yTitle} · columns: ${spec.xTitle}`;
   fig.drawn = { rows, every, rowW, cell, top, hi, scaleTitle: spec.scaleTitle || "weight" };
 
-  const hit = (x, y) => {
+  // the cell under a point, for the tooltip and for clicks on the map (hit.cellAt)
+  const cellAt = (x, y) => {
     const c = Math.floor((x - left) / cell), r = Math.floor((y - top) / cell);
     if (r < 0 || c < 0 || r >= rows.length || c >= cols.length) return null;
-    return spec.tip(r, c);
+    return { r, c, row: rows[r], col: cols[c] };
   };
+  const hit = (x, y) => {
+    const at = cellAt(x, y);
+    return at && spec.tip(at.r, at.c);
+  };
+  hit.cellAt = cellAt;
   hit.geometry = { left, top, cell, rows: rows.length, cols: cols.length, rowW };
   return hit;
 }

@@ -1,21 +1,35 @@
-// "What to look for": the hint of an example sentence, shown while that sentence is the one
-// in the text box (explorer/app.py puts the examples on the page). The hint belongs to its
-// example: typing another sentence, or a trace of another sentence in the viewer, hides it.
+// The example sentences and "What to look for": one click on an example puts it in the
+// sentence box and translates it (the block's submit event: explorer/app.py run_example), and
+// its hint shows, whole, while that sentence is the one in the text box. The hint belongs to
+// its example: typing another sentence, or a trace of another sentence in the viewer, hides it.
 //
-// The block's value is the hint an example click set (plain text); the view's data is the
-// list of [sentence, hint] examples, to know which sentence a hint belongs to.
+// The view's data is the list of [sentence, hint] examples (explorer/app.py EXAMPLES).
 
 import { el } from "./draw.js";
+
+/** Put `text` in the Gradio sentence box (#src-text) as typing would, so Translate sends it. */
+function fillSentenceBox(text) {
+  const box = document.querySelector("#src-text textarea, #src-text input");
+  if (!box) return;
+  box.value = text;
+  box.dispatchEvent(new Event("input", { bubbles: true }));
+}
 
 export class Hint {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
-    const examples = new Map((server.data || []).map(([sentence, hint]) => [hint, sentence]));
+    const examples = server.data || [];
     this.text = el("p", { className: "ax-hint-text" });
     this.box = el("div", { className: "ax-hint", hidden: true }, [el("span", { className: "ax-label", text: "What to look for" }), this.text]);
-    host.replaceChildren(this.box);
-    server.onValue((hint) => store.set({ hint: hint ? { text: hint, sentence: examples.get(hint) } : null }), false);
+    const buttons = examples.map(([sentence, hint], i) => {
+      const b = el("button", { type: "button", className: "ax-example", "data-example": i, text: sentence });
+      b.addEventListener("click", () => this.run(sentence, hint));
+      return b;
+    });
+    host.replaceChildren(el("div", { className: "ax-examples" }, [
+      el("span", { className: "ax-examples-label", text: "Examples (one click translates):" }),
+      el("div", { className: "ax-example-list" }, buttons)]), this.box);
     // the user types in the sentence box (#src-text, a Gradio textbox): a hint for another sentence goes
     document.addEventListener("input", (ev) => {
       const box = ev.target.closest && ev.target.closest("#src-text");
@@ -29,9 +43,14 @@ export class Hint {
     this.render(store.get().hint);
   }
 
-  /** Hide the hint, and forget it on the page too, so clicking the same example again shows it again. */
+  /** An example: into the box, its hint on show, and translated at once. */
+  run(sentence, hint) {
+    fillSentenceBox(sentence);
+    this.store.set({ hint: { text: hint, sentence } });
+    this.server.ask({ text: sentence });
+  }
+
   drop() {
-    this.server.clear();
     this.store.set({ hint: null });
   }
 

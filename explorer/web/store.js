@@ -22,10 +22,15 @@ export const SENTENCE_STATE = Object.freeze({
   importance: null, // {status, ...the /head_importance data}
   beam: null, // the transformer-beam-tree/1 object on screen
   beamOpened: null, // index of the hypothesis opened in the viewer
+  pair: null, // minimal pairs: {status: "pending" | "done" | "error", text, trace (B, a payload.js Trace), error}
+  // the heatmap cell last clicked, 1-based trace indices: {view, step, row, col}; it applies
+  // only in the view it was clicked in, and a new step (STEP_STATE) forgets it too
+  cell: null,
+  arithmetic: null, // rows of the arithmetic panel by "view:layer:head:query": {status, ...attention-row/1 | error}
 });
 
 /** Keys that belong to the step: a new step starts from these. */
-export const STEP_STATE = Object.freeze({ candidate: 1 }); // What-if rank, 0 = most likely
+export const STEP_STATE = Object.freeze({ candidate: 1, cell: null }); // What-if rank (0 = most likely); the clicked cell
 
 const INITIAL = Object.freeze({
   trace: null, // the decoded payload (payload.js Trace) in the viewer, or null
@@ -47,6 +52,7 @@ const INITIAL = Object.freeze({
   hint: null, // {text, sentence}: the example's "what to look for" and the sentence it belongs to
   epochs: null, // {meta, data: Map key -> entry, pending: key | null}: snapshots of training
   epoch: "final", // the training snapshot picked in the epoch comparison
+  open: [], // the collapsible sections the visitor opened (viewer sections, panel accordions): kept in the link
   ...STEP_STATE,
   ...SENTENCE_STATE,
 });

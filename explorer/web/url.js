@@ -4,9 +4,12 @@
 //   #text=I%20have%20a%20red%20car.&step=3&view=cross&layer=1&head=mean&hide=0
 // and, for a version that is not the greedy one (What-if, a beam hypothesis), the forced
 // target token ids and what forced them: &forced=12.845.7&origin=whatif. Opening such a
-// link traces the same version again. "?text=..." also opens a sentence. While no sentence
-// is shown (before the first Translate, after an error) the address carries none, so a
-// reload never brings back an old sentence.
+// link traces the same version again. A minimal pair adds its second sentence,
+// &pair=My%20sister%20is%20tall., which pairs.js compares once the first one is in the
+// viewer. "?text=..." also opens a sentence. While no sentence is shown (before the first
+// Translate, after an error) the address carries none, so a reload never brings back an old
+// sentence. The collapsible sections open on screen (viewer sections, panel accordions) go
+// in as &open=lens.beam-panel, so a link opens them again.
 
 const VIEW_KEYS = ["step", "view", "layer", "head", "hide"];
 
@@ -21,7 +24,16 @@ export function readLink(loc = window.location) {
   const origin = ["whatif", "beam"].includes(params.get("origin")) && forced.length ? params.get("origin") : null;
   const settings = {};
   for (const k of VIEW_KEYS) if (params.get(k) !== null) settings[k] = params.get(k);
-  return { text, forced: origin ? forced : [], origin, settings };
+  return { text, forced: origin ? forced : [], origin, settings, open: readOpen(params) };
+}
+
+/** The section names of `open=` (letters, digits, "-" and "_", separated by "."). */
+const readOpen = (params) => (params.get("open") || "").split(".").filter((x) => /^[\w-]+$/.test(x));
+
+/** The second sentence of a minimal pair in the link (`pair=`, compared with `text`), or null. */
+export function readPair(loc = window.location) {
+  const link = readLink(loc), hash = new URLSearchParams(loc.hash.replace(/^#/, ""));
+  return link ? (hash.get("text") ? hash : new URLSearchParams(loc.search)).get("pair") || null : null;
 }
 
 /** The address for state `s`: the sentence and view settings, or no fragment at all. */
@@ -38,6 +50,8 @@ export function linkFor(s, loc = window.location) {
     frag.set("forced", tr.forcedPrefix.join("."));
     frag.set("origin", s.origin);
   }
+  if (s.pair && s.pair.status !== "error") frag.set("pair", s.pair.text); // minimal pairs (pairs.js)
+  if (s.open && s.open.length) frag.set("open", s.open.join("."));
   url.hash = frag.toString();
   return url.href;
 }
@@ -45,7 +59,7 @@ export function linkFor(s, loc = window.location) {
 /** Keep the address bar in step with the store (replaceState: no history entry per click). */
 export function syncAddress(store) {
   store.subscribe((s, changed) => {
-    if (![...changed].some((k) => k === "trace" || k === "origin" || VIEW_KEYS.includes(k))) return;
+    if (![...changed].some((k) => k === "trace" || k === "origin" || k === "pair" || k === "open" || VIEW_KEYS.includes(k))) return;
     const href = linkFor(s);
     if (href !== window.location.href) history.replaceState(history.state, "", href);
   });

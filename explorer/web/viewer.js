@@ -8,6 +8,12 @@
 //
 // The server's value for this view is the payload of a new trace (explorer/payload.py), or
 // "" when the sentence was refused (the viewer then empties).
+//
+// Layout: what a first visit needs is always on show (tokens, the step control, the prefix,
+// the candidates and one attention map with a one-line caption). Everything else sits in
+// closed <details> sections, "views" (the menus, rollout, every head), "lens" and "pe", drawn
+// only while open, so a Translate paints just the first screen; which ones are open is the
+// store's `open` (kept in the link, url.js).
 
 import { Trace } from "./payload.js";
 import {
@@ -19,22 +25,31 @@ import { downloadPng, composite, el, icon } from "./draw.js";
 import { Figure, HeatFigure } from "./figure.js";
 import { Tooltip } from "./tooltip.js";
 import { readLink, syncAddress } from "./url.js";
+import { term, words } from "./glossary.js";
+import { followAccordions } from "./sections.js";
 
 const ROLLOUT_TITLE = "Source relevance of each step: Chefer et al. 2021, attention-only rules (all layers, mean of heads)";
 const ENC_ROLLOUT_TITLE = "Encoder rollout: Abnar & Zuidema 2020 (0.5·A + 0.5·I, mean of heads, through all layers)";
 const SPEEDS = [1, 2, 4, 8, 12];
+// the one-line caption of the main attention map, per view
+const CAPTIONS = {
+  cross: () => words("Where each new Italian token (row, the ", ["query"], ") looks in the English sentence (columns, the ", ["keys", "key"], ")."),
+  decoder: () => words("Which Italian tokens written so far each step (row) looks at; later ones are hidden by the ", ["mask"], "."),
+  encoder: () => words("How each English token (row) looks at every other one while the ", ["encoder"], " reads them all at once."),
+  rollout: () => words(["Rollout", "rollout"], ": how much each English token feeds each step, through every ", ["layer"], "."),
+};
 const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable"];
 // what uses the keys itself: arrows move in text, menus and sliders; space also presses
 // buttons and links, opens <summary> and ticks checkboxes
 const OWN_ARROWS = "select, textarea, input:not([type=checkbox]):not([type=radio]):not([type=button]), [contenteditable=''], [contenteditable='true']";
 const OWN_SPACE = `${OWN_ARROWS}, button, a[href], summary, input, [role=button]`;
 
-/** A <label> with a text and a <select> of [value, text] options. */
+/** A <label> with a text (or nodes) and a <select> of [value, text] options. */
 const select = (id, label, options = []) => el("label", { className: "ax-field" }, [
-  el("span", { text: label }),
+  el("span", {}, [].concat(label)),
   el("select", { id }, options.map(([v, t]) => el("option", { value: v, text: t }))),
 ]);
-const chipRow = (label, id) => el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: label }), el("div", { id, className: "ax-chips" })]);
+const chipRow = (label, id) => el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label" }, [].concat(label)), el("div", { id, className: "ax-chips" })]);
 
 export class Viewer {
   constructor(host, store, server = null) {
@@ -43,6 +58,7 @@ export class Viewer {
     this.hits = new Map(); // figure id -> hit-test function of its last drawing
     this.timer = null;
     this.build(host);
+    this.bindSections();
     this.bindControls();
     this.bindKeys(!!server);
     store.subscribe((s, changed) => this.update(s, changed));
@@ -69,19 +85,22 @@ export class Viewer {
       this.stepControls(),
       el("div", { className: "ax-tokrow", "data-needs-trace": true }, [el("span", { className: "ax-label", text: "Generated so far" }), el("div", { id: "prefix-chips", className: "ax-chips" })]),
       el("p", { id: "step-text", className: "ax-steptext", "data-needs-trace": true }),
-      el("div", { className: "ax-toprow", "data-needs-trace": true }, [f.topk.el, this.lensBox()]),
-      this.viewControls(),
-      el("p", { id: "attn-note", className: "ax-note", "data-needs-trace": true, text: "Rows are queries, columns are keys. Hover (or tap) a cell to name it; click a tile of the mosaic to open that head. Keys: ← → step, space plays." }),
-      el("p", { id: "rollout-note", className: "ax-note", hidden: true, text: "Layer and head do not apply to rollout: it combines every layer and averages the heads. Rows are target steps (each sums to 1 over the source), columns source tokens. Hover (or tap) a cell to read it." }),
-      f["attn-plot"].el,
-      f["enc-rollout"].el,
-      el("div", { id: "select-mode-row", className: "ax-controls", hidden: true }, [
-        el("label", { className: "ax-field" }, [el("input", { id: "select-mode", type: "checkbox" }),
-          el("span", { text: "select mode: a click on a head adds it to (or removes it from) the knock-out selection; shift-click does the same at any time" })]),
+      // the candidates and the attention map side by side (stacked on narrow screens)
+      el("div", { className: "ax-toprow", "data-needs-trace": true }, [f.topk.el,
+        el("div", { id: "attn-col", className: "ax-attncol" }, [el("p", { id: "attn-caption", className: "ax-caption" }), f["attn-plot"].el])]),
+      this.section("views", ["More attention views: encoder, decoder, ", term("rollout"), " and every ", term("head")], [
+        this.viewControls(),
+        el("p", { id: "attn-note", className: "ax-note" }, words("Rows are ", ["queries", "query"], ", columns are ", ["keys", "key"], ". The menus change the map above. Hover (or tap) a cell to name it; click a tile of the mosaic to open that head. Keys: ← → step, space plays.")),
+        el("p", { id: "rollout-note", className: "ax-note", hidden: true }, words("Layer and head do not apply to ", ["rollout"], ": it combines every layer and averages the heads. Rows are target steps (each sums to 1 over the source), columns source tokens. Hover (or tap) a cell to read it.")),
+        f["enc-rollout"].el,
+        el("div", { id: "select-mode-row", className: "ax-controls", hidden: true }, [
+          el("label", { className: "ax-field" }, [el("input", { id: "select-mode", type: "checkbox" }),
+            el("span", {}, words("select mode: a click on a head adds it to (or removes it from) the ", ["knock-out"], " selection; shift-click does the same at any time"))]),
+        ]),
+        f.mosaic.el,
       ]),
-      f.mosaic.el,
+      this.section("lens", [term("Logit lens", "logit lens"), ": what each ", term("layer"), " would say"], [this.lensBox()]),
       this.peSection(),
-      el("div", { className: "ax-controls" }, [el("button", { id: "download-view-png", type: "button", text: "Download this view (PNG)" })]),
     ]);
     host.replaceChildren(this.root);
     this.tip = new Tooltip("viewer-tooltip", this.root);
@@ -91,9 +110,8 @@ export class Viewer {
 
   tokenRows() {
     return el("div", { className: "ax-tokens", "data-needs-trace": true }, [
-      chipRow("Source tokens", "src-chips"),
-      chipRow("Target tokens", "tgt-chips"),
-      el("p", { className: "ax-note", text: "Each chip is one subword token. ▁ marks a token that starts a new word; a chip without it continues the word before. Grey chips are the markers [SOS] (start) and [EOS] (end)." }),
+      chipRow(["Source ", term("tokens", "token")], "src-chips"),
+      chipRow(["Target ", term("tokens", "token")], "tgt-chips"),
     ]);
   }
 
@@ -107,6 +125,7 @@ export class Viewer {
       el("input", { id: "step-slider", type: "range", min: 1, max: 1, value: 1, step: 1, "aria-label": "Step" }),
       next, play, speed,
       el("span", { id: "step-label", className: "ax-steplabel", text: "Step – of –" }),
+      el("button", { id: "download-view-png", type: "button", className: "ax-download", text: "Download this view (PNG)" }),
     ]);
   }
 
@@ -120,16 +139,22 @@ export class Viewer {
   viewControls() {
     return el("div", { className: "ax-controls" }, [
       select("view-select", "attention", Object.entries(VIEWS)),
-      select("layer-select", "layer"),
-      select("head-select", "head"),
-      el("label", { className: "ax-field" }, [el("input", { id: "hide-specials", type: "checkbox" }), el("span", { text: "hide [SOS] [EOS] [PAD] (weights not renormalised)" })]),
+      select("layer-select", term("layer")),
+      select("head-select", term("head")),
+      el("label", { className: "ax-field" }, [el("input", { id: "hide-specials", type: "checkbox" }),
+        el("span", {}, words("hide ", ["[SOS]", "sos"], " ", ["[EOS]", "eos"], " [PAD] (weights not renormalised)"))]),
     ]);
+  }
+
+  /** A closed section named `name` (its name in the store's `open`): a <details> whose summary is `summary` (nodes). */
+  section(name, summary, children) {
+    return el("details", { id: `sec-${name}`, className: "ax-fold", "data-section": name, "data-needs-trace": true }, [
+      el("summary", {}, summary), el("div", { className: "ax-fold-body" }, children)]);
   }
 
   peSection() {
     const f = this.figs;
-    return el("details", { className: "ax-pe", "data-needs-trace": true, open: true }, [
-      el("summary", { text: "Positional encoding" }),
+    return this.section("pe", ["Positional encoding: how the model knows word order"], [
       el("div", { className: "ax-controls" }, [
         el("label", { className: "ax-field" }, [el("span", { text: "positions shown" }), el("input", { id: "pe-len", type: "range", min: 1, max: 16, value: 12 })]),
         el("label", { className: "ax-field" }, [el("span", { text: "position to follow" }), el("input", { id: "pe-pos", type: "range", min: 0, max: 11, value: 0 })]),
@@ -138,6 +163,32 @@ export class Viewer {
       f["pe-heat"].el,
       el("div", { className: "ax-perow" }, [f["pe-sim"].el, f["pe-curves"].el]),
     ]);
+  }
+
+  isOpen(name) {
+    return this.sections[name].open;
+  }
+
+  /** The sections follow the store's `open`; opening one draws what it holds. */
+  bindSections() {
+    this.sections = {};
+    for (const d of this.root.querySelectorAll("details[data-section]")) {
+      const name = d.dataset.section;
+      this.sections[name] = d;
+      d.addEventListener("toggle", () => {
+        const open = this.store.get().open || [];
+        if (d.open !== open.includes(name)) this.store.set({ open: d.open ? [...open, name] : open.filter((x) => x !== name) });
+        if (d.open) this.render(true);
+      });
+    }
+  }
+
+  /** Open or close the sections as the store says. */
+  showSections(s) {
+    for (const [name, d] of Object.entries(this.sections)) {
+      const open = (s.open || []).includes(name);
+      if (d.open !== open) d.open = open;
+    }
   }
 
   /** Every control changes the store; render() follows the store. */
@@ -165,6 +216,7 @@ export class Viewer {
       });
     }
     this.figs.mosaic.canvas.addEventListener("click", (ev) => this.mosaicClick(ev));
+    this.figs["attn-plot"].canvas.addEventListener("click", (ev) => this.cellClick(ev));
     let resize = null;
     window.addEventListener("resize", () => { clearTimeout(resize); resize = setTimeout(() => this.render(true), 150); });
   }
@@ -178,6 +230,17 @@ export class Viewer {
     const h = { kind, layer: at.layer + 1, head: at.head + 1 };
     if (s.selectable && kind && (ev.shiftKey || ev.ctrlKey || ev.metaKey || s.selecting)) this.store.toggleHead(h);
     else this.store.set({ layer: h.layer, head: String(h.head) });
+  }
+
+  /** A click (or tap) on an attention cell names it in the store (`cell`: 1-based trace
+   * indices, with the view and step it was clicked at), for the panels that explain one
+   * cell; rows not generated yet have nothing to explain. */
+  cellClick(ev) {
+    const s = this.store.get(), hit = this.hits.get("attn-plot");
+    if (!s.trace || s.view === "rollout" || !hit || !hit.cellAt) return;
+    const r = ev.currentTarget.getBoundingClientRect(), at = hit.cellAt(ev.clientX - r.left, ev.clientY - r.top);
+    if (!at || at.row.future) return;
+    this.store.set({ cell: { view: s.view, step: s.step, row: at.row.index + 1, col: at.col.index + 1 } });
   }
 
   /** ←/→ step and space plays, unless focus is on something that uses those keys itself
@@ -206,10 +269,11 @@ export class Viewer {
   // --- the server: a new trace, or a shared link to open ---------------------------------
   connect(server) {
     syncAddress(this.store);
+    followAccordions(this.store);
     server.onValue((payload) => this.receive(payload));
     const link = readLink();
     if (link) {
-      this.store.set({ link });
+      this.store.set({ link, open: link.open });
       server.ask({ text: link.text, forced: link.forced, origin: link.origin });
     }
   }
@@ -255,8 +319,9 @@ export class Viewer {
     if (changed.has("trace")) {
       if (s.trace) this.showTrace(s); else this.clear();
     } else if (STEP_KEYS.some((k) => changed.has(k))) this.render(false);
-    else if (changed.has("peLen") || changed.has("peFollow")) this.renderPe();
+    else if ((changed.has("peLen") || changed.has("peFollow")) && this.isOpen("pe")) this.renderPe();
     if (changed.has("playing") || changed.has("speed") || changed.has("trace")) this.play(s);
+    if (changed.has("open") || changed.has("trace")) this.showSections(s);
   }
 
   /** A new sentence: chips, menus and every figure. */
@@ -274,6 +339,11 @@ export class Viewer {
     e["pe-len"].max = String(tr.pe.shape[0]);
     e["play-speed"].value = String(s.speed);
     this.forcedNote(tr, s.origin);
+    // a closed section keeps nothing of the last sentence: it draws this one when it opens
+    for (const d of Object.values(this.sections)) {
+      if (!d.open) for (const fig of d.querySelectorAll("figure[id]")) if (this.figs[fig.id]) this.figs[fig.id].clear();
+    }
+    if (!this.isOpen("lens")) this.clearLens();
     this.render(true);
   }
 
@@ -295,10 +365,16 @@ export class Viewer {
     for (const fig of Object.values(this.figs)) fig.clear();
     this.hits.clear();
     e["step-label"].textContent = "Step – of –";
+    this.clearLens();
+    e["viewer-forced"].hidden = true;
+    e["attn-caption"].replaceChildren();
+  }
+
+  clearLens() {
+    const e = this.el;
     for (const part of e["logit-lens"].children) part.replaceChildren();
     delete e["logit-lens"].dataset.step;
     e["logit-lens-note"].textContent = "";
-    e["viewer-forced"].hidden = true;
   }
 
   /** Everything that depends on the step and the view settings (and, when `full`, the
@@ -311,12 +387,16 @@ export class Viewer {
     this.chips(this.el["prefix-chips"], tr.tgt.slice(0, t + 2), t + 1);
     this.stepText(tr, t);
     this.drawTopk(tr, t);
-    this.drawLens(tr, t);
     const lay = layout(tr, s);
+    this.el["attn-caption"].replaceChildren(...CAPTIONS[s.view]());
     if (s.view === "rollout") this.drawRollout(s, tr, lay); else this.drawAttention(s, tr, lay);
-    this.drawEncoderRollout(s, tr);
-    this.drawMosaic(s, tr, lay);
-    if (full) this.renderPe();
+    // the closed sections are drawn when they open (bindSections)
+    if (this.isOpen("lens")) this.drawLens(tr, t);
+    if (this.isOpen("views")) {
+      this.drawEncoderRollout(s, tr);
+      this.drawMosaic(s, tr, lay);
+    }
+    if (full && this.isOpen("pe")) this.renderPe();
   }
 
   /** The controls show the store's settings. */
@@ -412,7 +492,7 @@ export class Viewer {
     const masked = (q, k) => lay.causal && k > q;
     const hit = drawHeatmap(this.figs["attn-plot"], {
       title: `${VIEWS[s.view]} · ${where}${stepPart}`, xTitle: AXES[s.view][1], yTitle: AXES[s.view][0],
-      rows: lay.rows, cols: lay.cols, maxWidth: this.width(),
+      rows: lay.rows, cols: lay.cols, maxWidth: this.attnWidth(),
       matrix: attentionMatrix(tr, s.view, s.layer - 1, head, lay),
       tip: (r, c) => this.cellTip(s, lay.rows[r], lay.cols[c], masked, () => tr.weight(s.view, s.layer - 1, head, lay.rows[r].index, lay.cols[c].index), where),
     });
@@ -425,7 +505,7 @@ export class Viewer {
     const K = tr.rollout.shape[1];
     const hit = drawHeatmap(this.figs["attn-plot"], {
       title: `${ROLLOUT_TITLE} · step ${s.step} of ${tr.steps}`, xTitle: AXES.rollout[1], yTitle: AXES.rollout[0],
-      rows: lay.rows, cols: lay.cols, maxWidth: this.width(), matrix: analysisMatrix(tr.rollout, lay.rows, lay.cols),
+      rows: lay.rows, cols: lay.cols, maxWidth: this.attnWidth(), matrix: analysisMatrix(tr.rollout, lay.rows, lay.cols),
       hi: maxOf(tr.rollout), scaleTitle: "relevance",
       tip: (r, c) => (lay.rows[r].future ? [`${lay.rows[r].tip} is not generated yet (now at step ${s.step})`]
         : [`${lay.rows[r].tip}`, `source: ${lay.cols[c].tip}`, `relevance: ${tr.rollout.data[lay.rows[r].index * K + lay.cols[c].index].toFixed(3)} (row sums to 1)`,
@@ -515,12 +595,18 @@ export class Viewer {
     return Math.max(280, (this.root.clientWidth || 800) - 8);
   }
 
+  /** The main map's width: its column beside the candidates (the whole width when stacked). */
+  attnWidth() {
+    return Math.max(280, (this.el["attn-col"].clientWidth || this.width()) - 8);
+  }
+
   /** The whole view as one PNG: every chart on screen, the logit-lens table included. */
   downloadView() {
     const s = this.store.get(), tr = s.trace;
     if (!tr) return;
-    const f = this.figs, shown = (id) => !f[id].el.hidden && f[id].canvas.width > 1;
-    const lens = tr.lens(s.step - 1), parts = [];
+    // only what is on screen: a closed section's last drawing may be of another step
+    const f = this.figs, shown = (id) => !f[id].el.hidden && f[id].canvas.width > 1 && !f[id].el.closest("details:not([open])");
+    const lens = this.isOpen("lens") ? tr.lens(s.step - 1) : null, parts = [];
     for (const id of ["attn-plot", "enc-rollout", "mosaic", "topk"]) if (shown(id)) parts.push(f[id].image());
     if (lens) {
       const table = document.createElement("canvas");

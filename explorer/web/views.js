@@ -9,5 +9,8 @@ import * as whatif from "./whatif.js";
 import * as analysis from "./analysis.js";
 import * as beam from "./beam-tree.js";
 import * as epochs from "./epochs.js";
+import * as tour from "./tour.js"; // no panel: the guided tour reads the store only
+import * as pairs from "./pairs.js";
+import * as arithmetic from "./arithmetic.js";
 
-export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs };
+export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, tour };

@@ -1,0 +1,112 @@
+// The explorer's glossary: one line for every technical word the page uses, and term(), which
+// wraps such a word so that it explains itself.
+//
+//   term("head")                 // <span class="gl-term">head</span>, explained on hover, focus or tap
+//   term("heads", "head")        // shown text, glossary key
+//
+// A title attribute is not enough: phones have no hover. So a term is focusable (role
+// "button", aria-expanded) and one shared popup (role "tooltip") shows its definition on
+// hover, on keyboard focus and on a tap; a second tap, a tap elsewhere or Escape puts it
+// away. Screen readers get the definition as the term's description (aria-describedby on a
+// hidden list of every definition, made once per page).
+
+import { el } from "./draw.js";
+
+/** Every definition, one line each, in plain words. */
+export const GLOSSARY = Object.freeze({
+  token: "A piece of text the model reads or writes: a word or part of one (a subword). ▁ starts a new word; grey chips are the markers [SOS] and [EOS].",
+  head: "One of several attention mechanisms working side by side in a layer; each learns its own way of looking.",
+  layer: "One block of the model; the text passes through the layers one after another, each refining the last.",
+  query: "The position that is looking: a row of the attention map.",
+  key: "A position that can be looked at: a column of the attention map.",
+  mask: "A rule that hides positions: the decoder may not look at tokens it has not written yet.",
+  sos: "[SOS], start of sequence: the token the decoder reads first, before it has written anything.",
+  eos: "[EOS], end of sequence: the token that marks the end of a sentence; writing it stops decoding.",
+  "logit lens": "What each decoder layer would say if it were the last one: its state read through the output layer.",
+  rollout: "Attention followed through every layer at once: how much each source token feeds each step overall.",
+  entropy: "How spread out a head's attention is: low means it looks at one token, high means it looks everywhere.",
+  sink: "A token (often [SOS], [EOS] or punctuation) that takes attention when a head has nothing better to look at.",
+  nats: "The unit of a natural-log difference: a drop of 0.69 nats in log-probability halves the probability.",
+  "knock-out": "Silencing chosen heads (their output set to zero) and translating again, to see what they did.",
+  beam: "Beam search keeps the k most likely partial translations at each step instead of only the best one.",
+  "log-prob": "The logarithm of a probability: log-probabilities of successive tokens add up to the sentence's.",
+  "cross-attention": "The decoder looking at the English sentence: where each new Italian token gets its information.",
+  "self-attention": "Tokens of one sentence looking at each other (the encoder at the English, the decoder at the Italian so far).",
+  encoder: "The half of the model that reads the whole English sentence at once.",
+  decoder: "The half of the model that writes the Italian, one token at a time.",
+});
+
+const DEFS_ID = "gl-defs";
+const TIP_ID = "gl-tip";
+const defId = (key) => `gl-def-${key.replace(/[^a-z]+/g, "-")}`;
+let popup = null, shownFor = null, shownAt = 0;
+const SETTLE_MS = 400; // a tap focuses, then clicks: both belong to one gesture
+
+/** The hidden list of definitions (for aria-describedby) and the shared popup, made once. */
+function ensurePage() {
+  if (popup) return;
+  document.body.append(el("div", { id: DEFS_ID, hidden: true },
+    Object.entries(GLOSSARY).map(([k, text]) => el("span", { id: defId(k), text }))));
+  popup = el("div", { id: TIP_ID, className: "gl-tip", role: "tooltip", hidden: true });
+  document.body.append(popup);
+  const away = (ev) => { if (shownFor && !shownFor.contains(ev.target)) hide(); };
+  document.addEventListener("pointerdown", away, true);
+  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") hide(); });
+  // the popup is fixed: it goes when the page scrolls (not the scroll that brought the term in)
+  window.addEventListener("scroll", () => { if (performance.now() - shownAt > SETTLE_MS) hide(); }, { passive: true });
+}
+
+/** Show the definition of `t` (a term element) under it, kept inside the viewport. */
+function show(t) {
+  ensurePage();
+  if (shownFor && shownFor !== t) shownFor.setAttribute("aria-expanded", "false");
+  if (shownFor !== t) shownAt = performance.now();
+  shownFor = t;
+  t.setAttribute("aria-expanded", "true");
+  popup.replaceChildren(el("strong", { text: `${t.dataset.term}: ` }), GLOSSARY[t.dataset.term]);
+  popup.hidden = false;
+  const r = t.getBoundingClientRect(), w = popup.offsetWidth, h = popup.offsetHeight;
+  const left = Math.max(4, Math.min(r.left, window.innerWidth - w - 4));
+  const below = r.bottom + 6 + h <= window.innerHeight;
+  popup.style.left = `${left}px`;
+  popup.style.top = `${below ? r.bottom + 6 : Math.max(4, r.top - h - 6)}px`;
+}
+
+function hide(t = shownFor) {
+  if (!t || t !== shownFor) return;
+  t.setAttribute("aria-expanded", "false");
+  shownFor = null;
+  if (popup) popup.hidden = true;
+}
+
+/** `text` as a term that explains itself (glossary entry `key`, by default the text itself). */
+export function term(text, key = text.toLowerCase()) {
+  if (!GLOSSARY[key]) throw new Error(`no glossary entry ${key}`);
+  const t = el("span", { className: "gl-term", tabindex: "0", role: "button", "aria-expanded": "false", "data-term": key, text });
+  if (typeof document !== "undefined" && document.body) {
+    ensurePage();
+    t.setAttribute("aria-describedby", defId(key));
+  }
+  // a mouse shows it while over the word; a tap (or click, Enter, space) toggles it
+  t.addEventListener("pointerenter", (ev) => { if (ev.pointerType === "mouse") show(t); });
+  t.addEventListener("pointerleave", (ev) => { if (ev.pointerType === "mouse") hide(t); });
+  t.addEventListener("focus", () => show(t));
+  t.addEventListener("blur", () => hide(t));
+  t.addEventListener("click", (ev) => {
+    ev.preventDefault(); // inside a <label> or <summary>, a tap explains the word and does nothing else
+    ev.stopPropagation();
+    if (shownFor === t && performance.now() - shownAt > SETTLE_MS) hide(t); else show(t);
+  });
+  t.addEventListener("keydown", (ev) => {
+    if (ev.key !== "Enter" && ev.key !== " ") return;
+    ev.preventDefault();
+    ev.stopPropagation(); // space here must not start Play
+    if (shownFor === t) hide(t); else show(t);
+  });
+  return t;
+}
+
+/** A run of text with some words as terms: words("Each ", ["head"], " looks") -> nodes. */
+export function words(...parts) {
+  return parts.map((p) => (Array.isArray(p) ? term(...p) : p));
+}

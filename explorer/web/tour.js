@@ -1,0 +1,200 @@
+// The guided tour: seven short steps through what the model did with the visitor's own
+// sentence, each pointing at the part of the page it talks about (highlighted and scrolled
+// into view). It is a view (views.js, the "tour" block of explorer/app.py) with no Python
+// panel: it only reads the store.
+//
+// It is offered once: after a first-time visitor's first translation, "New here?" and a
+// "No thanks" appear beside the "Take the tour" button (in its own block, so the offer
+// covers nothing on the page), and localStorage (SEEN_KEY) remembers that it was offered,
+// taken or skipped. The button starts the tour at any time once a sentence is translated.
+// The bubble is fixed to the bottom of the viewport and fits a 390 px phone; the page gets
+// room below (padding) so every target can scroll to the top, above the bubble.
+//
+// Every text of the tour is in STEPS, here.
+
+import { el } from "./draw.js";
+import { quote } from "./attention.js";
+import { words } from "./glossary.js";
+
+export const SEEN_KEY = "explorer-tour-seen";
+const word = (tok) => quote(tok.replace(/▁/g, ""));
+const pct = (p) => `${Math.round(p * 100)}%`;
+
+/** The source token step `t` (0-based) looks at most, mean over the heads of `layer`: [index, weight]. */
+function strongest(tr, layer, head, t) {
+  let best = [0, -1];
+  for (let k = 0; k < tr.src.length; k++) {
+    const w = tr.weight("cross", layer, head, t, k);
+    if (w > best[1]) best = [k, w];
+  }
+  return best;
+}
+
+/** The steps: a target (CSS selector), a viewer section to open first (its name in the store's `open`), a title
+ * and the text, made from the trace on screen (`tr`) and the store (`s`). */
+export const STEPS = [
+  {
+    target: "#viewer .ax-tokens", title: "1. Tokens",
+    text: (tr) => words(`The model does not read words: your sentence became ${tr.src.length} `, ["tokens", "token"],
+      `, from ${word(tr.src[1] || tr.src[0])} to ${word(tr.src[tr.src.length - 2] || tr.src[0])}, between the markers `,
+      ["[SOS]", "sos"], " and ", ["[EOS]", "eos"], ". ▁ starts a new word; a chip without it continues the one before."),
+  },
+  {
+    target: "#src-chips", title: "2. The encoder reads everything at once",
+    text: (tr) => words("The ", ["encoder"], ` reads all ${tr.src.length} English tokens together, in one pass through its `,
+      `${tr.layers("encoder")} `, ["layers", "layer"], ": every token can look at every other one. It never changes after that."),
+  },
+  {
+    target: "#prefix-chips", title: "3. The decoder writes one token at a time",
+    text: (tr) => words("The ", ["decoder"], ` wrote the Italian in ${tr.steps} steps. At each step it reads what it has written so far `,
+      `(it started from [SOS]) and adds one token: step 1 wrote ${word(tr.tgt[1])}. Press ▶ or the → key to follow it.`),
+  },
+  {
+    target: "#attn-plot", title: "4. Cross-attention: where each new word looks",
+    text: (tr, s) => {
+      const t = Math.min(s.step, tr.steps) - 1, [k, w] = strongest(tr, 0, "mean", t);
+      return words("This map is ", ["cross-attention"], ": one row per step, one column per English token. At step ",
+        `${t + 1}, writing ${word(tr.tgt[t + 1])}, the model looked most at ${word(tr.src[k])} (${pct(w)} of its attention, `,
+        "mean of the ", ["heads", "head"], " of layer 1).");
+    },
+  },
+  {
+    target: "#mosaic", open: "views", title: "5. Heads differ",
+    text: (tr, s) => {
+      const t = Math.min(s.step, tr.steps) - 1, L = tr.layers("cross") - 1;
+      const peaks = Array.from({ length: tr.heads }, (_, h) => [h, ...strongest(tr, L, h, t)]);
+      const sharp = peaks.reduce((a, b) => (b[2] > a[2] ? b : a)), flat = peaks.reduce((a, b) => (b[2] < a[2] ? b : a));
+      return words(`Each layer has ${tr.heads} `, ["heads", "head"], " that look in their own way; the map above averages them. ",
+        `Here, layer ${L + 1} at step ${t + 1}: head ${sharp[0] + 1} puts ${pct(sharp[2])} on ${word(tr.src[sharp[1]])}, `,
+        `while head ${flat[0] + 1} spreads out (at most ${pct(flat[2])} anywhere). Click a tile to open that head.`);
+    },
+  },
+  {
+    target: "#topk", title: "6. The candidates",
+    text: (tr, s) => {
+      const t = Math.min(s.step, tr.steps) - 1, [a, b] = tr.topk(t);
+      return words(`At every step the model scores every word it knows. At step ${t + 1} it gave ${word(a.token)} `,
+        `${pct(a.prob)}${b ? ` and ${word(b.token)} ${pct(b.prob)}` : ""}; it writes the most likely one (greedy decoding). `,
+        ["Beam search", "beam"], " below keeps several options open instead.");
+    },
+  },
+  {
+    target: "#why-tools", title: "7. Where to go next: why did it say that?",
+    text: () => words("These tools ask the model again: What if? forces another candidate, ", ["knock-out", "knock-out"],
+      " silences heads, head importance ranks them (in ", ["nats"], "), beam search shows the alternatives. In the viewer, the ",
+      ["logit lens"], " and ", ["rollout"], " sections say more. Tap any dotted word for its meaning."),
+  },
+];
+
+export class Tour {
+  constructor(host, store) {
+    this.store = store;
+    this.i = -1;
+    this.startBtn = el("button", { id: "tour-btn", type: "button", className: "ax-action", disabled: true,
+      title: "Translate a sentence first", text: "Take the tour" });
+    this.startBtn.addEventListener("click", () => this.start());
+    this.offerText = el("span", { id: "tour-offer", className: "tour-offer", text: "New here?", hidden: true });
+    this.noThanks = el("button", { id: "tour-no", type: "button", className: "ax-action", text: "No thanks", hidden: true });
+    this.noThanks.addEventListener("click", () => this.end());
+    host.replaceChildren(el("div", { className: "tour-host" }, [this.offerText, this.startBtn, this.noThanks]));
+    this.title = el("strong", { id: "tour-title", className: "tour-title" });
+    this.body = el("p", { id: "tour-text", className: "tour-text" });
+    this.count = el("span", { id: "tour-count", className: "tour-count" });
+    this.back = el("button", { id: "tour-back", type: "button", className: "ax-action", text: "Back" });
+    this.next = el("button", { id: "tour-next", type: "button", className: "ax-action primary", text: "Next" });
+    this.skip = el("button", { id: "tour-skip", type: "button", className: "ax-action", text: "Skip tour" });
+    this.bubble = el("div", { id: "tour-bubble", className: "tour-bubble", role: "dialog", "aria-labelledby": "tour-title", hidden: true }, [
+      this.title, this.body, el("div", { className: "tour-buttons" }, [this.count, this.skip, this.back, this.next])]);
+    document.body.append(this.bubble);
+    this.back.addEventListener("click", () => this.go(this.i - 1));
+    this.next.addEventListener("click", () => (this.i < STEPS.length - 1 ? this.go(this.i + 1) : this.end()));
+    this.skip.addEventListener("click", () => this.end());
+    document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !this.bubble.hidden) this.end(); });
+    store.subscribe((s, changed) => {
+      if (!changed.has("trace")) return;
+      this.startBtn.disabled = !s.trace;
+      this.startBtn.title = s.trace ? "A short walk through what the model did with this sentence" : "Translate a sentence first";
+      if (!s.trace) this.end(false);
+      else if (this.i >= 0) this.go(this.i); // a new sentence: the same step, told again
+      else if (!seen()) this.offer();
+    });
+  }
+
+  /** The first translation of a first visit: ask once, beside the button. */
+  offer() {
+    remember();
+    this.offering(true);
+  }
+
+  offering(on) {
+    this.offerText.hidden = this.noThanks.hidden = !on;
+    this.startBtn.classList.toggle("primary", on);
+  }
+
+  start() {
+    if (!this.store.get().trace) return;
+    remember();
+    this.offering(false);
+    this.go(0);
+  }
+
+  /** Show step `i`: open its section, point at its target, tell its text. */
+  go(i) {
+    const s = this.store.get(), tr = s.trace;
+    if (!tr || i < 0 || i >= STEPS.length) return;
+    const step = STEPS[i];
+    this.i = i;
+    if (step.open && !(s.open || []).includes(step.open)) this.store.set({ open: [...(s.open || []), step.open] });
+    this.unmark();
+    const target = document.querySelector(step.target);
+    room(true);
+    this.bubble.hidden = false;
+    this.bubble.dataset.step = String(i + 1);
+    this.title.textContent = step.title;
+    this.body.replaceChildren(...step.text(tr, s));
+    this.count.textContent = `${i + 1} of ${STEPS.length}`;
+    this.back.disabled = i === 0;
+    this.next.textContent = i === STEPS.length - 1 ? "Done" : "Next";
+    if (target) {
+      target.classList.add("tour-target");
+      this.target = target;
+      target.scrollIntoView({ block: "start", behavior: "instant" });
+    }
+    this.next.focus({ preventScroll: true });
+  }
+
+  unmark() {
+    if (this.target) this.target.classList.remove("tour-target");
+    this.target = null;
+  }
+
+  /** Close the tour (or the offer); it has been seen. */
+  end(save = true) {
+    if (save) remember();
+    this.offering(false);
+    this.unmark();
+    this.i = -1;
+    this.bubble.hidden = true;
+    delete this.bubble.dataset.step;
+    room(false);
+  }
+}
+
+/** Room below the page while the tour runs, so that any target can scroll up above the
+ * bubble (an inline style: the page's own stylesheet is Gradio's to scope). */
+function room(on) {
+  const page = document.querySelector(".gradio-container") || document.body;
+  page.style.paddingBottom = on ? "70vh" : "";
+}
+
+function seen() {
+  try { return localStorage.getItem(SEEN_KEY) === "1"; } catch { return true; } // no storage: never nag
+}
+
+function remember() {
+  try { localStorage.setItem(SEEN_KEY, "1"); } catch { /* private mode: nothing to keep */ }
+}
+
+export function mount(host, { store }) {
+  return new Tour(host, store);
+}

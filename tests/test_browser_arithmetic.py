@@ -1,0 +1,223 @@
+"""The arithmetic of one attention row as a person uses it, on a desktop (1366×900) and a
+phone (390×844): a real `python app.py` (started as in tests/test_browser.py) in headless
+Chromium. The drawn softmax column must be the heatmap's row (the model's own trace, and
+the payload's rounded copy the heatmap paints) for encoder, decoder self and cross
+attention; a click on a heatmap cell highlights its key; a closed section asks the server
+nothing while stepping; a new sentence clears it. Run alone with
+`python -m pytest -m browser tests/test_browser_arithmetic.py`.
+"""
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from tests.test_browser import SHIPPED, browser, serve_app  # noqa: F401 (browser is a fixture)
+
+pytestmark = pytest.mark.browser
+
+DEVICES = {"desktop": ({"width": 1366, "height": 900}, {}),
+           "phone": ({"width": 390, "height": 844}, {"is_mobile": True, "has_touch": True})}
+SENTENCE = "I have a red car."
+OTHER = "My sister is tall."
+RECORDED = {"encoder": "encoder_attn", "decoder": "decoder_self_attn", "cross": "cross_attn"}
+# the heatmap's weights travel rounded to 8 bits per row (u8row / u8tril, explorer/payload.py)
+PAYLOAD_TOL = 1 / 255 + 1e-3
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory, request):
+    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
+    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
+        yield SimpleNamespace(url=url, checkpoint=Path(checkpoint))
+
+
+@pytest.fixture(scope="module")
+def reference(app_server):
+    """The app's model in this process: the traces the heatmaps show, at full precision."""
+    from transformer import load_translator
+
+    tr = load_translator(app_server.checkpoint)
+    return {text: tr.trace(text) for text in (SENTENCE, OTHER)}
+
+
+@pytest.fixture(params=list(DEVICES))
+def page(request, browser, app_server):
+    viewport, options = DEVICES[request.param]
+    ctx = browser.new_context(viewport=viewport, **options)
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    pg.device = request.param
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.goto(app_server.url)
+    pg.wait_for_selector("#viewer .ax-root")
+    yield pg
+    ctx.close()
+    assert not pg.errors, pg.errors
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+def state(page) -> dict:
+    return page.evaluate("() => window.__explorer.getState()")
+
+
+def server_calls(page) -> list:
+    """Requests that reach the app's Python side from now on (static module files excluded)."""
+    calls = []
+    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
+    return calls
+
+
+def translate(page, text: str):
+    page.locator("#src-text textarea").fill(text)
+    page.click("#translate-btn")
+    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
+    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+
+
+def press(page, sel: str, **where):
+    """A click on a desktop, a tap on a phone (at `position`, if given)."""
+    loc = page.locator(sel).first
+    loc.scroll_into_view_if_needed()
+    loc.tap(**where) if page.device == "phone" else loc.click(**where)
+
+
+def toggle_section(page):
+    press(page, "#arithmetic-panel > button.label-wrap")
+
+
+def go_to_step(page, step: int):
+    page.eval_on_selector("#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step))
+    page.wait_for_selector(f"#attn-plot[data-step='{step}']", state="attached")
+
+
+def set_view(page, view: str):
+    if not page.evaluate("() => document.querySelector('#sec-views').open"):
+        press(page, "#sec-views > summary", position={"x": 6, "y": 6})  # the viewer's "more attention views"
+    page.select_option("#view-select", view)
+    page.wait_for_selector(f"#attn-plot[data-view='{view}']", state="attached")
+
+
+def shown_row(page, key: str) -> dict:
+    """The row the panel draws once it shows `key`: its weights and heatmap column, per key."""
+    page.wait_for_selector(f"#arithmetic .ar-root[data-state='done'][data-key='{key}']", state="attached")
+    return page.evaluate("""() => {
+      const rows = [...document.querySelectorAll('#arith-table tbody tr')];
+      return { weights: rows.map((r) => Number(r.dataset.weight)), heat: rows.map((r) => Number(r.dataset.heat)),
+               keys: rows.map((r) => r.querySelector('th').textContent),
+               picked: [...document.querySelectorAll('#arith-table tr.ar-picked')].map((r) => Number(r.dataset.key)),
+               check: document.querySelector('#arith-check').innerText,
+               title: document.querySelector('#arith-what').innerText }; }""")
+
+
+def click_cell(page, row: int, col: int):
+    """Click (tap) cell (row, col), 0-based as drawn, of the attention heatmap."""
+    g = page.evaluate("() => JSON.parse(document.querySelector('#attn-plot').dataset.grid)")
+    canvas = page.locator("#attn-plot canvas")
+    canvas.scroll_into_view_if_needed()
+    where = {"x": g["left"] + (col + 0.5) * g["cell"], "y": g["top"] + (row + 0.5) * g["cell"]}
+    canvas.tap(position=where) if page.device == "phone" else canvas.click(position=where)
+
+
+# --- tests ------------------------------------------------------------------------------------
+
+def test_the_softmax_row_is_the_heatmaps_row_for_every_kind(page, reference):
+    translate(page, SENTENCE)
+    trace = reference[SENTENCE]
+    toggle_section(page)
+    # mean over heads (the default) has no single row: one click picks a head
+    page.wait_for_selector("#arithmetic .ar-root[data-state='head']", state="attached")
+    assert "pick one head to see its arithmetic" in page.inner_text("#arithmetic")
+    press(page, "#arith-choices button[data-head='2']")
+    assert state(page)["head"] == "2"
+    go_to_step(page, 2)
+    for view in ("cross", "decoder", "encoder"):
+        set_view(page, view)
+        s = state(page)
+        layer = s["layer"]
+        query = 1 if view == "encoder" else 2  # the encoder's first source token; the decoder views' step
+        key = f"{view}:{layer}:2:{query}"
+        shown = shown_row(page, key)
+        answer = state(page)["arithmetic"][key]
+        assert shown["weights"] == answer["weights"]  # drawn as the model computed it
+        recorded = getattr(trace, RECORDED[view])[layer - 1, 1, query - 1]
+        assert len(shown["weights"]) == len(recorded)
+        assert np.abs(np.array(shown["weights"]) - recorded).max() <= 1e-4, view  # the model's own row
+        # and beside it, the row the heatmap paints (the payload's 8-bit copy of the same row)
+        assert np.abs(np.array(shown["heat"]) - recorded).max() <= PAYLOAD_TOL, view
+        assert np.abs(np.array(shown["weights"]) - np.array(shown["heat"])).max() <= PAYLOAD_TOL
+        assert "equals the heatmap's row" in shown["check"]
+        tokens = trace.src_tokens if view != "decoder" else trace.tgt_tokens[: trace.steps]
+        assert [k.split(" ", 1)[1] for k in shown["keys"]] == tokens and shown["keys"][0].startswith("1 ")
+        if view == "decoder":  # the keys after step 2 are the future: masked, weight 0
+            assert shown["weights"][2:] == [0.0] * (trace.steps - 2)
+            assert page.locator("#arith-table tr.ar-masked").count() == trace.steps - 2
+    # the panel scrolls inside itself: the page never gets wider than the screen
+    assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+
+
+def test_a_heatmap_click_highlights_its_key_and_rows_come_back_without_asking(page, reference):
+    translate(page, SENTENCE)
+    trace = reference[SENTENCE]
+    toggle_section(page)
+    press(page, "#arith-choices button[data-head='3']")
+    go_to_step(page, 3)
+    layer = state(page)["layer"]
+    shown = shown_row(page, f"cross:{layer}:3:3")
+    assert shown["picked"] == []
+    click_cell(page, 2, 1)  # the current step's row (step 3), source token 2
+    page.wait_for_function("() => document.querySelector('#arithmetic .ar-root').dataset.picked === '2'")
+    assert state(page)["cell"] == {"view": "cross", "step": 3, "row": 3, "col": 2}
+    assert shown_row(page, f"cross:{layer}:3:3")["picked"] == [1]
+    # an earlier row of the heatmap: its own arithmetic, with the clicked key highlighted
+    click_cell(page, 0, len(trace.src_tokens) - 1)
+    shown = shown_row(page, f"cross:{layer}:3:1")
+    assert shown["picked"] == [len(trace.src_tokens) - 1] and "step 1" in shown["title"]
+    # a row of the table highlights its key too
+    press(page, "#arith-table tbody tr[data-key='0'] th")
+    page.wait_for_function("() => document.querySelector('#arithmetic .ar-root').dataset.picked === '1'")
+    # stepping asks once per new row; going back to a row already seen asks nothing
+    go_to_step(page, 2)
+    assert state(page)["cell"] is None  # a new step forgets the clicked cell: its row is the step again
+    shown_row(page, f"cross:{layer}:3:2")
+    calls = server_calls(page)
+    go_to_step(page, 3)
+    shown_row(page, f"cross:{layer}:3:3")
+    go_to_step(page, 2)
+    shown_row(page, f"cross:{layer}:3:2")
+    page.wait_for_timeout(600)
+    assert calls == [], calls
+
+
+def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, reference):
+    translate(page, SENTENCE)
+    toggle_section(page)
+    press(page, "#arith-choices button[data-head='1']")
+    layer = state(page)["layer"]
+    shown_row(page, f"cross:{layer}:1:1")
+    click_cell(page, 0, 0)
+    page.wait_for_function("() => window.__explorer.getState().cell !== null")
+    toggle_section(page)  # closed again
+    page.wait_for_selector("#arithmetic .ar-root", state="hidden")
+    calls = server_calls(page)
+    steps = state(page)["trace"]["steps"]
+    for _ in range(steps - 1):
+        press(page, "#next-btn")
+    page.wait_for_selector(f"#attn-plot[data-step='{steps}']", state="attached")
+    go_to_step(page, 1)
+    press(page, "#play-btn")
+    page.wait_for_function("(n) => { const s = window.__explorer.getState(); return !s.playing && s.step === n; }", arg=steps)
+    page.wait_for_timeout(800)
+    assert calls == [], calls  # 0 requests while stepping and playing with the section closed
+    assert len(state(page)["arithmetic"]) == 1  # only the row asked for while it was open
+
+    translate(page, OTHER)
+    s = state(page)
+    assert s["cell"] is None and s["arithmetic"] is None  # nothing of the old sentence is left
+    toggle_section(page)
+    shown = shown_row(page, f"cross:{layer}:1:1")
+    assert [k.split(" ", 1)[1] for k in shown["keys"]] == reference[OTHER].src_tokens
+    assert shown["picked"] == []

@@ -1,0 +1,300 @@
+"""A first visit, on a desktop (1366×900) and on a phone (390×844): one screen to start, the
+sections that open when asked for (and a link that opens them again), one-click examples,
+the guided tour and the glossary. The app is a real `python app.py` (started as in
+tests/test_browser.py) in headless Chromium. Run alone with
+`python -m pytest -m browser tests/test_browser_first_visit.py`.
+"""
+
+import urllib.parse
+from types import SimpleNamespace
+
+import pytest
+
+from tests.test_browser import SHIPPED, browser, serve_app  # noqa: F401 (browser is a fixture)
+
+pytestmark = pytest.mark.browser
+
+DESKTOP = {"width": 1366, "height": 900}
+PHONE = {"width": 390, "height": 844}
+SENTENCE = "I have a red car."
+TOUR_STEPS = 7
+
+
+@pytest.fixture(scope="module")
+def app_server(tmp_path_factory, request):
+    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
+    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
+        yield SimpleNamespace(url=url, log=log)
+
+
+def open_page(browser, app_server, device: str, url: str | None = None):
+    options = {"viewport": DESKTOP} if device == "desktop" else {"viewport": PHONE, "is_mobile": True, "has_touch": True}
+    ctx = browser.new_context(**options)
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.goto(url or app_server.url)
+    pg.wait_for_selector("#viewer .ax-root")
+    pg.evaluate("() => localStorage.clear()")  # a first visit: the tour has not been seen
+    return ctx, pg
+
+
+@pytest.fixture
+def desktop(browser, app_server):
+    ctx, pg = open_page(browser, app_server, "desktop")
+    yield pg
+    ctx.close()
+    assert not pg.errors, pg.errors
+
+
+@pytest.fixture
+def phone(browser, app_server):
+    ctx, pg = open_page(browser, app_server, "phone")
+    yield pg
+    ctx.close()
+    assert not pg.errors, pg.errors
+
+
+def state(page) -> dict:
+    return page.evaluate("() => window.__explorer.getState()")
+
+
+def translate(page, text: str = SENTENCE):
+    page.locator("#src-text textarea").fill(text)
+    page.click("#translate-btn")
+    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
+    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+
+
+def box(page, sel: str) -> dict:
+    return page.locator(sel).first.evaluate("e => { const r = e.getBoundingClientRect();"
+                                            " return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; }")
+
+
+def open_sections(page) -> dict:
+    """What is open: the viewer's sections and the panels' accordions, by name."""
+    return page.evaluate("""() => ({
+      viewer: [...document.querySelectorAll('#viewer details[data-section]')].filter(d => d.open).map(d => d.dataset.section),
+      panels: [...document.querySelectorAll('#why-tools .gr-accordion[id]')]
+        .filter(a => a.querySelector(':scope > .label-wrap').classList.contains('open')).map(a => a.id),
+      allPanels: [...document.querySelectorAll('#why-tools .gr-accordion[id]')].map(a => a.id),
+    })""")
+
+
+def toggle_section(page, name: str):
+    page.locator(f"#sec-{name} > summary").click()
+
+
+def toggle_panel(page, elem_id: str):
+    page.locator(f"#{elem_id} > .label-wrap").click()
+
+
+# --- 1. one screen to start ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("device,limit", [("desktop", 1440), ("phone", 2532)])
+def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, app_server, device, limit):
+    ctx, page = open_page(browser, app_server, device)
+    translate(page)
+    page.wait_for_timeout(300)
+    sections = open_sections(page)
+    assert sections["viewer"] == [] and sections["panels"] == [], sections
+    assert len(sections["allPanels"]) >= 4, sections  # every panel has its own section
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    assert height <= limit, (device, height)
+    # what stays out of the way until asked for: no mosaic, lens, diagnostics, beam or PE on show
+    for sel in ("#mosaic", "#logit-lens", "#pe-heat", "#diag-maps", "#beam-tree", "#view-select"):
+        assert not page.locator(sel).is_visible(), sel
+    # the one attention map: cross-attention, mean over heads, with its caption
+    assert page.get_attribute("#attn-plot", "data-view") == "cross" and page.get_attribute("#attn-plot", "data-head") == "mean"
+    assert "English sentence" in page.inner_text("#attn-caption")
+    ctx.close()
+    assert not page.errors, page.errors
+
+
+def test_the_first_desktop_screen_shows_translation_steps_prefix_candidates_and_attention(desktop):
+    page = desktop
+    translate(page)
+    page.evaluate("() => window.scrollTo(0, 0)")
+    assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
+    for sel in ("#translation", "#step-slider", "#next-btn", "#prefix-chips", "#topk canvas", "#attn-plot canvas", "#attn-caption"):
+        r = box(page, sel)
+        assert 0 <= r["top"] and r["bottom"] <= DESKTOP["height"] and r["right"] <= DESKTOP["width"], (sel, r)
+        assert page.locator(sel).first.is_visible(), sel
+
+
+# --- 2. examples ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, app_server, device):
+    from explorer.app import EXAMPLES
+
+    ctx, page = open_page(browser, app_server, device)
+    for i in (0, len(EXAMPLES) - 1):
+        sentence, hint = EXAMPLES[i]
+        button = page.locator(f"#hint .ax-example[data-example='{i}']")
+        assert button.inner_text() == sentence  # the whole sentence, not cut
+        assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1")
+        button.click()  # one click, no Translate
+        page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=sentence)
+        page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+        assert page.input_value("#src-text textarea") == sentence
+        shown = page.locator("#hint .ax-hint-text")
+        assert shown.is_visible() and shown.inner_text() == hint and "…" not in shown.inner_text()
+        assert shown.evaluate("p => p.scrollWidth <= p.clientWidth + 1 && p.scrollHeight <= p.clientHeight + 1")
+    ctx.close()
+    assert not page.errors, page.errors
+
+
+# --- 3. sections ---------------------------------------------------------------------------------
+
+def test_sections_keep_their_state_and_a_link_opens_them_again(desktop, browser, app_server):
+    page = desktop
+    translate(page)
+    # the viewer's "more views" section: drawn only once opened
+    assert page.get_attribute("#mosaic", "data-step") is None
+    toggle_section(page, "views")
+    page.wait_for_selector("#mosaic[data-step='1']", state="attached")
+    page.select_option("#layer-select", "2")
+    page.select_option("#head-select", "3")
+    page.wait_for_selector("#attn-plot[data-layer='2'][data-head='3']", state="attached")
+    toggle_section(page, "views")
+    page.wait_for_selector("#view-select", state="hidden")
+    page.click("#next-btn")  # stepping while it is closed
+    page.wait_for_selector("#attn-plot[data-step='2']", state="attached")
+    toggle_section(page, "views")
+    page.wait_for_selector("#mosaic[data-step='2'][data-layer='2'][data-head='3']", state="attached")
+    assert page.input_value("#layer-select") == "2" and page.input_value("#head-select") == "3"
+    # a panel's section: the What-if answer survives closing and opening it
+    toggle_panel(page, "whatif-panel")
+    page.select_option("#candidate select", "1")
+    page.click("#whatif-btn")
+    page.wait_for_function("() => document.querySelector('#whatif-text').innerText.includes('forced to')")
+    answer = page.inner_text("#whatif-text")
+    toggle_panel(page, "whatif-panel")
+    page.wait_for_selector("#whatif-btn", state="hidden")
+    toggle_panel(page, "whatif-panel")
+    page.wait_for_selector("#whatif-btn", state="visible")
+    assert page.inner_text("#whatif-text") == answer
+    # the address says what is open, and a link opens it again
+    toggle_section(page, "lens")
+    page.wait_for_selector("#logit-lens[data-step='2']", state="attached")
+    page.wait_for_function("() => location.hash.includes('open=')")
+    opened = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).fragment)["open"][0].split(".")
+    assert set(opened) == {"views", "lens", "whatif-panel"}, opened
+    ctx, other = open_page(browser, app_server, "desktop", url=page.url)
+    other.wait_for_selector("#mosaic[data-step='2'][data-layer='2']", state="attached")
+    other.wait_for_selector("#logit-lens[data-step='2']", state="attached")
+    other.wait_for_selector("#whatif-btn", state="visible")
+    found = open_sections(other)
+    assert set(found["viewer"]) == {"views", "lens"} and found["panels"] == ["whatif-panel"], found
+    ctx.close()
+    assert not other.errors, other.errors
+
+
+# --- 4. the tour ---------------------------------------------------------------------------------
+
+def in_viewport(page, r: dict) -> bool:
+    vp = page.viewport_size
+    return r["left"] >= -0.5 and r["right"] <= vp["width"] + 0.5 and r["top"] >= -0.5 and r["bottom"] <= vp["height"] + 0.5
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(browser, app_server, device):
+    ctx, page = open_page(browser, app_server, device)
+    assert page.is_disabled("#tour-btn")  # it needs a sentence of the visitor's own
+    translate(page)
+    page.wait_for_selector("#tour-offer", state="visible")  # offered after the first translation
+    page.click("#tour-btn")
+    tr = state(page)["trace"]
+    seen_text = []
+    for i in range(1, TOUR_STEPS + 1):
+        page.wait_for_selector(f"#tour-bubble[data-step='{i}']")
+        page.wait_for_timeout(100)
+        bubble = box(page, "#tour-bubble")
+        assert in_viewport(page, bubble), (i, bubble)  # the whole bubble fits the screen
+        for b in ("#tour-next", "#tour-skip"):
+            assert in_viewport(page, box(page, b)), (i, b)
+        assert page.locator(".tour-target").count() == 1
+        target = box(page, ".tour-target")
+        # the part it talks about is on screen, above the bubble
+        assert 0 <= target["top"] < bubble["top"] - 20 and target["bottom"] > 0, (i, target, bubble)
+        seen_text.append(page.inner_text("#tour-text"))
+        page.click("#tour-next")
+    page.wait_for_selector("#tour-bubble", state="hidden")
+    assert page.locator(".tour-target").count() == 0
+    # it speaks of this sentence: its token count, what step 1 wrote, its candidates
+    assert f"became {len(tr['src'])} tokens" in seen_text[0]
+    assert tr["tgt"][1].replace("▁", "") in seen_text[2]
+    assert state(page)["trace"]["translation"] and "%" in seen_text[5]
+    assert page.evaluate("() => localStorage.getItem('explorer-tour-seen')") == "1"
+    # remembered: a new translation on a new visit offers nothing
+    page.goto(app_server.url)
+    page.wait_for_selector("#viewer .ax-root")
+    translate(page, "My sister is tall.")
+    page.wait_for_timeout(300)
+    assert not page.is_visible("#tour-offer") and not page.is_visible("#tour-bubble")
+    ctx.close()
+    assert not page.errors, page.errors
+
+
+def test_the_tour_can_be_skipped_and_declined(desktop):
+    page = desktop
+    translate(page)
+    page.wait_for_selector("#tour-offer", state="visible")
+    page.click("#tour-no")  # declined
+    page.wait_for_selector("#tour-offer", state="hidden")
+    assert page.evaluate("() => localStorage.getItem('explorer-tour-seen')") == "1"
+    translate(page, "My sister is tall.")
+    page.wait_for_timeout(300)
+    assert not page.is_visible("#tour-offer")  # offered once only
+    page.click("#tour-btn")  # and still there to take later
+    page.wait_for_selector("#tour-bubble[data-step='1']")
+    page.click("#tour-next")
+    page.wait_for_selector("#tour-bubble[data-step='2']")
+    page.click("#tour-skip")
+    page.wait_for_selector("#tour-bubble", state="hidden")
+    assert page.locator(".tour-target").count() == 0
+
+
+# --- 5. the glossary -----------------------------------------------------------------------------
+
+TERMS = {"head": "#sec-views > summary", "rollout": "#sec-views > summary", "logit lens": "#sec-lens > summary",
+         "nats": "#analysis", "entropy": "#analysis", "beam": "#beam-summary"}
+
+
+def show_term(page, term: str, where: str, how: str) -> str:
+    t = page.locator(f"{where} .gl-term[data-term='{term}']").first
+    t.scroll_into_view_if_needed()
+    if how == "hover":
+        t.hover()
+    else:
+        t.tap()
+    page.wait_for_selector("#gl-tip", state="visible")
+    tip = page.locator("#gl-tip")
+    text = tip.inner_text()
+    assert in_viewport(page, box(page, "#gl-tip")), (term, box(page, "#gl-tip"))
+    assert t.get_attribute("aria-expanded") == "true" and t.get_attribute("aria-describedby")
+    return text
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_glossary_terms_explain_themselves_on_hover_and_on_tap(browser, app_server, device):
+    ctx, page = open_page(browser, app_server, device)
+    translate(page)
+    toggle_panel(page, "analysis-panel")
+    toggle_panel(page, "beam-panel")
+    page.wait_for_selector("#analysis .gl-term[data-term='nats']")
+    how = "hover" if device == "desktop" else "tap"
+    for term, where in TERMS.items():
+        text = show_term(page, term, where, how)
+        assert text.startswith(f"{term}: ") and len(text) > len(term) + 20, (term, text)
+        if how == "hover":
+            page.mouse.move(0, 0)
+        else:
+            page.locator("#step-label").tap()  # a tap elsewhere puts it away
+        page.wait_for_selector("#gl-tip", state="hidden")
+    # a tap on a term in a section's summary explains it and does not open the section
+    assert open_sections(page)["viewer"] == []
+    ctx.close()
+    assert not page.errors, page.errors
