@@ -18,6 +18,7 @@ import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -76,6 +77,44 @@ def server(tmp_path_factory, request):
 
 
 @pytest.fixture(scope="module")
+def app_server(tmp_path_factory, request):
+    """A real app on the shipped checkpoint (or the tiny test one), for the other browser
+    test files: its url, log file and checkpoint."""
+    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
+    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
+        yield SimpleNamespace(url=url, log=log, checkpoint=Path(checkpoint))
+
+
+# the two viewports every view is checked on
+DEVICES = {"desktop": {"viewport": {"width": 1366, "height": 900}},
+           "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
+
+
+def device_page(browser, device: str, timeout_ms: int = 60_000, **options):
+    """A fresh context and page on ``device`` ("desktop" or "phone"); the page's script
+    errors collect in ``page.errors`` (the fixtures assert there are none)."""
+    ctx = browser.new_context(**DEVICES[device], **options)
+    pg = ctx.new_page()
+    pg.set_default_timeout(timeout_ms)
+    pg.device = device
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    return ctx, pg
+
+
+def state(page) -> dict:
+    """The store, through the page's test handle."""
+    return page.evaluate("() => window.__explorer.getState()")
+
+
+def server_calls(page) -> list:
+    """Requests that reach the app's Python side from now on (static module files excluded)."""
+    calls = []
+    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
+    return calls
+
+
+@pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
@@ -107,11 +146,6 @@ def painted(page, step: int | None = None):
 
 def attn(page) -> dict:
     return page.evaluate("() => ({...document.querySelector('#attn-plot').dataset})")
-
-
-def state(page) -> dict:
-    """The store, through the page's test handle."""
-    return page.evaluate("() => window.__explorer.getState()")
 
 
 def grid(page, fig: str = "#attn-plot") -> dict:

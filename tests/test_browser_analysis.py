@@ -93,7 +93,8 @@ def test_select_heads_and_knock_them_out(server, page):
     original = page.locator("#translation textarea").input_value()
     open_section(page, "views")
     open_panel(page, "analysis-panel")
-    assert page.is_visible("#select-mode")  # the Space can knock heads out, so heads can be selected
+    # the Space can knock heads out, so heads can be selected (the box shows once the panel has mounted)
+    page.wait_for_selector("#select-mode", state="visible")
     assert page.is_disabled("#knockout-btn")  # nothing selected yet: nothing to knock out
     # shift-click a tile of the all-heads mosaic (cross-attention, layer 1, head 2)
     g = grid(page, "#mosaic")

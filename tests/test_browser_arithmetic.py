@@ -7,30 +7,19 @@ nothing while stepping; a new sentence clears it. Run alone with
 `python -m pytest -m browser tests/test_browser_arithmetic.py`.
 """
 
-from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from tests.test_browser import SHIPPED, browser, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import DEVICES, app_server, browser, device_page, server_calls, state  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
 
-DEVICES = {"desktop": ({"width": 1366, "height": 900}, {}),
-           "phone": ({"width": 390, "height": 844}, {"is_mobile": True, "has_touch": True})}
 SENTENCE = "I have a red car."
 OTHER = "My sister is tall."
 RECORDED = {"encoder": "encoder_attn", "decoder": "decoder_self_attn", "cross": "cross_attn"}
 # the heatmap's weights travel rounded to 8 bits per row (u8row / u8tril, explorer/payload.py)
 PAYLOAD_TOL = 1 / 255 + 1e-3
-
-
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory, request):
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
-        yield SimpleNamespace(url=url, checkpoint=Path(checkpoint))
 
 
 @pytest.fixture(scope="module")
@@ -44,13 +33,7 @@ def reference(app_server):
 
 @pytest.fixture(params=list(DEVICES))
 def page(request, browser, app_server):
-    viewport, options = DEVICES[request.param]
-    ctx = browser.new_context(viewport=viewport, **options)
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
-    pg.device = request.param
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    ctx, pg = device_page(browser, request.param, timeout_ms=90_000)
     pg.goto(app_server.url)
     pg.wait_for_selector("#viewer .ax-root")
     yield pg
@@ -59,17 +42,6 @@ def page(request, browser, app_server):
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-def state(page) -> dict:
-    return page.evaluate("() => window.__explorer.getState()")
-
-
-def server_calls(page) -> list:
-    """Requests that reach the app's Python side from now on (static module files excluded)."""
-    calls = []
-    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
-    return calls
-
 
 def translate(page, text: str):
     page.locator("#src-text textarea").fill(text)

@@ -6,34 +6,20 @@ tests/test_browser.py) in headless Chromium. Run alone with
 """
 
 import urllib.parse
-from types import SimpleNamespace
 
 import pytest
 
-from tests.test_browser import SHIPPED, browser, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import DEVICES, app_server, browser, device_page, state  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1366, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP, PHONE = DEVICES["desktop"]["viewport"], DEVICES["phone"]["viewport"]
 SENTENCE = "I have a red car."
 TOUR_STEPS = 7
 
 
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory, request):
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
-        yield SimpleNamespace(url=url, log=log)
-
-
 def open_page(browser, app_server, device: str, url: str | None = None):
-    options = {"viewport": DESKTOP} if device == "desktop" else {"viewport": PHONE, "is_mobile": True, "has_touch": True}
-    ctx = browser.new_context(**options)
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    ctx, pg = device_page(browser, device)
     pg.goto(url or app_server.url)
     pg.wait_for_selector("#viewer .ax-root")
     pg.evaluate("() => localStorage.clear()")  # a first visit: the tour has not been seen
@@ -54,10 +40,6 @@ def phone(browser, app_server):
     yield pg
     ctx.close()
     assert not pg.errors, pg.errors
-
-
-def state(page) -> dict:
-    return page.evaluate("() => window.__explorer.getState()")
 
 
 def translate(page, text: str = SENTENCE):

@@ -10,33 +10,19 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import SHIPPED, browser, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import app_server, browser, device_page, server_calls, state  # noqa: F401 (fixtures)
 from tests.test_panel_pairs import lcs_length
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1366, "height": 900}
-PHONE = {"width": 390, "height": 844}
 A, B = "My brother is tall.", "My sister is tall."
 FIGURES = ("#pair-a-plot", "#pair-b-plot", "#pair-diff")
 
 
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory, request):
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, _):
-        yield url
-
-
 def open_page(browser, url, device):
-    options = {"viewport": DESKTOP} if device == "desktop" else {"viewport": PHONE, "is_mobile": True, "has_touch": True}
-    ctx = browser.new_context(**options)
+    ctx, pg = device_page(browser, device, timeout_ms=90_000)
     # a returning visitor: the guided tour (web/tour.js) is not offered over the page
     ctx.add_init_script("try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}")
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
     pg.goto(url)
     pg.wait_for_selector("#viewer .ax-root")
     return ctx, pg
@@ -44,8 +30,7 @@ def open_page(browser, url, device):
 
 @pytest.fixture(params=["desktop", "phone"])
 def page(browser, app_server, request):
-    ctx, pg = open_page(browser, app_server, request.param)
-    pg.device = request.param
+    ctx, pg = open_page(browser, app_server.url, request.param)
     yield pg
     ctx.close()
     assert not pg.errors, pg.errors
@@ -53,21 +38,10 @@ def page(browser, app_server, request):
 
 @pytest.fixture
 def desktop(browser, app_server):
-    ctx, pg = open_page(browser, app_server, "desktop")
+    ctx, pg = open_page(browser, app_server.url, "desktop")
     yield pg
     ctx.close()
     assert not pg.errors, pg.errors
-
-
-def state(page) -> dict:
-    return page.evaluate("() => window.__explorer.getState()")
-
-
-def server_calls(page) -> list:
-    """Requests that reach the app's Python side (static module files excluded)."""
-    calls = []
-    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
-    return calls
 
 
 def open_section(page):

@@ -11,18 +11,17 @@ import io
 import json
 import re
 import urllib.parse
-from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
-from tests.test_browser import SHIPPED, browser, open_panel, open_section, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
+    DEVICES, app_server, browser, device_page, open_panel, open_section, state,
+)
 
 pytestmark = pytest.mark.browser
 
-DESKTOP = {"width": 1366, "height": 900}
-PHONE = {"width": 390, "height": 844}
+DESKTOP, PHONE = DEVICES["desktop"]["viewport"], DEVICES["phone"]["viewport"]
 SENTENCE = "I have a red car."
 LONG = "the black cat sleeps on the red chair while my sister reads a long book and the dog eats"
 
@@ -107,26 +106,9 @@ SETTLED = """() => [...document.querySelectorAll('.gradio-container *')].every((
   return o === 1 || o === 0 || e.matches('select, input, button, textarea') || !e.checkVisibility(); })"""
 
 
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory, request):
-    """A real app on the shipped checkpoint (or the tiny test one); also says which."""
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
-        yield SimpleNamespace(url=url, log=log, checkpoint=Path(checkpoint))
-
-
-def open_page(browser, viewport, **options):
-    ctx = browser.new_context(viewport=viewport, accept_downloads=True, **options)
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    return ctx, pg
-
-
 @pytest.fixture
 def desktop(browser, app_server):
-    ctx, pg = open_page(browser, DESKTOP)
+    ctx, pg = device_page(browser, "desktop", accept_downloads=True)
     pg.goto(app_server.url)
     pg.wait_for_selector("#viewer .ax-root")
     yield pg
@@ -136,16 +118,12 @@ def desktop(browser, app_server):
 
 @pytest.fixture
 def phone(browser, app_server):
-    ctx, pg = open_page(browser, PHONE, is_mobile=True, has_touch=True)
+    ctx, pg = device_page(browser, "phone", accept_downloads=True)
     pg.goto(app_server.url)
     pg.wait_for_selector("#viewer .ax-root")
     yield pg
     ctx.close()
     assert not pg.errors, pg.errors
-
-
-def state(page) -> dict:
-    return page.evaluate("() => window.__explorer.getState()")
 
 
 def translate(page, text: str):
