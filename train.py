@@ -383,6 +383,9 @@ def run(args, argv) -> int:
             if not Path(path).exists():
                 raise DataError(f"--extra-train {path}: no such file or directory")
         tags = run_tags_synthetic(out) if args.resume else preset.tag_synthetic
+        if dist.is_main and not Path(args.dataset).expanduser().exists():
+            # the hub's own retries can take half a minute when it cannot be reached
+            print(f"data: looking up {args.dataset} on the hub", file=sys.stderr)
         data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=args.seed,
                              max_train_pairs=args.max_train_pairs, dist=dist, extra_train=extra,
                              tag=SYNTHETIC_TAG if tags else None)

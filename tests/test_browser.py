@@ -102,6 +102,22 @@ def device_page(browser, device: str, timeout_ms: int = 60_000, **options):
     return ctx, pg
 
 
+@contextlib.contextmanager
+def opened_page(browser, url: str, device: str, init_script: str | None = None, **options):
+    """``device_page`` at ``url`` once the viewer has mounted; closes the context afterwards
+    and fails if the page raised a script error."""
+    ctx, pg = device_page(browser, device, **options)
+    if init_script:
+        ctx.add_init_script(init_script)
+    try:
+        pg.goto(url)
+        pg.wait_for_selector("#viewer .ax-root")
+        yield pg
+    finally:
+        ctx.close()
+    assert not pg.errors, pg.errors
+
+
 def state(page) -> dict:
     """The store, through the page's test handle."""
     return page.evaluate("() => window.__explorer.getState()")

@@ -11,7 +11,9 @@ nothing while stepping; a new sentence clears it. Run alone with
 import numpy as np
 import pytest
 
-from tests.test_browser import DEVICES, app_server, browser, device_page, server_calls, state  # noqa: F401 (fixtures)
+from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
+    DEVICES, app_server, browser, opened_page, server_calls, state, translate,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -33,21 +35,11 @@ def reference(app_server):
 
 @pytest.fixture(params=list(DEVICES))
 def page(request, browser, app_server):
-    ctx, pg = device_page(browser, request.param, timeout_ms=90_000)
-    pg.goto(app_server.url)
-    pg.wait_for_selector("#viewer .ax-root")
-    yield pg
-    ctx.close()
-    assert not pg.errors, pg.errors
+    with opened_page(browser, app_server.url, request.param, timeout_ms=90_000) as pg:
+        yield pg
 
 
 # --- helpers ----------------------------------------------------------------------------------
-
-def translate(page, text: str):
-    page.locator("#src-text textarea").fill(text)
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
-    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
 
 
 def press(page, sel: str, **where):

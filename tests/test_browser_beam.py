@@ -10,7 +10,9 @@ import os
 
 import pytest
 
-from tests.test_browser import browser, open_panel, open_section, serve_app  # noqa: F401 (browser is a fixture)
+from tests.test_browser import (  # noqa: F401 (browser is a fixture)
+    browser, open_panel, open_section, opened_page, serve_app, server_calls, state, translate,
+)
 from tests.test_panel_beam import make_snapshots
 
 pytestmark = pytest.mark.browser
@@ -27,38 +29,12 @@ def server(tmp_path_factory, request):
 
 @pytest.fixture
 def page(browser, server):
-    ctx = browser.new_context(viewport={"width": 1440, "height": 900})
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
-    errors = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.goto(server[0])
-    pg.wait_for_selector("#viewer .ax-root")
-    # the panels these tests use, and the viewer's menus, each in its closed section
-    open_panel(pg, "beam-panel")
-    open_panel(pg, "epoch-panel")
-    pg.wait_for_selector("#beam-view .bt-root")
-    yield pg
-    ctx.close()
-    assert not errors, errors
-
-
-def server_calls(page) -> list:
-    """Requests that reach the app's Python side (static module files excluded)."""
-    calls = []
-    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
-    return calls
-
-
-def translate(page, text):
-    page.locator("#src-text textarea").fill(text)
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
-    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
-
-
-def state(page) -> dict:
-    return page.evaluate("() => window.__explorer.getState()")
+    with opened_page(browser, server[0], "desktop", timeout_ms=90_000) as pg:
+        # the panels these tests use, each in its closed section
+        open_panel(pg, "beam-panel")
+        open_panel(pg, "epoch-panel")
+        pg.wait_for_selector("#beam-view .bt-root")
+        yield pg
 
 
 def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):

@@ -5,11 +5,14 @@ tests/test_browser.py) in headless Chromium. Run alone with
 `python -m pytest -m browser tests/test_browser_first_visit.py`.
 """
 
+import contextlib
 import urllib.parse
 
 import pytest
 
-from tests.test_browser import DEVICES, app_server, browser, device_page, state  # noqa: F401 (fixtures)
+from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
+    DEVICES, app_server, browser, device_page, state, translate,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -29,24 +32,18 @@ def open_page(browser, app_server, device: str, url: str | None = None):
 @pytest.fixture
 def desktop(browser, app_server):
     ctx, pg = open_page(browser, app_server, "desktop")
-    yield pg
-    ctx.close()
+    with contextlib.closing(ctx):
+        yield pg
     assert not pg.errors, pg.errors
 
 
 @pytest.fixture
 def phone(browser, app_server):
     ctx, pg = open_page(browser, app_server, "phone")
-    yield pg
-    ctx.close()
+    with contextlib.closing(ctx):
+        yield pg
     assert not pg.errors, pg.errors
 
-
-def translate(page, text: str = SENTENCE):
-    page.locator("#src-text textarea").fill(text)
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
-    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
 
 
 def box(page, sel: str) -> dict:
@@ -77,7 +74,7 @@ def toggle_panel(page, elem_id: str):
 @pytest.mark.parametrize("device,limit", [("desktop", 1440), ("phone", 2532)])
 def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, app_server, device, limit):
     ctx, page = open_page(browser, app_server, device)
-    translate(page)
+    translate(page, SENTENCE)
     page.wait_for_timeout(300)
     sections = open_sections(page)
     assert sections["viewer"] == [] and sections["panels"] == [], sections
@@ -96,7 +93,7 @@ def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, ap
 
 def test_the_first_desktop_screen_shows_translation_steps_prefix_candidates_and_attention(desktop):
     page = desktop
-    translate(page)
+    translate(page, SENTENCE)
     page.evaluate("() => window.scrollTo(0, 0)")
     assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
     for sel in ("#translation", "#step-slider", "#next-btn", "#prefix-chips", "#topk canvas", "#attn-plot canvas", "#attn-caption"):
@@ -132,7 +129,7 @@ def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, ap
 
 def test_sections_keep_their_state_and_a_link_opens_them_again(desktop, browser, app_server):
     page = desktop
-    translate(page)
+    translate(page, SENTENCE)
     # the viewer's "more views" section: drawn only once opened
     assert page.get_attribute("#mosaic", "data-step") is None
     toggle_section(page, "views")
@@ -185,7 +182,7 @@ def in_viewport(page, r: dict) -> bool:
 def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(browser, app_server, device):
     ctx, page = open_page(browser, app_server, device)
     assert page.is_disabled("#tour-btn")  # it needs a sentence of the visitor's own
-    translate(page)
+    translate(page, SENTENCE)
     page.wait_for_selector("#tour-offer", state="visible")  # offered after the first translation
     page.click("#tour-btn")
     tr = state(page)["trace"]
@@ -222,7 +219,7 @@ def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(
 
 def test_the_tour_can_be_skipped_and_declined(desktop):
     page = desktop
-    translate(page)
+    translate(page, SENTENCE)
     page.wait_for_selector("#tour-offer", state="visible")
     page.click("#tour-no")  # declined
     page.wait_for_selector("#tour-offer", state="hidden")
@@ -263,7 +260,7 @@ def show_term(page, term: str, where: str, how: str) -> str:
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_glossary_terms_explain_themselves_on_hover_and_on_tap(browser, app_server, device):
     ctx, page = open_page(browser, app_server, device)
-    translate(page)
+    translate(page, SENTENCE)
     toggle_panel(page, "analysis-panel")
     toggle_panel(page, "beam-panel")
     page.wait_for_selector("#analysis .gl-term[data-term='nats']")

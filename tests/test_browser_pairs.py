@@ -10,7 +10,9 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import app_server, browser, device_page, server_calls, state  # noqa: F401 (fixtures)
+from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
+    app_server, browser, opened_page, server_calls, state, translate,
+)
 from tests.test_panel_pairs import lcs_length
 
 pytestmark = pytest.mark.browser
@@ -19,41 +21,26 @@ A, B = "My brother is tall.", "My sister is tall."
 FIGURES = ("#pair-a-plot", "#pair-b-plot", "#pair-diff")
 
 
-def open_page(browser, url, device):
-    ctx, pg = device_page(browser, device, timeout_ms=90_000)
-    # a returning visitor: the guided tour (web/tour.js) is not offered over the page
-    ctx.add_init_script("try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}")
-    pg.goto(url)
-    pg.wait_for_selector("#viewer .ax-root")
-    return ctx, pg
+# a returning visitor: the guided tour (web/tour.js) is not offered over the page
+TOUR_SEEN = "try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}"
 
 
 @pytest.fixture(params=["desktop", "phone"])
 def page(browser, app_server, request):
-    ctx, pg = open_page(browser, app_server.url, request.param)
-    yield pg
-    ctx.close()
-    assert not pg.errors, pg.errors
+    with opened_page(browser, app_server.url, request.param, TOUR_SEEN, timeout_ms=90_000) as pg:
+        yield pg
 
 
 @pytest.fixture
 def desktop(browser, app_server):
-    ctx, pg = open_page(browser, app_server.url, "desktop")
-    yield pg
-    ctx.close()
-    assert not pg.errors, pg.errors
+    with opened_page(browser, app_server.url, "desktop", TOUR_SEEN, timeout_ms=90_000) as pg:
+        yield pg
 
 
 def open_section(page):
     page.click("#pairs-panel > .label-wrap")
     page.wait_for_selector("#pairs-view .pr-root")
 
-
-def translate(page, text):
-    page.locator("#src-text textarea").fill(text)
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
-    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
 
 
 def compared(page, b):

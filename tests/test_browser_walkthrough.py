@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
-    DEVICES, app_server, browser, device_page, open_panel, open_section, state,
+    DEVICES, app_server, browser, open_panel, open_section, opened_page, state, translate,
 )
 
 pytestmark = pytest.mark.browser
@@ -108,29 +108,15 @@ SETTLED = """() => [...document.querySelectorAll('.gradio-container *')].every((
 
 @pytest.fixture
 def desktop(browser, app_server):
-    ctx, pg = device_page(browser, "desktop", accept_downloads=True)
-    pg.goto(app_server.url)
-    pg.wait_for_selector("#viewer .ax-root")
-    yield pg
-    ctx.close()
-    assert not pg.errors, pg.errors
+    with opened_page(browser, app_server.url, "desktop", accept_downloads=True) as pg:
+        yield pg
 
 
 @pytest.fixture
 def phone(browser, app_server):
-    ctx, pg = device_page(browser, "phone", accept_downloads=True)
-    pg.goto(app_server.url)
-    pg.wait_for_selector("#viewer .ax-root")
-    yield pg
-    ctx.close()
-    assert not pg.errors, pg.errors
+    with opened_page(browser, app_server.url, "phone", accept_downloads=True) as pg:
+        yield pg
 
-
-def translate(page, text: str):
-    page.locator("#src-text textarea").fill(text)
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
-    page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
 
 
 def fail_translate(page):

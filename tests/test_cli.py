@@ -5,6 +5,7 @@ what it resumed, whether the checkpoint average was kept, and why it left bf16."
 from __future__ import annotations
 
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -254,10 +255,24 @@ def test_a_missing_hub_shaped_checkpoint_is_one_line(capfd, no_hub, data_dir, er
      "not found on the hub"),
     (ConnectionError("Couldn't reach 'runs/nope' on the Hub (ConnectError)"), "the hub could not be reached"),
 ])
-def test_a_missing_hub_shaped_dataset_is_one_line(capfd, no_hub, tmp_path, error, reason):
-    no_hub(error)
-    line = exit_2(capfd, train.main, ["--preset", "tiny", "--dataset", "runs/nope", "--out", str(tmp_path / "o")])
-    assert line == f"error: no dataset at runs/nope (not a local folder, and {reason})"
+def test_a_missing_hub_shaped_dataset_is_one_line(capfd, caplog, monkeypatch, tmp_path, error, reason):
+    def retry_then_fail(*args, **kwargs):
+        # what huggingface_hub logs on each retry while the hub cannot be reached
+        logging.getLogger("huggingface_hub.utils._http").warning("Retrying in 8s [Retry 4/5].")
+        raise error
+
+    monkeypatch.setattr(datasets, "load_dataset", retry_then_fail)
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        train.main(["--preset", "tiny", "--dataset", "runs/nope", "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    # a status line first (the hub's retries can take half a minute), then the error alone
+    assert lines_of(capfd.readouterr().err) == [
+        "data: looking up runs/nope on the hub",
+        f"error: no dataset at runs/nope (not a local folder, and {reason})"]
+    # the retry lines are held back (huggingface_hub's handler writes to the stderr it saw
+    # at import, so they are caught on their way through the logging tree)
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("huggingface_hub")] == []
 
 
 def test_distill_from_is_checked_before_the_data_loads(capfd, monkeypatch, data_dir, tmp_path, tiny_checkpoint):

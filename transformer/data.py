@@ -158,18 +158,24 @@ def _innermost(exc: BaseException) -> BaseException:
 
 
 @contextlib.contextmanager
-def _quiet_json_loader():
-    """``datasets``' JSON builder logs its own error line before raising; the DataError
-    raised here says the same with the line number, so that line is held back."""
+def _quiet(logger_name: str):
+    """Hold back one library logger's lines while a call runs: the DataError raised after it
+    says the same in one line."""
     import logging
 
-    logger = logging.getLogger("datasets.packaged_modules.json.json")
+    logger = logging.getLogger(logger_name)
     level = logger.level
     logger.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
         logger.setLevel(level)
+
+
+# datasets' JSON builder logs its own error line before raising (the DataError names the line)
+_JSON_LOGGER = "datasets.packaged_modules.json.json"
+# huggingface_hub logs each of its retries when the hub cannot be reached
+_HUB_LOGGER = "huggingface_hub"
 
 
 def _hub_failure(dataset: str, config: str | None, exc: BaseException) -> str:
@@ -200,7 +206,7 @@ def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = No
             if Path(f).stat().st_size == 0:
                 raise DataError(f"{f}: file is empty")
         try:
-            with _quiet_json_loader():
+            with _quiet(_JSON_LOGGER):
                 return datasets.load_dataset("json", data_files=files, cache_dir=cache_dir)
         except Exception as exc:  # datasets wraps JSON errors in several exception types
             for f in files.values():
@@ -213,7 +219,8 @@ def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = No
     if dataset.startswith((".", "/", "~")) or dataset.endswith((".jsonl", ".json")):
         raise DataError(f"{dataset}: no such file or directory")
     try:
-        return datasets.load_dataset(dataset, config, cache_dir=cache_dir)
+        with _quiet(_HUB_LOGGER):
+            return datasets.load_dataset(dataset, config, cache_dir=cache_dir)
     except Exception as exc:
         raise DataError(_hub_failure(dataset, config, exc)) from exc
 
