@@ -1,9 +1,9 @@
 """The compact trace the browser viewer draws from: ``encode_trace(trace) -> dict``.
 
 Why: the server runs the model once per sentence and the browser draws every view from
-this one payload, so it must be small (about 40 KB for a 10-word sentence, at most about
-1.47 MB at the 126-token cap, where both source and target reach 128 positions) and quick
-to make. ``Trace.to_dict()`` stays the full-precision download.
+this one payload, so it must be small (tens of KB for a 10-word sentence, and under
+1.5 MB at the 126-token cap even where both source and target reach 128 positions) and
+quick to make. ``Trace.to_dict()`` stays the full-precision download.
 
 Schema ``attention-explorer-payload/2`` (a JSON object):
 
@@ -24,8 +24,8 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
   "probs": A (T,L,5)}``, ``encoder_rollout`` A (S,S), ``rollout`` A (T,S), ``head_stats`` (JSON).
 
 Every array ``A`` is encoded with the project's one array codec, ``transformer/wire.py``
-(attention as ``u8row``/``u8tril``, the positional encoding as ``u8lin``, probabilities as
-``f32``, token ids as ``u16``). ``decode_payload`` is the inverse in Python (used by the
+(attention as ``u8row``/``u8tril``, deflated, the positional encoding as ``u8lin``,
+probabilities as ``f32``, token ids as ``u16``). ``decode_payload`` is the inverse in Python (used by the
 tests); the browser's decoder is ``explorer/web/payload.js``.
 
 The attention part alone (:func:`encode_attention`: tokens, sizes and ``attn``) is what the
@@ -61,9 +61,9 @@ def encode_attention(trace) -> dict:
         "heads": trace.n_heads,
         "steps": trace.steps,
         "attn": {
-            "encoder": encode_rows(trace.encoder_attn),
-            "decoder": encode_tril(trace.decoder_self_attn),
-            "cross": encode_rows(trace.cross_attn),
+            "encoder": encode_rows(trace.encoder_attn, deflate=True),
+            "decoder": encode_tril(trace.decoder_self_attn, deflate=True),
+            "cross": encode_rows(trace.cross_attn, deflate=True),
         },
     }
 

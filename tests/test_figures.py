@@ -167,10 +167,10 @@ NODE = shutil.which("node")
 RUNNER = """
 globalThis.document = { createElement: () => ({ getContext: () => ({}) }) }; // draw.js makes canvases at load
 const { readFileSync } = await import("node:fs");
-const { Trace } = await import("./payload.js");
+const { readTrace } = await import("./payload.js");
 const { layout, attentionMatrix, headIndex, validView } = await import("./attention.js");
 const input = JSON.parse(readFileSync(0, "utf8"));
-const tr = new Trace(input.payload);
+const tr = await readTrace(input.payload);
 const num = (x) => (Number.isNaN(x) ? "nan" : x === -Infinity ? "-inf" : x);
 console.log(JSON.stringify(input.settings.map((s) => {
   const v = validView(tr, s), lay = layout(tr, v);

@@ -108,13 +108,13 @@ RUNNER = """
 globalThis.document = { createElement: () => ({ getContext: () => ({}) }) }; // draw.js makes canvases at load
 const { readFileSync } = await import("node:fs");
 const { align, alignView, differenceMap } = await import("./pairs.js");
-const { Trace } = await import("./payload.js");
+const { readTrace } = await import("./payload.js");
 const { layout, attentionMatrix, headIndex } = await import("./attention.js");
 const input = JSON.parse(readFileSync(0, "utf8"));
 const num = (x) => (Number.isNaN(x) ? "nan" : x === Infinity ? "gap" : x === -Infinity ? "future" : x);
 const out = { aligned: input.cases.map(([a, b]) => align(a, b)) };
 if (input.a) {
-  const A = new Trace(input.a), B = new Trace(input.b);
+  const A = await readTrace(input.a), B = await readTrace(input.b);
   out.maps = input.settings.map((s) => {
     const la = layout(A, s), lb = layout(B, s);
     const ma = attentionMatrix(A, s.view, s.layer - 1, headIndex(s.head), la);

@@ -4,6 +4,7 @@ that embeds it."""
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,8 @@ from transformer import wire as W
 from transformer.trace import Trace
 
 RNG = np.random.default_rng(0)
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED, DATA = ROOT / "checkpoints" / "en-it", ROOT / "data" / "tatoeba-en-it"
 
 
 def softmax_rows(shape, causal=False):
@@ -119,13 +122,56 @@ def test_optional_analysis_fields_travel_when_present():
     assert np.abs(d["rollout"] - tr.rollout).max() <= 1 / 255
 
 
-@pytest.mark.parametrize("S, T, limit", [(12, 13, 100_000), (128, 128, 1_500_000)])
-def test_payload_size_targets(S, T, limit):
-    """10-word sentence (about 12 source tokens) and the 126-token cap, shipped model's shape,
-    with every analysis a real trace carries. At the cap both source and target reach 128
-    positions (a model that never emits [EOS] runs to the limit), so this is the worst case."""
-    size = len(json.dumps(P.encode_trace(synthetic_trace(S, T, analyses=True)), ensure_ascii=False).encode())
-    assert size <= limit, size
+@pytest.mark.parametrize("encode", [W.encode_rows, W.encode_tril])
+def test_deflated_arrays_decode_to_the_same_values(encode):
+    x = softmax_rows((2, 4, 30, 30), causal=encode is W.encode_tril)
+    plain, packed = encode(x), encode(x, deflate=True)
+    assert packed["zip"] == "deflate" and "zip" not in plain
+    np.testing.assert_array_equal(W.decode_array(packed), W.decode_array(plain))
+    with pytest.raises(ValueError, match="compression"):
+        W.decode_array({**packed, "zip": "gzip"})
+
+
+def test_payload_attention_travels_deflated(translator):
+    p = P.encode_trace(translator.trace("the black cat sleeps."))
+    assert {a["zip"] for a in p["attn"].values()} == {"deflate"}
+    assert all("zip" not in p[k] for k in ("pe", "rollout", "encoder_rollout") if k in p)
+
+
+def shipped_shape() -> tuple[int, int, int]:
+    """(layers, heads, d_model) of checkpoints/en-it."""
+    cfg = json.loads((SHIPPED / "config.json").read_text(encoding="utf-8"))
+    return cfg["n_decoder_layers"], cfg["h"], cfg["d_model"]
+
+
+def test_payload_size_of_a_ten_word_sentence():
+    """A 10-word sentence (about 12 source tokens), the shipped model's shape, with every
+    analysis a real trace carries."""
+    L, H, d = shipped_shape()
+    size = len(json.dumps(P.encode_trace(synthetic_trace(12, 13, L=L, H=H, d=d, analyses=True)),
+                          ensure_ascii=False).encode())
+    assert size <= 100_000, size
+
+
+def test_payload_size_at_the_cap_on_the_shipped_model():
+    """The worst case a visitor can cause: 126 source subwords, and a decoder that runs to the
+    128-position limit (as a model that never emits [EOS] would), with the shipped model's real
+    attention, which is what the deflated size depends on. The decoder is forced through real
+    Italian so that every one of its steps is a real one."""
+    from transformer import load_translator
+    from transformer.tokenizer import encode
+
+    tr = load_translator(SHIPPED)
+    pairs = [json.loads(line)["translation"] for line in (DATA / "validation.jsonl").open(encoding="utf-8")]
+    english = " ".join(p["en"] for p in pairs[:40])
+    ids = encode(tr.src_tok, english)[:126]
+    text = tr.src_tok.decode(ids)
+    forced = encode(tr.tgt_tok, " ".join(p["it"] for p in pairs[:40]))[: tr.cfg.max_positions - 1]
+    trace = tr.trace(text, forced_prefix=forced)
+    assert len(trace.src_tokens) == trace.steps == tr.cfg.max_positions  # both at the limit
+    size = len(json.dumps(P.encode_trace(trace), ensure_ascii=False).encode())
+    assert size <= 1_500_000, size
+    assert trace.cross_attn.shape[0] == shipped_shape()[0]
 
 
 def test_unk_fraction():

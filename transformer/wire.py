@@ -20,11 +20,18 @@ An encoded array is ``{"enc": ..., "shape": [...], "data": base64}`` with ``enc`
 - ``"u8lin"``: ``q = round(255 * (x - lo) / (hi - lo))`` with ``lo``/``hi`` given; for signed data.
 - ``"u16"`` / ``"i32"``: little-endian integers (token ids; ``i32`` only for vocabularies of
   more than 65,536 entries).
+
+An array made with ``deflate=True`` also has ``"zip": "deflate"``: its ``data`` bytes were
+compressed with zlib (RFC 1950) before base64, which the browser inflates with its own
+``DecompressionStream("deflate")``. The explorer deflates attention: most of a row's weights
+quantise to a few small values, so it shrinks 1.7-10x, and the longest sentences stay
+within the payload budget with a deeper model.
 """
 
 from __future__ import annotations
 
 import base64
+import zlib
 
 import numpy as np
 
@@ -37,6 +44,25 @@ def _b64(a: np.ndarray) -> str:
 
 def _unb64(s: str, dtype) -> np.ndarray:
     return np.frombuffer(base64.b64decode(s), dtype=dtype)
+
+
+def _packed(q: np.ndarray, deflate: bool) -> dict:
+    """``data`` (and ``zip``) of an encoded array: its bytes in base64, deflated first if asked.
+    Level 1: the attention of the longest sentence deflates in about 30 ms, and higher levels
+    gain under 10% more."""
+    if not deflate:
+        return {"data": _b64(q)}
+    raw = np.ascontiguousarray(q).tobytes()
+    return {"data": base64.b64encode(zlib.compress(raw, 1)).decode("ascii"), "zip": "deflate"}
+
+
+def _data(a: dict, dtype) -> np.ndarray:
+    """The bytes of encoded array ``a`` as ``dtype`` (inflated where ``a`` was deflated)."""
+    if a.get("zip") is None:
+        return _unb64(a["data"], dtype)
+    if a["zip"] != "deflate":
+        raise ValueError(f"unknown array compression {a['zip']!r}")
+    return np.frombuffer(zlib.decompress(base64.b64decode(a["data"])), dtype=dtype)
 
 
 def _row_scale(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -61,20 +87,20 @@ def encode_f32(x: np.ndarray) -> dict:
     return {"enc": "f32", "shape": list(x.shape), "data": _b64(x)}
 
 
-def encode_rows(x: np.ndarray) -> dict:
+def encode_rows(x: np.ndarray, deflate: bool = False) -> dict:
     """Non-negative array -> ``u8row`` (per last-axis-row max scaling)."""
     x = np.asarray(x, dtype=np.float32)
     m, q = _row_scale(x)
-    return {"enc": "u8row", "shape": list(x.shape), "data": _b64(q), "scale": _b64(m.reshape(-1))}
+    return {"enc": "u8row", "shape": list(x.shape), **_packed(q, deflate), "scale": _b64(m.reshape(-1))}
 
 
-def encode_tril(x: np.ndarray) -> dict:
+def encode_tril(x: np.ndarray, deflate: bool = False) -> dict:
     """(..., T, T) causal matrices -> ``u8tril``: only entries on or left of the diagonal."""
     x = np.asarray(x, dtype=np.float32)
     T = x.shape[-1]
     m, q = _row_scale(np.tril(x))
     rows, cols = np.tril_indices(T)
-    return {"enc": "u8tril", "shape": list(x.shape), "data": _b64(q[..., rows, cols]),
+    return {"enc": "u8tril", "shape": list(x.shape), **_packed(q[..., rows, cols], deflate),
             "scale": _b64(m.reshape(-1))}
 
 
@@ -105,19 +131,19 @@ def decode_array(a: dict) -> np.ndarray:
     if a["enc"] not in ENCODINGS:
         raise ValueError(f"unknown array encoding {a['enc']!r}")
     if a["enc"] in ("u16", "i32"):
-        return _unb64(a["data"], "<u2" if a["enc"] == "u16" else "<i4").reshape(shape).astype(np.int64)
+        return _data(a, "<u2" if a["enc"] == "u16" else "<i4").reshape(shape).astype(np.int64)
     if a["enc"] == "f32":
-        return _unb64(a["data"], "<f4").reshape(shape).astype(np.float32)
+        return _data(a, "<f4").reshape(shape).astype(np.float32)
     if a["enc"] == "u8lin":
-        q = _unb64(a["data"], np.uint8).reshape(shape).astype(np.float32)
+        q = _data(a, np.uint8).reshape(shape).astype(np.float32)
         return (a["lo"] + q / 255.0 * (a["hi"] - a["lo"])).astype(np.float32)
     scale = _unb64(a["scale"], "<f2").astype(np.float32).reshape(shape[:-1] + (1,))
     if a["enc"] == "u8row":
-        q = _unb64(a["data"], np.uint8).reshape(shape).astype(np.float32)
+        q = _data(a, np.uint8).reshape(shape).astype(np.float32)
         return q * scale / 255.0
     T = shape[-1]  # u8tril
     rows, cols = np.tril_indices(T)
-    packed = _unb64(a["data"], np.uint8).reshape(shape[:-2] + (len(rows),)).astype(np.float32)
+    packed = _data(a, np.uint8).reshape(shape[:-2] + (len(rows),)).astype(np.float32)
     full = np.zeros(shape, dtype=np.float32)
     full[..., rows, cols] = packed
     return full * scale / 255.0

@@ -10,7 +10,7 @@
 // in the viewer (before the first one, after an error) the panel is empty, captions and
 // status included. All token text goes in with textContent.
 
-import { Trace } from "./payload.js";
+import { readTrace } from "./payload.js";
 import { layout, attentionMatrix, headIndex, headName } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./figure.js";
@@ -83,17 +83,22 @@ export class Epochs {
   }
 
   /** The server's answer: the snapshots' traces of one sentence, or {key, error}. */
-  receive(a) {
+  async receive(a) {
     if (!a || a.schema !== SCHEMA) return;
-    const e = this.store.get().epochs, key = a.key ? `${a.key[0]}\u241f${a.key[1].join("\u241e")}` : null;
-    if (a.error) { this.store.set({ epochs: { ...e, pending: null, error: { key, message: a.error } } }); return; }
-    const data = new Map(e.data);
+    const key = a.key ? `${a.key[0]}\u241f${a.key[1].join("\u241e")}` : null;
+    if (a.error) {
+      this.store.set({ epochs: { ...this.store.get().epochs, pending: null, error: { key, message: a.error } } });
+      return;
+    }
+    const traces = await Promise.all(a.snapshots.map((x) => readTrace(x.trace)));
+    const e = this.store.get().epochs, data = new Map(e.data); // read after the wait: the store may have moved
     data.set(key, {
-      snapshots: a.snapshots.map((x) => ({ ...x, trace: new Trace(x.trace) })),
+      snapshots: a.snapshots.map((x, i) => ({ ...x, trace: traces[i] })),
       final: a.final,
       ms: a.snapshots.reduce((sum, x) => sum + (x.trace_ms || 0), 0),
     });
-    this.store.set({ epochs: { ...e, data, pending: null, error: null } });
+    // a question asked for another sentence while this answer was inflating stays pending
+    this.store.set({ epochs: { ...e, data, pending: e.pending === key ? null : e.pending, error: null } });
   }
 
   /** Redraw once per animation frame at most, however many store changes come in. */

@@ -15,7 +15,7 @@
 // a token only one sentence has becomes a gap in the difference map. All text goes in as
 // text (el(..., {text}) / textContent).
 
-import { Trace } from "./payload.js";
+import { readTrace } from "./payload.js";
 import { VIEWS, AXES, layout, attentionMatrix, analysisMatrix, headIndex, headName, maxOf } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./figure.js";
@@ -233,17 +233,21 @@ export class Pairs {
   }
 
   /** The server's answer: {sentenceId, text, payload} or {sentenceId, text, error}. */
-  receive(a) {
+  async receive(a) {
     if (!a) return;
-    const now = this.store.get().pair;
-    if (!now || now.status !== "pending" || now.text !== a.text) return; // an answer to an older question
+    const pending = () => {
+      const now = this.store.get().pair;
+      return now && now.status === "pending" && now.text === a.text;
+    };
+    if (!pending()) return; // an answer to an older question
     let value;
     try {
       value = a.error ? pairValue({ status: "error", text: a.text, error: a.error })
-        : pairValue({ status: "done", text: a.text, trace: new Trace(a.payload) });
+        : pairValue({ status: "done", text: a.text, trace: await readTrace(a.payload) });
     } catch (err) {
       value = pairValue({ status: "error", text: a.text, error: "The server's answer could not be read." });
     }
+    if (!pending()) return; // asked again while this answer was inflating
     this.store.answer("pair", a.sentenceId, value);
   }
 

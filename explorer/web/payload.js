@@ -2,7 +2,8 @@
 // compact trace (schema in explorer/payload.py), whole for the viewer or its attention
 // part alone for the training snapshots of the epoch comparison. Everything is decoded
 // once per sentence into dense Float32Arrays, so that every later click only slices
-// arrays that are already in memory.
+// arrays that are already in memory. Attention travels deflated: `readTrace` inflates it
+// with the browser's own DecompressionStream (asynchronous), then builds the Trace.
 
 import { headValue } from "./attention.js";
 
@@ -13,12 +14,6 @@ function bytes(b64) {
   const out = new Uint8Array(s.length);
   for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
   return out;
-}
-
-function floats(b64) {
-  const b = bytes(b64);
-  // every browser we target is little-endian, like the encoder's "<f4"
-  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 }
 
 /** Little-endian float16 values (the per-row scales) -> Float32Array. */
@@ -33,31 +28,43 @@ function halfs(b64) {
   return out;
 }
 
+/** An encoded array whose bytes are ready to read: a deflated one ({zip: "deflate"}) comes
+ * back with its inflated bytes in `raw`; any other is returned as it is. */
+export async function inflated(a) {
+  if (!a || !a.zip) return a;
+  if (a.zip !== "deflate") throw new Error(`unknown array compression ${a.zip}`);
+  const stream = new Blob([bytes(a.data)]).stream().pipeThrough(new DecompressionStream("deflate"));
+  return { ...a, zip: null, raw: new Uint8Array(await new Response(stream).arrayBuffer()) };
+}
+
 /** One encoded array -> {shape, data} with data a dense row-major Float32Array (an
- * Int32Array for token ids, encodings "u16" and "i32"). */
+ * Int32Array for token ids, encodings "u16" and "i32"). A deflated array must have been
+ * through `inflated` first. */
 export function decodeArray(a) {
+  if (a.zip) throw new Error("a deflated array: inflate it first (readTrace does)");
   const shape = a.shape;
   const n = shape.reduce((x, y) => x * y, 1);
   const last = shape[shape.length - 1] || 1;
+  const q = a.raw || bytes(a.data); // the array's own bytes (the row scales travel apart)
   if (a.enc === "u16" || a.enc === "i32") {
-    const b = bytes(a.data);
-    const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+    const view = new DataView(q.buffer, q.byteOffset, q.byteLength);
     const ids = new Int32Array(n);
     for (let i = 0; i < n; i++) ids[i] = a.enc === "u16" ? view.getUint16(2 * i, true) : view.getInt32(4 * i, true);
     return { shape, data: ids };
   }
   const out = new Float32Array(n);
   if (a.enc === "f32") {
-    out.set(floats(a.data));
+    // every browser we target is little-endian, like the encoder's "<f4"
+    out.set(new Float32Array(q.buffer, q.byteOffset, n));
   } else if (a.enc === "u8lin") {
-    const q = bytes(a.data), k = (a.hi - a.lo) / 255;
+    const k = (a.hi - a.lo) / 255;
     for (let i = 0; i < n; i++) out[i] = a.lo + q[i] * k;
   } else if (a.enc === "u8row") {
-    const q = bytes(a.data), scale = halfs(a.scale);
+    const scale = halfs(a.scale);
     for (let i = 0; i < n; i++) out[i] = (q[i] * scale[(i / last) | 0]) / 255;
   } else if (a.enc === "u8tril") {
     // row i of each (T, T) matrix holds entries 0..i; the rest are exact zeros
-    const q = bytes(a.data), scale = halfs(a.scale), T = last;
+    const scale = halfs(a.scale), T = last;
     let p = 0;
     for (let m = 0; m < n / (T * T); m++) {
       for (let i = 0; i < T; i++) {
@@ -78,6 +85,14 @@ function tokenNames(a, vocab) {
     ? Array.from(data.subarray(off, off + shape[dim]), (i) => vocab[i])
     : Array.from({ length: shape[dim] }, (_, j) => nest((off + j) * shape[dim + 1], dim + 1)));
   return nest(0, 0);
+}
+
+/** A payload -> its Trace, once its deflated attention has been inflated. */
+export async function readTrace(p) {
+  if (!p || !p.attn) return new Trace(p); // the constructor says what is wrong
+  const kinds = Object.keys(p.attn);
+  const arrays = await Promise.all(kinds.map((k) => inflated(p.attn[k])));
+  return new Trace({ ...p, attn: Object.fromEntries(kinds.map((k, i) => [k, arrays[i]])) });
 }
 
 /** A decoded trace: tokens plus accessors into the attention tensors. The attention part

@@ -15,7 +15,7 @@
 // only while open, so a Translate paints just the first screen; which ones are open is the
 // store's `open` (kept in the link, url.js).
 
-import { Trace } from "./payload.js";
+import { readTrace } from "./payload.js";
 import {
   VIEWS, AXES, VIEW_KIND, headName, headIndex, quote, layout, attentionMatrix, analysisMatrix, maxOf, validView,
 } from "./attention.js";
@@ -279,10 +279,12 @@ export class Viewer {
   }
 
   /** A payload from the server (a new sentence), or null (refused: the viewer empties). */
-  receive(payload) {
-    const store = this.store;
+  async receive(payload) {
+    const store = this.store, n = (this.received = (this.received || 0) + 1);
     if (!payload) { store.setTrace(null); return; }
-    const tr = new Trace(payload), link = store.get().link;
+    const tr = await readTrace(payload);
+    if (n !== this.received) return; // a newer answer came while this one was inflating
+    const link = store.get().link;
     const fromLink = link && link.text === tr.srcText; // a shared link: reopen exactly that view
     // the settings this trace can show: the link's, or the current ones from step 1
     const view = validView(tr, fromLink ? link.settings : { ...store.get(), step: 1 });
