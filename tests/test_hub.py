@@ -229,3 +229,55 @@ def test_beam_table_becomes_a_card_section_and_replaces_an_old_one():
     assert twice.count("## Beam search") == 1 and "| beam k=4 | 29.57 |" in twice and "| 28.57 |" not in twice
     assert twice.endswith("## Samples\n\nx\n")
     assert with_section("# M\n", "New", "body").endswith("## New\n\nbody\n")  # no anchor: at the end
+
+
+# ----------------------------------------------------------------------------- a card rebuilt from its folder
+def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkpoint, data_dir):
+    """``python -m transformer.evaluate --save`` records test scores in metrics.json, and
+    ``python -m transformer.modelcard`` rebuilds README.md from the folder: scores and
+    model-index with the test split, snapshots, history, samples, and credit for added corpora."""
+    from tests.test_panel_beam import make_snapshots
+    from transformer import evaluate, modelcard
+
+    ckpt = make_snapshots(tiny_checkpoint, tmp_path / "ckpt", epochs=(1, 2))
+    history = [{"epoch": 1, "step": 3, "minutes": 0.1, "train_loss": 5.0, "val_loss": 4.0, "bleu": 1.0, "chrf": 9.0},
+               {"epoch": 2, "step": 6, "minutes": 0.2, "train_loss": 4.0, "val_loss": 3.5, "bleu": 2.0, "chrf": 12.0}]
+    (ckpt / "metrics.json").write_text(json.dumps({"validation": {"bleu": 2.0, "chrf": 12.0}, "epoch": 2, "step": 6,
+                                                   "train_minutes": 0.2, "parameters": 1234}))
+    (tmp_path / "history.json").write_text(json.dumps(history))
+    test_file = data_dir / "test.jsonl"
+    assert evaluate.main(["--checkpoint", str(ckpt), "--data", str(test_file), "--save"]) == 0
+    test = json.loads((ckpt / "metrics.json").read_text())["test"]
+    assert set(test) == {"bleu", "chrf", "n", "data"} and test["n"] == len(test_file.read_text().splitlines())
+    assert modelcard.main(["--checkpoint", str(ckpt), "--command", "python train.py", "--samples", str(test_file),
+                           "--n-samples", "3", "--data", "data/tatoeba-en-it", "--extra-data", "data/tatoeba-en-it-bt",
+                           "--history", str(tmp_path / "history.json"), "--detail", "training time", "a while"]) == 0
+    card = ModelCard.load(ckpt / "README.md")
+    assert {(r.dataset_split, r.metric_type): r.metric_value for r in card.data.eval_results} == {
+        ("validation", "bleu"): 2.0, ("validation", "chrf"): 12.0, ("test", "bleu"): test["bleu"],
+        ("test", "chrf"): test["chrf"]}
+    text = card.text
+    assert f"| test | {test['bleu']} | {test['chrf']} |" in text
+    assert "| command | `python train.py` |" in text and "| training time | a while |" in text
+    snapshots = text.split("## Training snapshots")[1].split("\n## ")[0]
+    assert [line.split(" | ")[0] for line in snapshots.splitlines() if line.startswith("| ") and "MB" in line] == ["| 1", "| 2"]
+    assert "| 2 (this model) | 6 | 0.2 | 2.0 | 12.0 |" in snapshots
+    samples = text.split("## Samples")[1].split("\n## ")[0]
+    assert sum(line.startswith("| ") for line in samples.splitlines()) == 1 + 3  # the header and 3 pairs
+    assert "Trained on data/tatoeba-en-it, plus data/tatoeba-en-it-bt. Sentences from Tatoeba" in text
+    assert "| 2 | 6 | 0.2 | 4.0 | 3.5 | 2.0 | 12.0 |" in text.split("## Training history")[1]
+    # the history now travels in the folder's metrics.json
+    assert json.loads((ckpt / "metrics.json").read_text())["history"] == history
+
+
+def test_card_and_save_flags_fail_in_one_line(capfd, tmp_path, tiny_checkpoint, data_dir):
+    from tests.test_cli import exit_2
+    from transformer import evaluate, modelcard
+
+    test_file = str(data_dir / "test.jsonl")
+    line = exit_2(capfd, evaluate.main, ["--checkpoint", str(tiny_checkpoint), "--data", test_file, "--save",
+                                         "--beam-size", "4"])
+    assert "--save records greedy scores" in line
+    line = exit_2(capfd, modelcard.main, ["--checkpoint", str(tmp_path), "--command", "c", "--samples", test_file,
+                                          "--data", "d"])
+    assert line == f"error: {tmp_path}: no metrics.json (not a trained checkpoint folder)"

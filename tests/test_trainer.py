@@ -164,6 +164,8 @@ def test_one_evaluate_and_save_step_picks_best(data, tmp_path, monkeypatch, chrf
     assert {k: metrics[k] for k in best_tag} == best_tag
     assert metrics["validation"]["chrf"] == max(chrfs) == result.best_chrf
     assert [r.get("epoch") for r in result.history] == [1, 2, 3, None]
+    # best/ carries the history up to its own evaluation, so its card can be rebuilt from the folder
+    assert metrics["history"] == result.history[: len(metrics["history"])] and metrics["history"]
     if "averaged" in best_tag:  # best/ holds the averaged weights, not epoch 3's
         assert not same_weights(weights(tmp_path / "best"), weights(tmp_path / "epochs" / "epoch-003"))
     else:

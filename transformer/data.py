@@ -48,6 +48,8 @@ class ParallelData:
     validation: list[tuple[str, str]]
     test: list[tuple[str, str]]
     source: str
+    # corpora whose train pairs were appended to ``train`` (e.g. back-translated pairs)
+    extra: tuple[str, ...] = ()
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
     python -m transformer.evaluate --checkpoint checkpoints/en-it --data data/tatoeba-en-it/test.jsonl
     python -m transformer.evaluate --data data/tatoeba-en-it/test.jsonl --beam-size 4
+    python -m transformer.evaluate --checkpoint runs/base/best --data data/tatoeba-en-it/test.jsonl --save
 
 Progress goes to stderr; the last stdout line is one JSON object with at least
 ``bleu``, ``chrf``, ``n`` and ``seconds``.
@@ -16,9 +17,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from .checkpoint import METRICS_FILE, write_file_atomic
 from .cli import ArgumentParser, fail, load_translator_or_exit, whole_number
 from .data import DataError, load_split, local_data_files
 from .metrics import corpus_scores
+from .modelcard import display_source
 
 
 def parse_args(argv=None):
@@ -32,6 +35,9 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=whole_number(1), default=64, help="sentences per decoding batch")
     p.add_argument("--beam-size", type=whole_number(1), default=1, help="beam width k (1: greedy decoding)")
     p.add_argument("--output", default=None, help="write the hypotheses here, one per line")
+    p.add_argument("--save", action="store_true",
+                   help="record the greedy scores in the checkpoint's metrics.json as its 'test' entry, which its "
+                        "model card shows once rebuilt (python -m transformer.modelcard); local folders only")
     return p.parse_args(argv)
 
 
@@ -41,6 +47,10 @@ def main(argv=None) -> int:
     if not path.exists():
         fail(f"{path}: no such file or directory")
     split = args.split or ("train" if path.is_file() else "test")
+    if args.save and args.beam_size != 1:
+        fail("--save records greedy scores: leave out --beam-size (benchmarks/beam_eval.py --save records beam search)")
+    if args.save and not (Path(args.checkpoint) / METRICS_FILE).is_file():
+        fail(f"--save: {args.checkpoint} is not a local checkpoint folder with a {METRICS_FILE}")
     try:
         local_data_files(path, split)  # the split's file is there, before the model loads
     except DataError as exc:
@@ -70,6 +80,11 @@ def main(argv=None) -> int:
     scores = corpus_scores(hyps, [t for _, t in pairs])
     if args.output:
         Path(args.output).write_text("\n".join(hyps) + "\n", encoding="utf-8")
+    if args.save:
+        metrics_path = Path(args.checkpoint) / METRICS_FILE
+        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+        metrics["test"] = {**scores, "n": len(pairs), "data": display_source(str(path))}
+        write_file_atomic(metrics_path, json.dumps(metrics, indent=2) + "\n")
     print(json.dumps({**scores, "n": len(pairs), "beam_size": args.beam_size, "seconds": round(seconds, 2),
                       "checkpoint": str(args.checkpoint), "data": str(path), "src": src, "tgt": tgt}))
     return 0

@@ -1,5 +1,8 @@
 """The model card written beside a trained checkpoint (``README.md`` in the directory).
 
+    python -m transformer.modelcard --checkpoint checkpoints/en-it --command "python train.py" \
+        --samples data/tatoeba-en-it/test.jsonl --data data/tatoeba-en-it --extra-data data/tatoeba-en-it-bt
+
 Built with ``huggingface_hub``'s :class:`~huggingface_hub.ModelCard` and
 :class:`~huggingface_hub.ModelCardData`, so the YAML metadata is exactly what the hub
 parses: ``pipeline_tag: translation`` and the languages put the model in the hub's
@@ -139,7 +142,8 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
                      samples: list[tuple[str, str, str]], data_source: str, *, test_scores: dict | None = None,
                      dataset_id: str | None = None, license: str = "mit", model_name: str | None = None,
                      title: str | None = None, details: list[tuple[str, str]] | None = None,
-                     sections: dict[str, str] | None = None, limitations: str | None = None):
+                     sections: dict[str, str] | None = None, limitations: str | None = None,
+                     extra_data: tuple[str, ...] = (), samples_heading: str = "Samples (validation)"):
     """The card as a :class:`huggingface_hub.ModelCard`.
 
     ``metrics`` is the checkpoint's metrics.json content; its ``validation`` and (when
@@ -150,7 +154,8 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
     curated card is generated, never edited by hand: ``title``; ``details``, extra
     (label, value) rows for the table at the top (training settings, how it was chosen);
     ``sections``, extra Markdown sections (heading -> body) after the scores, e.g. beam
-    search or training snapshots; ``limitations`` replaces the generic limitations text.
+    search or training snapshots; ``limitations`` replaces the generic limitations text;
+    ``extra_data``, corpora whose pairs were added to ``data_source``'s (credited with it).
     A ``metrics["beam"]`` entry (``benchmarks/beam_eval.py --save``) adds the beam-search
     table as its own section.
     """
@@ -188,8 +193,9 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
         "(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms\n"
         "word by word, and knows nothing of technical, legal or literary text. It is not a\n"
         "production translator.")
-    credit = f"Trained on {display_source(data_source)}."
-    if "tatoeba" in str(data_source).lower():
+    credit = f"Trained on {display_source(data_source)}"
+    credit += "".join(f", plus {display_source(extra)}" for extra in extra_data) + "."
+    if any("tatoeba" in str(d).lower() for d in (data_source, *extra_data)):
         credit += f" Sentences from {TATOEBA_CREDIT}."
     body = f"""
 # {title or f"{src}->{tgt} Transformer (from scratch)"}
@@ -225,7 +231,7 @@ Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
 |---|---|---|
 {score_rows}
 {extra}
-## Samples (validation)
+## {samples_heading}
 
 | source | reference | model |
 |---|---|---|
@@ -250,3 +256,120 @@ def model_card(cfg: TransformerConfig, n_params: int, command: str, history: lis
                samples: list[tuple[str, str, str]], data_source: str, **kwargs) -> str:
     """The card's Markdown text (``README.md``); keyword arguments as :func:`build_model_card`."""
     return str(build_model_card(cfg, n_params, command, history, metrics, samples, data_source, **kwargs))
+
+
+SNAPSHOTS_HEADING = "Training snapshots"
+
+
+def snapshots_section(directory: str | Path) -> str | None:
+    """Markdown for the ``snapshots/`` of a checkpoint folder: each snapshot's epoch, step,
+    minutes and validation scores, then the folder's own model; None without snapshots."""
+    from .checkpoint import WEIGHTS_FILE, list_snapshots, read_metrics
+
+    snaps = list_snapshots(directory)
+    if not snaps:
+        return None
+    rows = ["| epoch | step | minutes | BLEU | chrF | weights |", "|---|---|---|---|---|---|"]
+    for snap in snaps:
+        m, size = snap.metrics, (snap.path / WEIGHTS_FILE).stat().st_size / 1e6
+        val = m.get("validation", {})
+        rows.append(f"| {snap.epoch} | {m.get('step', '')} | {m.get('train_minutes', '')} | {val.get('bleu', '')} | "
+                    f"{val.get('chrf', '')} | {size:.1f} MB |")
+    own = read_metrics(Path(directory))
+    if own.get("epoch") is not None:
+        val = own.get("validation", {})
+        rows.append(f"| {own['epoch']} (this model) | {own.get('step', '')} | {own.get('train_minutes', '')} | "
+                    f"{val.get('bleu', '')} | {val.get('chrf', '')} | |")
+    return ("`snapshots/` holds the same run after a few epochs (sharing this folder's tokenizer), so the "
+            "app's training-epoch panel can show attention forming. Validation scores, greedy:\n\n" + "\n".join(rows))
+
+
+def checkpoint_card(directory: str | Path, command: str, samples: list[tuple[str, str, str]], data_source: str,
+                    **kwargs) -> str:
+    """The card of a checkpoint folder, rebuilt from its own files: ``config.json``,
+    ``metrics.json`` (validation, test and beam scores, the training history, minutes and
+    parameters) and ``snapshots/``. ``command`` is what made the model (the folder does not
+    know how it was launched); other keywords as :func:`build_model_card`."""
+    from .checkpoint import read_config, read_metrics
+
+    directory = Path(directory)
+    metrics = read_metrics(directory)
+    sections = dict(kwargs.pop("sections", None) or {})
+    snapshots = snapshots_section(directory)
+    if snapshots and SNAPSHOTS_HEADING not in sections:
+        sections[SNAPSHOTS_HEADING] = snapshots
+    return model_card(read_config(directory), int(metrics.get("parameters", 0)), command, metrics.get("history", []),
+                      metrics, samples, data_source, sections=sections, **kwargs)
+
+
+def spread(pairs: list, n: int) -> list:
+    """``n`` items taken evenly through ``pairs`` (all of them when there are fewer)."""
+    if len(pairs) <= n:
+        return list(pairs)
+    return [pairs[i * len(pairs) // n] for i in range(n)]
+
+
+def parse_args(argv=None):
+    from .cli import ArgumentParser, whole_number
+
+    p = ArgumentParser(prog="python -m transformer.modelcard",
+                       description="Rebuild a checkpoint folder's model card (README.md) from its own files.")
+    p.add_argument("--checkpoint", required=True, help="the checkpoint folder whose README.md is rewritten")
+    p.add_argument("--command", required=True, help="the command that trained the model, shown on the card")
+    p.add_argument("--samples", required=True, help="JSONL file in the OPUS Books schema: the card shows the "
+                                                     "model's translations of a few of its pairs")
+    p.add_argument("--n-samples", type=whole_number(1), default=10, help="how many pairs, taken evenly through the file")
+    p.add_argument("--data", required=True, help="the training corpus, as the card credits it (e.g. data/tatoeba-en-it)")
+    p.add_argument("--extra-data", nargs="*", default=[], help="corpora whose pairs were added to --data's")
+    p.add_argument("--history", default=None, help="the run's history.json, when the folder's metrics.json has none "
+                                                   "(checkpoints saved before it was kept there)")
+    p.add_argument("--title", default=None, help="the card's title (default: '<src>-><tgt> Transformer (from scratch)')")
+    p.add_argument("--detail", nargs=2, action="append", default=[], metavar=("LABEL", "TEXT"),
+                   help="one more row of the table at the top, e.g. --detail 'training time' '26 epochs in 3.7 hours'")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    import json
+    import sys
+
+    from .checkpoint import METRICS_FILE, CheckpointError, read_metrics, write_file_atomic
+    from .cli import fail, load_translator_or_exit
+    from .data import DataError, load_split
+
+    args = parse_args(argv)
+    directory = Path(args.checkpoint)
+    if not (directory / METRICS_FILE).is_file():
+        fail(f"{directory}: no {METRICS_FILE} (not a trained checkpoint folder)")
+    if not Path(args.samples).is_file():
+        fail(f"--samples {args.samples}: no such file")
+    history = None
+    if args.history:
+        try:
+            history = json.loads(Path(args.history).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            fail(f"--history {args.history}: {exc}")
+        if not isinstance(history, list):
+            fail(f"--history {args.history}: not a list of evaluation records")
+    tr = load_translator_or_exit(str(directory))
+    try:
+        pairs = spread(load_split(args.samples, "train", tr.cfg.src_lang, tr.cfg.tgt_lang), args.n_samples)
+    except DataError as exc:
+        fail(str(exc))
+    hyps = tr.translate([s for s, _ in pairs])
+    if history is not None:
+        metrics = read_metrics(directory)
+        write_file_atomic(directory / METRICS_FILE, json.dumps({**metrics, "history": history}, indent=2) + "\n")
+    try:
+        card = checkpoint_card(directory, args.command, [(s, t, h) for (s, t), h in zip(pairs, hyps)], args.data,
+                               extra_data=tuple(args.extra_data), title=args.title, details=args.detail,
+                               samples_heading=f"Samples ({Path(args.samples).name}, {len(pairs)} pairs taken evenly)")
+    except CheckpointError as exc:
+        fail(str(exc))
+    write_file_atomic(directory / "README.md", card)
+    print(f"wrote {directory / 'README.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -174,6 +174,7 @@ def load_run_data(dataset: str, src_lang: str, tgt_lang: str, config: str | None
     if max_train_pairs:
         data.train = data.train[:max_train_pairs]
     data.train = data.train + extra
+    data.extra = tuple(str(path) for path in extra_train)
     return data
 
 
@@ -505,10 +506,11 @@ class Trainer:
         if is_best:
             self.best_chrf = scores["chrf"]
             card = model_card(self.cfg, self.n_params, self.command, self.history, metrics, samples[:10],
-                              self.data.source)
+                              self.data.source, extra_data=getattr(self.data, "extra", ()))
             with self._on_cpu() as cpu_model:
-                save_checkpoint(self.best_dir, cpu_model, self.src_tok, self.tgt_tok, metrics=metrics,
-                                model_card=card)
+                # best/ carries the run's history, so that its card can be rebuilt from the folder
+                save_checkpoint(self.best_dir, cpu_model, self.src_tok, self.tgt_tok,
+                                metrics={**metrics, "history": self.history}, model_card=card)
             self.copy_snapshots_to_best()
         evaluation = Evaluation(record, metrics, samples, is_best)
         self._fire("on_evaluate", evaluation=evaluation)
