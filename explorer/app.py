@@ -42,20 +42,20 @@ GREEDY_LABEL = "Italian translation (greedy)"
 LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the greedy one
 EXAMPLES = [
     ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'macchina rossa'. In cross-attention, "
-     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 2 and 7 look "
+     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 6 and 7 look "
      "only at the token just read (same-token heads)."],
     ["I don't like coffee.", "Negation and restructuring: 'non' comes first, and 'I like' becomes 'mi piace' "
      "(coffee is the subject in Italian). Follow the rows of cross-attention."],
     ["The book that I bought yesterday is very interesting.", "Long-range dependency: at the step that emits 'è', "
      "does any head still look at 'book' across the relative clause?"],
-    ["Tom gave Mary a beautiful present for her birthday.", "Names are copied: cross-attention is sharp on 'Tom' "
-     "and 'Mary'. Head importance ranks cross-attention layer 2, head 3 first: knock it out and 'a Mary' disappears. "
-     "The logit lens: at step 7 layer 1 still says 'un' (the token just read); 'bel' appears from layer 2."],
-    ["We will go to the beach tomorrow if it doesn't rain.", "A failure to study: the model loses its place and "
-     "repeats itself. At step 8 cross-attention (layer 2, mean of the heads: 0.88) goes back to 'beach', and 'spiaggia' comes "
-     "a second time."],
-    ["My sister is tall.", "A mistake to study: the model says 'alto' instead of 'alta'. At step 5 it chose 'to.' "
-     "over 'ta.' (0.57 against 0.37): use What if? to force 'ta.' and explore that version."],
+    ["Tom gave Mary a beautiful present for her birthday.", "Head importance ranks cross-attention layer 4, head 7 "
+     "first: it looks at 'present', and knocking it out turns 'un bel regalo' into 'una bella regalo'. 'a Mary' is "
+     "missing: use What if? at step 4 to force 'a'. The logit lens: 'bel' appears only in layer 4."],
+    ["My parents live in a small house near the lake.", "A failure to study: 'lake' reaches the model as two pieces, "
+     "'la' + 'ke', and comes out as 'ricerca'. At step 12 no candidate has more than 0.08, and cross-attention "
+     "(layer 4, mean of the heads) looks at 'la' (0.46)."],
+    ["I have two red cars.", "A mistake to study: 'macchine' is plural, 'rossa' is not. At step 7 the model chose "
+     "'ossa' over 'osse' (0.63 against 0.17): use What if? to force 'osse' and explore that version."],
 ]
 
 

@@ -442,3 +442,21 @@ def test_analyze_cli_corrupt_data_exits_2(tiny_checkpoint, tmp_path, capsys):
     bad.write_text("{not json\n")
     assert exit_code(["--checkpoint", str(tiny_checkpoint), "--data", str(bad), "--out", str(tmp_path / "o.json")]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_a_habit_agrees_with_the_figures_shown():
+    """A head whose [EOS] share is 0.49996 is shown as 0.5 and so labelled a sink; float noise
+    of order 1e-7 (a padded batch sums in another order) must not flip its label."""
+    def measures(eos):
+        names = ("entropy", "confidence", "sink", "sink_sos", "sink_eos", "sink_punct", "monotonicity")
+        m = {n: np.zeros((1, 1)) for n in names}
+        m["sink"][:] = m["sink_eos"][:] = eos
+        m["monotonicity"][:] = 0.9
+        return {"cross": m}
+
+    labels = set()
+    for eos in (0.49996 - 1e-7, 0.49996, 0.49996 + 1e-7):
+        entry = analysis._stats_dict(measures(eos), 1)["kinds"]["cross"]
+        assert entry["sink_eos"] == [[0.5]]
+        labels.add(entry["habit"][0][0])
+    assert labels == {"[EOS] sink"}

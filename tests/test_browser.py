@@ -532,7 +532,10 @@ def test_screenshot(server, page):
     url, _ = server
     page.goto(url + "#" + urllib.parse.urlencode({"text": "I have a red car.", "step": 3, "view": "cross"}))
     painted(page, 3)
-    page.locator("#viewer").scroll_into_view_if_needed()
+    for name in ("lens", "views"):  # the logit lens and the mosaic, as the README's caption says
+        open_section(page, name)
+    painted(page, 3)
+    page.evaluate("() => document.querySelector('#viewer').scrollIntoView({block: 'start'})")
     SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
     shot = SCREENSHOT_DIR / "app.png"
     page.screenshot(path=str(shot))

@@ -162,7 +162,8 @@ def test_payload_size_at_the_cap_on_the_shipped_model():
     from transformer.tokenizer import encode
 
     tr = load_translator(SHIPPED)
-    pairs = [json.loads(line)["translation"] for line in (DATA / "validation.jsonl").open(encoding="utf-8")]
+    lines = (DATA / "validation.jsonl").read_text(encoding="utf-8").splitlines()
+    pairs = [json.loads(line)["translation"] for line in lines]
     english = " ".join(p["en"] for p in pairs[:40])
     ids = encode(tr.src_tok, english)[:126]
     text = tr.src_tok.decode(ids)

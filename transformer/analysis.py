@@ -445,11 +445,14 @@ def _stats_dict(measures: dict[str, dict[str, np.ndarray]], n_sentences: int) ->
     for kind, m in measures.items():
         L, H = next(iter(m.values())).shape
         entry: dict = {"layers": L, "heads": H}
-        for name, arr in m.items():
-            r = np.round(arr.astype(np.float64), 4)
+        # the habit is read from the numbers as shown (4 decimals), so a label always agrees
+        # with its figures, and float noise (a sentence traced alone or in a padded batch sums
+        # in another order) cannot tip a head that sits on a threshold
+        shown = {name: np.round(arr.astype(np.float64), 4) for name, arr in m.items()}
+        for name, r in shown.items():
             entry[name] = [[None if np.isnan(v) else v for v in row] for row in r.tolist()]
         entry["habit"] = [
-            [_habit(kind, {n: float(a[l, h]) for n, a in m.items()}) for h in range(H)] for l in range(L)
+            [_habit(kind, {n: float(a[l, h]) for n, a in shown.items()}) for h in range(H)] for l in range(L)
         ]
         kinds[kind] = entry
     return {"schema": "head-stats/1", "n_sentences": n_sentences, "habit_rule": HABIT_RULE, "kinds": kinds}

@@ -32,19 +32,18 @@ log = logging.getLogger("app.pairs")
 # Layers, heads and steps count from 1 here, as on screen.
 PAIRS = [
     {"a": "My brother is tall.", "b": "My sister is tall.",
-     "hint": "Gender agreement, half done: 'Mio fratello è alto.' against 'Mia sorella è alto.'. The article agrees "
-             "(step 1 says 'Mio' and 'Mia', 0.94 each), the adjective does not: at step 5 both say 'to.', though 'ta.' "
-             "rises from 0.05 to 0.37. At step 2, cross-attention (layer 2, mean of heads) looks at 'brother' (0.94) "
-             "and at 'sister' (0.99)."},
+     "hint": "Gender agreement: 'Mio fratello è alto.' against 'Mia sorella è alta.'. The article agrees at step 1 "
+             "('Mio' 0.93, 'Mia' 0.90). The adjective is a closer call: at step 4 A says 'alto' (0.94), while B starts "
+             "'al' (0.53, with 'alto' at 0.38) and ends it with 'ta'. At step 2, cross-attention (layer 3, mean of "
+             "heads) looks at 'brother' (1.00) and at 'sister' (0.95)."},
     {"a": "I have a red car.", "b": "I have two red cars.",
-     "hint": "One word changes the whole noun phrase: 'Ho una macchina rossa.' against 'Ho due automobili.'. At step 2 "
-             "'una' becomes 'due' (0.97); at step 3 B starts another noun ('a' 0.50 over 'macch' 0.36) and 'red' is "
-             "lost: at step 4, cross-attention (layer 2, mean of heads) looks at 'red' in A (0.80) but at 'cars.' in B "
-             "(0.70)."},
+     "hint": "One word changes the noun phrase: 'Ho una macchina rossa.' against 'Ho due macchine rossa.'. At step 2 "
+             "'una' becomes 'due' (0.98); the noun turns plural, the adjective does not: at step 7 'ossa' (0.63) beats "
+             "'osse' (0.17), while cross-attention (layer 3, mean of heads) looks at 'red' (0.67)."},
     {"a": "The doctor said she was tired.", "b": "The doctor said he was tired.",
      "hint": "The pronoun changes nothing in the translation: both are 'Il dottore ha detto che era stanco.'. The model "
-             "does read it: at step 7 ('era') cross-attention (layer 1, mean of heads) looks most at 'she' (0.58) and "
-             "at 'he' (0.42); yet at step 8 'stanco.' wins in both (0.68 and 0.73). The difference map shows 'she' and "
+             "does read it: at step 6 ('era') cross-attention (layer 3, mean of heads) looks most at 'she' (0.38) and "
+             "at 'he' (0.48); yet at step 7 'stanco' wins in both (0.93 and 0.95). The difference map shows 'she' and "
              "'he' as gaps: they are the tokens the two sentences do not share."},
 ]
 
