@@ -195,7 +195,9 @@ def test_snapshots_are_small_fp16_and_copied_into_best(data, straight_run):
         assert json.loads((snap / "config.json").read_text())["storage_dtype"] == "float16"
         assert all(v.dtype == torch.float16 for v in weights(snap).values() if v.is_floating_point())
     snaps = list_snapshots(straight / "best")
-    assert [s.epoch for s in snaps] == [1, 3]
+    best = json.loads((straight / "best" / "metrics.json").read_text())
+    best_epoch = best.get("epoch", 3)  # an average of the last epochs comes after them all
+    assert [s.epoch for s in snaps] == [e for e in (1, 3) if e <= best_epoch] and snaps[0].epoch == 1
     epochs = {r["epoch"]: r for r in result.history if "epoch" in r}
     for s in snaps:
         assert s.metrics["validation"]["chrf"] == epochs[s.epoch]["chrf"]
@@ -451,3 +453,21 @@ def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(mon
     expected = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), whole.tgt_out.reshape(-1),
                                ignore_index=cfg.tgt_pad_id, reduction="sum") / whole.n_tgt_tokens
     assert loss == pytest.approx(float(expected), rel=1e-5)
+
+
+@pytest.mark.parametrize("best, kept", [({"epoch": 3}, ["epoch-001", "epoch-003"]),
+                                        ({"averaged": ["epoch-004", "epoch-005"]}, ["epoch-001", "epoch-003", "epoch-005"])])
+def test_best_carries_the_snapshots_up_to_its_own_epoch(tmp_path, best, kept):
+    """A best/ chosen at epoch 3 of 5 carries the snapshots of epochs 1 and 3, not the final
+    epoch 5 trained after it; an average of the last epochs comes after all of them."""
+    import types
+
+    run = types.SimpleNamespace(snapshots_dir=tmp_path / "snapshots", best_dir=tmp_path / "best")
+    for name in ("epoch-001", "epoch-003", "epoch-005"):
+        (run.snapshots_dir / name).mkdir(parents=True)
+        (run.snapshots_dir / name / "metrics.json").write_text("{}")
+    run.best_dir.mkdir()
+    (run.best_dir / "metrics.json").write_text(json.dumps(best))
+    Trainer.copy_snapshots_to_best(run)
+    assert sorted(p.name for p in (run.best_dir / "snapshots").iterdir()) == kept
+    assert (run.best_dir / "snapshots" / "epoch-001" / "metrics.json").is_file()

@@ -11,8 +11,8 @@ checkpoint averaging and training snapshots.
 Output directory layout:
     OUT/epochs/epoch-NNN/     checkpoint after each epoch + train_state.pt (for resume)
     OUT/best/                 the best validation chrF so far (what ships), with a copy of
-    OUT/best/snapshots/       ... the snapshots below
-    OUT/snapshots/epoch-NNN/  small fp16 checkpoints (no tokenizer) after chosen epochs
+    OUT/best/snapshots/       ... the snapshots below, up to best/'s own epoch
+    OUT/snapshots/epoch-NNN/  small fp16 checkpoints (no tokenizer) after chosen epochs and the last
     OUT/history.json          one record per evaluation
 
 The package never prints: progress goes to callbacks (``add_callback``), which fire on
@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 import shutil
 import tempfile
 import time
@@ -39,7 +40,7 @@ import torch
 from tokenizers import Tokenizer
 
 from .checkpoint import (
-    WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, replace_dir, save_checkpoint, weights_state_dict,
+    METRICS_FILE, WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, replace_dir, save_checkpoint, weights_state_dict,
 )
 from .config import TransformerConfig
 from .data import ParallelData, encode_pairs, load_extra_train, load_parallel, make_batch, token_budget_batches
@@ -108,6 +109,23 @@ def is_snapshot_epoch(epoch: int, schedule: tuple[int, ...], final: bool) -> boo
     (the last one trained, including one cut short by the time budget), unless the
     schedule is empty (snapshots off)."""
     return bool(schedule) and (epoch in schedule or final)
+
+
+def snapshot_epoch(name: str) -> float:
+    """The epoch of a snapshot folder named ``epoch-NNN`` (infinity for any other name)."""
+    prefix, _, number = name.partition("-")
+    return int(number) if prefix == "epoch" and number.isdigit() else math.inf
+
+
+def best_epoch(best_dir: Path) -> float:
+    """The epoch a best/ folder holds; infinity for an average of the last epochs (it comes
+    after every epoch) or a folder without that record."""
+    try:
+        metrics = json.loads((best_dir / METRICS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return math.inf
+    epoch = metrics.get("epoch")
+    return epoch if isinstance(epoch, int) else math.inf
 
 
 def resume_settings(saved: TrainSettings, requested: TrainSettings, epochs_done: int) -> TrainSettings:
@@ -517,13 +535,21 @@ class Trainer:
         return evaluation
 
     def copy_snapshots_to_best(self) -> None:
-        """best/snapshots/ mirrors OUT/snapshots/, so the shipped folder carries them.
-        Called whenever either changes (saving best/ replaces the whole folder)."""
+        """best/snapshots/ mirrors OUT/snapshots/ up to best/'s own epoch, so the shipped
+        folder carries how that model formed and nothing trained after it (the epoch panel
+        ends with the model itself). Called whenever either changes (saving best/ replaces
+        the whole folder)."""
         if not self.snapshots_dir.is_dir() or not self.best_dir.is_dir():
             return
+        last = best_epoch(self.best_dir)
+
+        def ignore(folder: str, names: list[str]) -> list[str]:
+            later = [n for n in names if Path(folder) == self.snapshots_dir and snapshot_epoch(n) > last]
+            return [n for n in names if n.startswith(".")] + later
+
         tmp = Path(tempfile.mkdtemp(prefix=".snapshots.tmp-", dir=self.best_dir))
         try:
-            shutil.copytree(self.snapshots_dir, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".*"))
+            shutil.copytree(self.snapshots_dir, tmp, dirs_exist_ok=True, ignore=ignore)
             replace_dir(tmp, self.best_dir / "snapshots")
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
