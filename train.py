@@ -328,8 +328,8 @@ def check_before_loading(args, preset: Preset) -> str | None:
     specials, least = SPECIAL_TOKENS + extra, min_vocab_size(extra)
     if not args.resume and preset.vocab_size < least:
         raise TrainingError(f"--vocab-size {preset.vocab_size} is too small: the {len(specials)} special tokens "
-                            f"({' '.join(specials)}) and one id per distinct character of the corpus need at "
-                            f"least {least}")
+                            f"({' '.join(specials)}) and one character need {least}, and every distinct "
+                            f"character of the corpus one id more")
     if not args.distill_from:
         return None
     teacher = load_translator_or_exit(args.distill_from, flag="--distill-from")

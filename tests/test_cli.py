@@ -168,11 +168,11 @@ def test_a_vocab_size_below_the_special_tokens_is_refused_before_the_data_loads(
     least = tokenizer.min_vocab_size()
     assert least == len(SPECIAL_TOKENS) + 1
     assert line == (f"error: --vocab-size 3 is too small: the {len(SPECIAL_TOKENS)} special tokens "
-                    f"({' '.join(SPECIAL_TOKENS)}) and one id per distinct character of the corpus need "
-                    f"at least {least}")
+                    f"({' '.join(SPECIAL_TOKENS)}) and one character need {least}, and every distinct "
+                    f"character of the corpus one id more")
     line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", str(least), "--tag-synthetic")
     assert f"{len(SPECIAL_TOKENS) + 1} special tokens" in line and SYNTHETIC_TAG in line
-    assert f"at least {tokenizer.min_vocab_size([SYNTHETIC_TAG])}" in line
+    assert f"need {tokenizer.min_vocab_size([SYNTHETIC_TAG])}," in line
 
 
 def test_a_vocab_size_below_the_corpus_alphabet_is_refused_with_its_minimum(capfd, data_dir, tmp_path):
