@@ -301,7 +301,7 @@ def test_help_shows_preset_values_not_none(capsys, monkeypatch):
     minutes = ", ".join(f"{name} {p.train.max_minutes or 'none'}" for name, p in sorted(PRESETS.items()))
     assert f"(preset: {epochs})" in text
     assert f"(preset: {minutes})" in text
-    assert "(default: 1,2,4,8)" in text
+    assert "(default: 1,4,8)" in text
 
 
 @pytest.mark.parametrize("args, message", [
