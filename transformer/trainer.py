@@ -40,7 +40,8 @@ import torch
 from tokenizers import Tokenizer
 
 from .checkpoint import (
-    METRICS_FILE, WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, replace_dir, save_checkpoint, weights_state_dict,
+    WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, read_metrics, replace_dir, save_checkpoint,
+    weights_state_dict,
 )
 from .config import TransformerConfig
 from .data import ParallelData, encode_pairs, load_extra_train, load_parallel, make_batch, token_budget_batches
@@ -122,11 +123,7 @@ def snapshot_epoch(name: str) -> float:
 def best_epoch(best_dir: Path) -> float:
     """The epoch a best/ folder holds; infinity for an average of the last epochs (it comes
     after every epoch) or a folder without that record."""
-    try:
-        metrics = json.loads((best_dir / METRICS_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return math.inf
-    epoch = metrics.get("epoch")
+    epoch = read_metrics(best_dir).get("epoch")
     return epoch if isinstance(epoch, int) else math.inf
 
 
@@ -526,7 +523,7 @@ class Trainer:
         if is_best:
             self.best_chrf = scores["chrf"]
             card = model_card(self.cfg, self.n_params, self.command, self.history, metrics, samples[:10],
-                              self.data.source, extra_data=getattr(self.data, "extra", ()))
+                              self.data.source, extra_data=self.data.extra)
             with self._on_cpu() as cpu_model:
                 # best/ carries the run's history, so that its card can be rebuilt from the folder
                 save_checkpoint(self.best_dir, cpu_model, self.src_tok, self.tgt_tok,
