@@ -3,7 +3,8 @@
     python train.py                                           # the shipped en->it model (preset base)
     python train.py --preset tiny --out runs/tiny             # a smoke run
     python train.py --out runs/base --resume                  # continue the last run in runs/base
-    torchrun --nproc_per_node=2 train.py --out runs/ddp       # data-parallel over 2 processes (or GPUs)
+    python train.py --processes 2 --out runs/two              # data-parallel over 2 processes of 1 thread each
+    torchrun --nproc_per_node=2 train.py --out runs/ddp       # the same, started by torchrun (or on 2 GPUs)
 
 Output directory layout:
     OUT/epochs/epoch-NNN/     checkpoint after each epoch (+ train_state.pt for --resume)
@@ -25,6 +26,7 @@ import re
 import shlex
 import sys
 import time
+import traceback
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,7 +35,8 @@ from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError
 from transformer.cli import (
-    ArgumentParser, fail, fraction, integer, load_translator_or_exit, one_line_warnings, positive_number, whole_number,
+    EXIT_USAGE, ArgumentParser, fail, fraction, integer, load_translator_or_exit, one_line_warnings, positive_number,
+    whole_number,
 )
 from transformer.data import DataError
 from transformer.distill import DistillError, add_distilled, check_teacher
@@ -45,6 +48,8 @@ from transformer.trainer import (
 )
 from transformer.training import PRESETS, Preset
 
+# how long a rank other than 0 waits before it exits after an error (``leave_to_rank_0``)
+OTHER_RANKS_WAIT_SECONDS = 10
 # steps timed (after the first) for the forecast printed before the first epoch ends
 FORECAST_AFTER_STEPS = 20
 DATA = Path(__file__).resolve().parent / "data"
@@ -167,7 +172,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "e.g. 1,2,4,8; 'none' keeps none")
     p.add_argument("--push-to-hub", type=_repo_id, metavar="OWNER/NAME",
                    help="after training, upload the best checkpoint folder to this hub model repo")
-    p.add_argument("--threads", type=pos_int, help="torch CPU threads (default: torch's choice)")
+    p.add_argument("--threads", type=pos_int, help="torch CPU threads (default: torch's choice; 1 per process "
+                   "with --processes)")
+    p.add_argument("--processes", type=pos_int, default=1,
+                   help="data-parallel training processes that train.py starts itself, as torchrun "
+                        "--nproc_per_node would: each trains on its own share of every epoch with --batch-tokens "
+                        "per step, so one optimiser step sees N times the tokens. On a CPU, 2 processes of 1 "
+                        "thread each make epochs faster than 1 process of 2 threads (docs/experiments.md)")
     return p.parse_args(argv)
 
 
@@ -221,9 +232,11 @@ def check_out_dir(out: Path) -> None:
         raise TrainingError(f"{out}: output directory is not writable ({exc.strerror or exc})") from None
 
 
-def command_line(argv) -> str:
+def command_line(argv, processes: int = 1) -> str:
+    """The command that started this run, as its checkpoints record it: ``python train.py``
+    (also when train.py started the processes itself), or the torchrun line that did."""
     args = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    if launched_by_torchrun():
+    if launched_by_torchrun() and processes == 1:
         nproc = os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])
         return f"torchrun --nproc_per_node={nproc} train.py {args}"
     return f"python train.py {args}"
@@ -392,7 +405,7 @@ def run(args, argv) -> int:
         if args.distill_from:
             distill(data, args, dist, teacher)
         options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
-                       snapshots=args.snapshots, command=command_line(argv), dist=dist)
+                       snapshots=args.snapshots, command=command_line(argv, args.processes), dist=dist)
         if args.resume:
             # only --epochs / --max-minutes given now change the run's own (0 / None keep them)
             requested = replace(preset.train, epochs=args.epochs or 0, max_minutes=args.max_minutes)
@@ -434,18 +447,76 @@ def run(args, argv) -> int:
     return 0
 
 
+def check_before_launch(args) -> None:
+    """The checks ``run`` makes before any slow work, made once in the launching process
+    so that bad input gets one line instead of one per training process."""
+    check_before_loading(args, preset_from_args(args))
+    check_out_dir(Path(args.out))
+    for path in extra_train(args):
+        if not Path(path).exists():
+            raise DataError(f"--extra-train {path}: no such file or directory")
+
+
+def launch_processes(args, argv) -> int:
+    """Start ``--processes`` copies of this script with torch's own launcher (what ``torchrun
+    --standalone --nproc_per_node=N`` does: a local rendezvous and ``RANK``/``WORLD_SIZE`` in
+    each process's environment). Each copy joins the process group in ``init_distributed``.
+    Rank 0 keeps this terminal, so the output reads as a one-process run's; the other ranks
+    write to log files in a temporary folder (a failure there is rank 0's to report, and
+    their tracebacks of the broken connection would only bury its one line). Returns the
+    exit code of the failed run: rank 0's when it has one."""
+    import logging
+
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import get_args_parser, run as launch
+
+    check_before_launch(args)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads or 1))  # torch's launcher warns when it picks
+    logging.getLogger("torch.distributed").setLevel(logging.CRITICAL)  # its own lines about failed processes
+    others = ",".join(f"{rank}:3" for rank in range(1, args.processes))
+    script_args = sys.argv[1:] if argv is None else list(argv)
+    launcher = get_args_parser().parse_args(["--standalone", f"--nproc_per_node={args.processes}",
+                                             "--redirects", others, __file__, *script_args])
+    try:
+        launch(launcher)
+    except ChildFailedError as exc:
+        codes = {rank: failure.exitcode for rank, failure in exc.failures.items()}
+        return next((c for c in (codes.get(0), *codes.values()) if c is not None and c > 0), 1)
+    return 0
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         with one_line_warnings(TrainingWarning):
+            if args.processes > 1 and not launched_by_torchrun():
+                return launch_processes(args, argv)
             return run(args, argv)
     except VocabularyError as exc:
+        leave_to_rank_0(EXIT_USAGE)
         if exc.n_characters is None:
             fail(f"--vocab-size: {exc}")
         fail(f"--vocab-size {exc.vocab_size} is too small for this corpus: its {exc.n_specials} special tokens and "
              f"{exc.n_characters} distinct characters need at least {exc.needed}")
     except (TrainingError, DataError, CheckpointError, DistillError, DistributedError) as exc:
+        leave_to_rank_0(EXIT_USAGE)
         fail(str(exc))
+    except Exception:
+        if not launched_by_torchrun() or int(os.environ["RANK"]) == 0:
+            raise
+        traceback.print_exc()  # the broken connection of a peer that stopped, into this rank's own output
+        leave_to_rank_0(1)
+
+
+def leave_to_rank_0(code: int) -> None:
+    """On the ranks other than 0: exit with ``code`` and no message, after a short wait.
+
+    Every training process meets the same bad input, and when rank 0 stops the others see
+    their connection break; rank 0 alone says why. The wait lets rank 0 end first, so the
+    launcher reports rank 0's exit code as the run's, not the broken connection's."""
+    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
+        time.sleep(OTHER_RANKS_WAIT_SECONDS)
+        raise SystemExit(code)
 
 
 if __name__ == "__main__":

@@ -62,3 +62,42 @@ def test_two_processes_train_resume_and_match_one(data_dir, tmp_path):
     assert [h["epoch"] for h in history] == list(range(1, EPOCHS + 2))
     assert history[-1]["step"] == per_epoch * (EPOCHS + 1)
     assert (out / "epochs" / f"epoch-{EPOCHS + 1:03d}" / "train_state.pt").is_file()
+
+
+def train_py(*args):
+    return subprocess.run([sys.executable, "train.py", *COMMON, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+
+
+def test_train_py_starts_its_own_processes(data_dir, tmp_path):
+    """--processes 2 is torchrun without torchrun: two ranks, rank 0 alone in the terminal,
+    and the run records the command that was typed."""
+    out = tmp_path / "two"
+    r = train_py("--dataset", str(data_dir), "--out", str(out), "--epochs", "2", "--processes", "2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "on each of 2 processes" in r.stderr
+    assert r.stdout.count('"best_chrf"') == 1
+    assert "OMP_NUM_THREADS" not in r.stderr  # the launcher's own warning is not shown
+    history = epochs_of(out)
+    # 2 ranks share each epoch's batches: half the optimiser steps of one process
+    single = tmp_path / "one"
+    s = train_py("--dataset", str(data_dir), "--out", str(single), "--epochs", "2")
+    assert s.returncode == 0, s.stderr[-3000:]
+    assert history[-1]["step"] == epochs_of(single)[-1]["step"] // 2
+    card = (out / "best" / "README.md").read_text()
+    assert "python train.py " in card and "--processes 2" in card and "torchrun" not in card
+
+
+def test_train_py_processes_bad_input_one_line(data_dir, tmp_path):
+    """Bad input under --processes: rank 0's one line and exit code 2, whether the launching
+    process finds it (before any process starts) or the training processes do."""
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "train.jsonl").write_text('{"id": "0", "translation": {"en": "Hi."\n', encoding="utf-8")
+    (bad / "validation.jsonl").write_text((data_dir / "validation.jsonl").read_text(), encoding="utf-8")
+    for args in (["--dataset", str(bad)], ["--dataset", str(data_dir), "--vocab-size", "3"]):
+        r = train_py(*args, "--out", str(tmp_path / "out"), "--epochs", "1", "--processes", "2")
+        assert r.returncode == 2, r.stderr[-3000:]
+        errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+        assert len(errors) == 1, r.stderr[-3000:]
+        assert "Traceback" not in r.stderr and "rank1" not in r.stderr, r.stderr[-3000:]
