@@ -392,9 +392,7 @@ def run(args, argv) -> int:
         if dist.is_main:
             check_out_dir(out)
         extra = extra_train(args)
-        for path in extra:
-            if not Path(path).exists():
-                raise DataError(f"--extra-train {path}: no such file or directory")
+        check_paths_exist(extra)
         tags = run_tags_synthetic(out) if args.resume else preset.tag_synthetic
         if dist.is_main and not Path(args.dataset).expanduser().exists():
             # the hub's own retries can take half a minute when it cannot be reached
@@ -447,14 +445,18 @@ def run(args, argv) -> int:
     return 0
 
 
+def check_paths_exist(extra: tuple[str, ...]) -> None:
+    for path in extra:
+        if not Path(path).exists():
+            raise DataError(f"--extra-train {path}: no such file or directory")
+
+
 def check_before_launch(args) -> None:
     """The checks ``run`` makes before any slow work, made once in the launching process
     so that bad input gets one line instead of one per training process."""
     check_before_loading(args, preset_from_args(args))
     check_out_dir(Path(args.out))
-    for path in extra_train(args):
-        if not Path(path).exists():
-            raise DataError(f"--extra-train {path}: no such file or directory")
+    check_paths_exist(extra_train(args))
 
 
 def launch_processes(args, argv) -> int:
