@@ -50,6 +50,8 @@ from transformer.training import PRESETS, Preset
 
 # how long a rank other than 0 waits before it exits after an error (``leave_to_rank_0``)
 OTHER_RANKS_WAIT_SECONDS = 10
+# set in the environment of the processes that train.py starts itself (``launch_processes``)
+LAUNCHED_BY_TRAIN_PY = "TRAIN_PY_PROCESSES"
 # steps timed (after the first) for the forecast printed before the first epoch ends
 FORECAST_AFTER_STEPS = 20
 DATA = Path(__file__).resolve().parent / "data"
@@ -172,13 +174,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "e.g. 1,2,4,8; 'none' keeps none")
     p.add_argument("--push-to-hub", type=_repo_id, metavar="OWNER/NAME",
                    help="after training, upload the best checkpoint folder to this hub model repo")
-    p.add_argument("--threads", type=pos_int, help="torch CPU threads (default: torch's choice; 1 per process "
-                   "with --processes)")
-    p.add_argument("--processes", type=pos_int, default=1,
+    p.add_argument("--threads", type=pos_int, help="torch CPU threads (default: torch's choice; with several "
+                   "processes, the CPU cores shared out among them)")
+    p.add_argument("--processes", type=pos_int,
                    help="data-parallel training processes that train.py starts itself, as torchrun "
                         "--nproc_per_node would: each trains on its own share of every epoch with --batch-tokens "
                         "per step, so one optimiser step sees N times the tokens. On a CPU, 2 processes of 1 "
-                        "thread each make epochs faster than 1 process of 2 threads (docs/experiments.md)")
+                        "thread each make epochs faster than 1 process of 2 threads (docs/experiments.md). "
+                        "With fewer GPUs than N, one process per GPU with --batch-tokens scaled up to the same "
+                        "tokens per step " + _preset_note(tr("processes")))
     return p.parse_args(argv)
 
 
@@ -232,11 +236,11 @@ def check_out_dir(out: Path) -> None:
         raise TrainingError(f"{out}: output directory is not writable ({exc.strerror or exc})") from None
 
 
-def command_line(argv, processes: int = 1) -> str:
+def command_line(argv) -> str:
     """The command that started this run, as its checkpoints record it: ``python train.py``
     (also when train.py started the processes itself), or the torchrun line that did."""
     args = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    if launched_by_torchrun() and processes == 1:
+    if launched_by_torchrun() and not os.environ.get(LAUNCHED_BY_TRAIN_PY):
         nproc = os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])
         return f"torchrun --nproc_per_node={nproc} train.py {args}"
     return f"python train.py {args}"
@@ -403,7 +407,7 @@ def run(args, argv) -> int:
         if args.distill_from:
             distill(data, args, dist, teacher)
         options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
-                       snapshots=args.snapshots, command=command_line(argv, args.processes), dist=dist)
+                       snapshots=args.snapshots, command=command_line(argv), dist=dist)
         if args.resume:
             # only --epochs / --max-minutes given now change the run's own (0 / None keep them)
             requested = replace(preset.train, epochs=args.epochs or 0, max_minutes=args.max_minutes)
@@ -459,24 +463,56 @@ def check_before_launch(args) -> None:
     check_paths_exist(extra_train(args))
 
 
-def launch_processes(args, argv) -> int:
-    """Start ``--processes`` copies of this script with torch's own launcher (what ``torchrun
-    --standalone --nproc_per_node=N`` does: a local rendezvous and ``RANK``/``WORLD_SIZE`` in
-    each process's environment). Each copy joins the process group in ``init_distributed``.
-    Rank 0 keeps this terminal, so the output reads as a one-process run's; the other ranks
-    write to log files in a temporary folder (a failure there is rank 0's to report, and
-    their tracebacks of the broken connection would only bury its one line). Returns the
-    exit code of the failed run: rank 0's when it has one."""
+def fit_processes(wanted: int, device: str, n_devices: int, batch_tokens: int) -> tuple[int, int]:
+    """(processes, batch tokens per process) for ``wanted`` processes of ``batch_tokens``.
+
+    On a CPU every process gets its share of the cores. A GPU cannot be shared between
+    training processes, so with fewer GPUs (``n_devices``) than ``wanted`` one process runs
+    per GPU, each on a larger batch, so that a step still sees ``wanted * batch_tokens``
+    tokens and the learning-rate schedule keeps its meaning."""
+    if device == "cpu" or n_devices >= wanted:
+        return wanted, batch_tokens
+    return n_devices, round(batch_tokens * wanted / n_devices)
+
+
+def plan_processes(args) -> tuple[int, list[str]]:
+    """The processes this run trains on (--processes, else the preset's, fitted to the
+    device by ``fit_processes``), and the flags the processes need on top of the command
+    line: a larger batch that fitting needs, said in one line (and set in ``args`` for a
+    run in this process)."""
+    preset = preset_from_args(args)
+    wanted = args.processes or preset.train.processes
+    device = pick_device(args.device)
+    n_devices = torch.cuda.device_count() if device == "cuda" else 1  # a CPU's n is not used
+    n, batch_tokens = fit_processes(wanted, device, n_devices, preset.train.batch_tokens)
+    if n != wanted:
+        print(f"{device}: {n} device(s) for {wanted} processes; training {n} process(es) of {batch_tokens} "
+              f"batch tokens, the same tokens per step", file=sys.stderr)
+        args.batch_tokens = batch_tokens
+    args.processes = n
+    return n, ["--batch-tokens", str(batch_tokens)] if n != wanted else []
+
+
+def launch_processes(args, argv, extra_args: list[str]) -> int:
+    """Start ``args.processes`` copies of this script with torch's own launcher (what
+    ``torchrun --standalone --nproc_per_node=N`` does: a local rendezvous and
+    ``RANK``/``WORLD_SIZE`` in each process's environment). Each copy joins the process
+    group in ``init_distributed``. Rank 0 keeps this terminal, so the output reads as a
+    one-process run's; the other ranks write to log files in a temporary folder (a failure
+    there is rank 0's to report, and their tracebacks of the broken connection would only
+    bury its one line). Returns the exit code of the failed run: rank 0's when it has one."""
     import logging
 
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
     from torch.distributed.run import get_args_parser, run as launch
 
     check_before_launch(args)
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads or 1))  # torch's launcher warns when it picks
+    cores = max(1, (os.cpu_count() or 1) // args.processes)
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads or cores))  # torch's launcher warns when it picks
+    os.environ[LAUNCHED_BY_TRAIN_PY] = str(args.processes)
     logging.getLogger("torch.distributed").setLevel(logging.CRITICAL)  # its own lines about failed processes
     others = ",".join(f"{rank}:3" for rank in range(1, args.processes))
-    script_args = sys.argv[1:] if argv is None else list(argv)
+    script_args = [*(sys.argv[1:] if argv is None else argv), *extra_args]  # the last of a flag wins
     launcher = get_args_parser().parse_args(["--standalone", f"--nproc_per_node={args.processes}",
                                              "--redirects", others, __file__, *script_args])
     try:
@@ -491,8 +527,10 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         with one_line_warnings(TrainingWarning):
-            if args.processes > 1 and not launched_by_torchrun():
-                return launch_processes(args, argv)
+            if not launched_by_torchrun():
+                processes, extra_args = plan_processes(args)
+                if processes > 1:
+                    return launch_processes(args, argv, extra_args)
             return run(args, argv)
     except VocabularyError as exc:
         leave_to_rank_0(EXIT_USAGE)

@@ -41,21 +41,22 @@ MAX_CHARS = 50_000
 GREEDY_LABEL = "Italian translation (greedy)"
 LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the greedy one
 EXAMPLES = [
-    ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'macchina rossa'. In cross-attention, "
-     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 6 and 7 look "
-     "only at the token just read (same-token heads)."],
+    ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'auto rossa'. In cross-attention, "
+     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 2, 6, 7 and 8 "
+     "look mostly at the token just read (same-token heads)."],
     ["I don't like coffee.", "Negation and restructuring: 'non' comes first, and 'I like' becomes 'mi piace' "
      "(coffee is the subject in Italian). Follow the rows of cross-attention."],
     ["The book that I bought yesterday is very interesting.", "Long-range dependency: at the step that emits 'è', "
      "does any head still look at 'book' across the relative clause?"],
-    ["Tom gave Mary a beautiful present for her birthday.", "Head importance ranks cross-attention layer 4, head 7 "
-     "first: it looks at 'present', and knocking it out turns 'un bel regalo' into 'una bella regalo'. 'a Mary' is "
-     "missing: use What if? at step 4 to force 'a'. The logit lens: 'bel' appears only in layer 4."],
-    ["My parents live in a small house near the lake.", "A failure to study: 'lake' reaches the model as two pieces, "
-     "'la' + 'ke', and comes out as 'ricerca'. At step 12 no candidate has more than 0.08, and cross-attention "
-     "(layer 4, mean of the heads) looks at 'la' (0.46)."],
-    ["I have two red cars.", "A mistake to study: 'macchine' is plural, 'rossa' is not. At step 7 the model chose "
-     "'ossa' over 'osse' (0.63 against 0.17): use What if? to force 'osse' and explore that version."],
+    ["Tom gave Mary a beautiful present for her birthday.", "Head importance ranks cross-attention layer 1, head 1 "
+     "first: at step 4 it looks at 'Mary', and knocking it out drops 'a Mary'. Step 4 is a close call ('a' 0.52, "
+     "'un' 0.22): use What if? to force 'un'. The logit lens: 'a' appears only in layer 4."],
+    ["My parents live in a small house near the lake.", "A failure to study: 'near the lake' becomes 'nel lago' "
+     "(in the lake). At step 10 no candidate has more than 0.34 ('nel'), while cross-attention (layer 4, mean of "
+     "the heads) looks at 'near' (0.43). 'lake' reaches the model as 'la' + 'ke' and still comes out as 'lago'."],
+    ["We need to buy bread, milk and eggs.", "A mistake to study: the milk is gone. At step 6 the model chose 'e' "
+     "over 'latte' (0.47 against 0.21) while looking at 'milk': use What if? to force 'latte' and explore that "
+     "version."],
 ]
 
 

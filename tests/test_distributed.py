@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import torch.distributed as dist
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,6 +87,12 @@ def test_train_py_starts_its_own_processes(data_dir, tmp_path):
     assert history[-1]["step"] == epochs_of(single)[-1]["step"] // 2
     card = (out / "best" / "README.md").read_text()
     assert "python train.py " in card and "--processes 2" in card and "torchrun" not in card
+    recorded = [torch.load(run / "epochs" / "epoch-002" / "train_state.pt", weights_only=True)["settings"]["processes"]
+                for run in (out, single)]
+    assert recorded == [2, 1]
+    # the schedule depends on the processes: resuming with another count is one line, exit 2
+    r = train_py("--dataset", str(data_dir), "--out", str(out), "--epochs", "3", "--resume", "--processes", "1")
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].endswith("resume it with --processes 2"), r.stderr
 
 
 def test_train_py_processes_bad_input_one_line(data_dir, tmp_path):

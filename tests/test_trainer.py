@@ -17,7 +17,7 @@ import train
 from transformer import trainer as trainer_mod
 from transformer.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
 from transformer.data import load_parallel
-from transformer.distributed import shard_batches
+from transformer.distributed import DistContext, shard_batches
 from transformer.trainer import (
     STATE_FILE, Trainer, TrainingError, build_fresh, is_snapshot_epoch, parse_snapshots,
 )
@@ -287,7 +287,44 @@ def test_bad_settings_raise(data, tmp_path):
         make_trainer(data, tmp_path, keep_epochs=0)
 
 
+def test_a_resumed_run_keeps_the_processes_it_recorded(data, tmp_path):
+    """Steps per epoch, and so the schedule, depend on the processes: a run recorded with 1
+    cannot resume with 2, and a fresh run records the processes that really train."""
+    assert make_trainer(data, tmp_path).settings.processes == 1
+    with pytest.raises(TrainingError, match="trained with 1 process.*--processes 1"):
+        make_trainer(data, tmp_path, dist=DistContext(world_size=2), state={"settings": {"processes": 1}})
+
+
 # ------------------------------------------------------------------ train.py, in-process
+
+
+@pytest.mark.parametrize("wanted, device, n_devices, batch, expected", [
+    (2, "cpu", 1, 2000, (2, 2000)),     # a CPU holds any number of processes
+    (2, "cuda", 1, 2000, (1, 4000)),    # one GPU: one process, the same tokens per step
+    (4, "cuda", 3, 2000, (3, 2667)),
+    (2, "cuda", 8, 2000, (2, 2000)),
+    (2, "mps", 1, 2000, (1, 4000)),
+])
+def test_processes_fit_the_devices(wanted, device, n_devices, batch, expected):
+    assert train.fit_processes(wanted, device, n_devices, batch) == expected
+
+
+def test_processes_default_to_the_presets():
+    assert PRESETS["base"].train.processes == 2 and PRESETS["tiny"].train.processes == 1
+    args = train.parse_args(["--preset", "tiny", "--device", "cpu"])
+    assert train.plan_processes(args) == (1, [])
+    args = train.parse_args(["--device", "cpu"])
+    assert train.plan_processes(args) == (2, []) and args.batch_tokens is None
+
+
+def test_one_gpu_trains_the_base_preset_in_one_process_of_twice_the_batch(monkeypatch, capsys):
+    monkeypatch.setattr(train, "pick_device", lambda name: "cuda")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    args = train.parse_args([])
+    assert train.plan_processes(args) == (1, ["--batch-tokens", "4000"])
+    assert args.batch_tokens == 4000 and args.processes == 1
+    assert capsys.readouterr().err == ("cuda: 1 device(s) for 2 processes; training 1 process(es) of 4000 batch "
+                                       "tokens, the same tokens per step\n")
 
 
 def test_help_shows_preset_values_not_none(capsys, monkeypatch):

@@ -305,6 +305,7 @@ class Trainer:
             raise TrainingError(f"{data.source}: no validation pairs to evaluate on")
         self.dist = dist or DistContext(device=device)
         self.device = self.dist.device if self.dist.enabled else device
+        settings = self._record_processes(settings, state)
         if settings.bf16 and not self._bf16_is_fast():
             warnings.warn(f"bf16 autocast would be emulated in software on this {self.device} (many times slower "
                           "than float32), so this run trains in float32; the results are the same kind, only "
@@ -375,6 +376,17 @@ class Trainer:
         except (CheckpointError, RuntimeError, OSError, KeyError, TypeError) as exc:
             raise TrainingError(f"cannot resume from {last}: {exc}") from exc
         return cls(model, src_tok, tgt_tok, data, settings, out, state=state, **kwargs)
+
+    def _record_processes(self, settings: TrainSettings, state: dict | None) -> TrainSettings:
+        """``settings`` with ``processes`` set to the processes that train. A resumed run
+        must keep the count it recorded: its steps per epoch, and so its schedule, depend on
+        it (a run saved before the count was recorded takes the one it resumes with)."""
+        world = self.dist.world_size
+        recorded = (state or {}).get("settings", {}).get("processes")
+        if recorded is not None and recorded != world:
+            raise TrainingError(f"this run trained with {recorded} process(es), not {world}: resume it with "
+                                f"--processes {recorded}")
+        return replace(settings, processes=world)
 
     def add_callback(self, event: str, fn: Callable) -> None:
         if event not in EVENTS:

@@ -33,18 +33,20 @@ log = logging.getLogger("app.pairs")
 PAIRS = [
     {"a": "My brother is tall.", "b": "My sister is tall.",
      "hint": "Gender agreement: 'Mio fratello è alto.' against 'Mia sorella è alta.'. The article agrees at step 1 "
-             "('Mio' 0.93, 'Mia' 0.90). The adjective is a closer call: at step 4 A says 'alto' (0.94), while B starts "
-             "'al' (0.53, with 'alto' at 0.38) and ends it with 'ta'. At step 2, cross-attention (layer 3, mean of "
-             "heads) looks at 'brother' (1.00) and at 'sister' (0.95)."},
+             "('Mio' 0.96, 'Mia' 0.96). The adjective is a closer call: at step 4 A says 'alto' (0.99), while B starts "
+             "'al' (0.68, with 'alto' at 0.15) and ends it with 'ta'. At step 2, cross-attention (layer 3, mean of "
+             "heads) looks at 'brother' (0.94) and at 'sister' (0.98)."},
     {"a": "I have a red car.", "b": "I have two red cars.",
-     "hint": "One word changes the noun phrase: 'Ho una macchina rossa.' against 'Ho due macchine rossa.'. At step 2 "
-             "'una' becomes 'due' (0.98); the noun turns plural, the adjective does not: at step 7 'ossa' (0.63) beats "
-             "'osse' (0.17), while cross-attention (layer 3, mean of heads) looks at 'red' (0.67)."},
+     "hint": "One word changes the noun phrase: 'Ho un'auto rossa.' against 'Ho due macchine rosse.'. At step 2 "
+             "A's article un' becomes 'due' (0.94), and the noun changes word as well as number ('auto', "
+             "'macchine'). The adjective agrees: at step 6 cross-attention (layer 3, mean of heads) looks at 'red' "
+             "(0.62), and at step 7 'osse' (0.69) beats 'ossi' (0.24)."},
     {"a": "The doctor said she was tired.", "b": "The doctor said he was tired.",
-     "hint": "The pronoun changes nothing in the translation: both are 'Il dottore ha detto che era stanco.'. The model "
-             "does read it: at step 6 ('era') cross-attention (layer 3, mean of heads) looks most at 'she' (0.38) and "
-             "at 'he' (0.48); yet at step 7 'stanco' wins in both (0.93 and 0.95). The difference map shows 'she' and "
-             "'he' as gaps: they are the tokens the two sentences do not share."},
+     "hint": "The pronoun changes nothing in the translation: both are 'Il dottore ha detto che era stanco.', though "
+             "'she' needs 'stanca'. The model is less sure with 'she': at step 7 'stanco' has 0.77 against 0.91, and "
+             "'st' (the start of 'stanca') 0.22 against 0.07, while cross-attention (layer 1, mean of heads) puts 0.20 "
+             "on 'she' and 0.01 on 'he'. Force 'st' in A with What if? and it says 'stanca'. The difference map shows "
+             "'she' and 'he' as gaps: they are the tokens the two sentences do not share."},
 ]
 
 
