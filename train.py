@@ -256,6 +256,8 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
 
     def epoch_start(t, epoch, n_batches):
         timing.setdefault("first_elapsed", t.clock.elapsed)
+        if timing["epochs"]:  # here rather than after the evaluation: an epoch the budget cut ends the run
+            print_forecast(t, timing["seconds"] / timing["epochs"], f"from {timing['epochs']} epoch(s) here")
         bar["bar"] = tqdm(total=n_batches, desc=f"epoch {epoch}/{t.settings.epochs}", unit="batch",
                           dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 10)
 
@@ -285,8 +287,6 @@ def progress_printer(trainer: Trainer, out: Path) -> None:
                 writer.add_scalar(f"val/{name.removeprefix('val_')}", record[name], t.step)
             timing["epochs"] += 1
             timing["seconds"] = t.clock.elapsed - (timing["first_elapsed"])
-            if t.epoch < t.settings.epochs:
-                print_forecast(t, timing["seconds"] / timing["epochs"], f"from {timing['epochs']} epoch(s) here")
 
     def out_of_time(t, epoch, batches_done, n_batches):
         where = (f"after epoch {epoch}" if batches_done == n_batches

@@ -86,6 +86,17 @@ def test_train_cli_tags_punctuates_forecasts_and_resumes(data_dir, bt_dir, tmp_p
     assert not run_tags_synthetic(tmp_path / "nothing-here")
 
 
+def test_no_forecast_after_the_budget_cut_the_run(data_dir, tmp_path, capsys):
+    """A forecast follows each whole epoch; an epoch the budget cut short is the run's last,
+    so nothing after it says when the run will end."""
+    assert tiny_main(data_dir, tmp_path / "run", "--epochs", "3", "--max-minutes", "0.0001") == 0
+    err = capsys.readouterr().err
+    assert "time budget of 0.0001 minutes spent; stopped after 1 of" in err
+    assert "epoch(s) here" not in err
+    assert tiny_main(data_dir, tmp_path / "whole", "--epochs", "2") == 0
+    assert capsys.readouterr().err.count("(from 1 epoch(s) here)") == 1  # after epoch 1, not after the last
+
+
 def test_train_cli_missing_extra_train_is_one_line(data_dir, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         tiny_main(data_dir, tmp_path / "run", "--extra-train", str(tmp_path / "nope"))
