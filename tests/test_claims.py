@@ -256,12 +256,18 @@ def test_logit_lens_which_steps_are_decided_where(trace_of):
 
 
 # ----------------------------------------------------------------------------- the lake sentence
+def shown_cross(trace, layer, step, origin="pair"):
+    """Cross-attention of ``layer`` (mean of the heads) at 1-based ``step`` as the viewer draws
+    it: from its payload (a Translate and both sentences of a pair travel in that format)."""
+    return decode_payload(encode_trace(trace, origin=origin))["cross_attn"][layer - 1, :, step - 1].mean(axis=0)
+
+
 def mean_cross_looks_at(trace, layer, step, origin="translate"):
     """(source token, weight) that cross-attention of ``layer`` (mean of the heads) weighs most at
     1-based ``step``, from the model's weights and from the viewer's (quantised) copy of them,
     which must agree at 2 decimals."""
     exact = trace.cross_attn[layer - 1, :, step - 1].mean(axis=0)  # (S,)
-    shown = decode_payload(encode_trace(trace, origin=origin))["cross_attn"][layer - 1, :, step - 1].mean(axis=0)
+    shown = shown_cross(trace, layer, step, origin)
     found = {(viewer.display_token(trace.src_tokens[int(row.argmax())]), r2(row.max())) for row in (exact, shown)}
     assert len(found) == 1, found
     return found.pop()
@@ -272,7 +278,8 @@ def test_lake_step10_is_a_guess_looking_at_near(trace_of):
     0.34 ('nel', then 'al' 0.13), while cross-attention (layer 4, mean of the heads) looks at
     'near' (0.43)"."""
     trace = trace_of(LAKE)
-    assert words(trace.topk_tokens[10 - 1][:2]) == ["nel", "al"] == words(trace.tgt_tokens[10:11]) + ["al"]
+    assert words(trace.topk_tokens[10 - 1][:2]) == ["nel", "al"]
+    assert words(trace.tgt_tokens[10:11]) == ["nel"]  # the top candidate is the one emitted
     assert [r2(p) for p in trace.topk_probs[10 - 1][:2]] == [0.34, 0.13]
     assert mean_cross_looks_at(trace, 4, 10) == ("near", 0.43)
 
@@ -295,7 +302,8 @@ def test_milk_step6_candidates(trace_of):
     'milk' (0.64)"."""
     trace = trace_of(MILK)
     assert "latte" not in trace.translation
-    assert words(trace.topk_tokens[6 - 1][:2]) == ["e", "latte"] == words(trace.tgt_tokens[6:7]) + ["latte"]
+    assert words(trace.topk_tokens[6 - 1][:2]) == ["e", "latte"]
+    assert words(trace.tgt_tokens[6:7]) == ["e"]  # the top candidate is the one emitted
     assert [r2(p) for p in trace.topk_probs[6 - 1][:2]] == [0.47, 0.21]
     assert mean_cross_looks_at(trace, 3, 6) == ("milk", 0.64)
 
@@ -314,12 +322,6 @@ def test_milk_whatif_force_latte_at_step6(tr, trace_of):
 # ----------------------------------------------------------------------------- minimal pairs
 BROTHER, SISTER = "My brother is tall.", "My sister is tall."
 DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
-
-
-def shown_cross(trace, layer, step):
-    """Cross-attention of ``layer`` (mean of the heads) at ``step`` as the minimal-pairs view
-    draws it: from the viewer's payload (both sentences travel in that format), 1-based."""
-    return decode_payload(encode_trace(trace, origin="pair"))["cross_attn"][layer - 1, :, step - 1].mean(axis=0)
 
 
 def looks_at(trace, layer, step) -> tuple[str, float]:
