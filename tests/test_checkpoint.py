@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import load_translator
+from tests.conftest import tiny_config
 from transformer import checkpoint as ckpt
+from transformer import load_translator
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from transformer.model import build_model
-from tests.conftest import tiny_config
 
 SENTENCE = "the black cat sleeps."
 
@@ -260,3 +260,60 @@ def test_write_file_atomic_replaces_whole_files_with_normal_permissions(tmp_path
         assert [p.name for p in tmp_path.iterdir()] == ["metrics.json"]  # no temporary left behind
     finally:
         os.umask(old_umask)
+
+
+def record_hub_calls(monkeypatch) -> list:
+    """snapshot_download replaced by a recorder that fails like an offline machine, so a
+    test sees whether the hub was asked at all (and a failure can't hide behind it)."""
+    import huggingface_hub
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    calls = []
+
+    def snapshot_download(repo_id, **kw):
+        calls.append(repo_id)
+        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache and outgoing traffic\n"
+                                      "has been disabled. Check your internet connection.")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
+    return calls
+
+
+@pytest.mark.parametrize("args", [(), ("checkpoints/en-it",), (Path("checkpoints/en-it"),)])
+def test_default_checkpoint_missing_everywhere_is_one_line_and_never_the_hub(monkeypatch, tmp_path, args):
+    """After ``pip install .`` the package sits where no checkpoints/en-it is, and the working
+    directory has none either: the default is a path, so the hub is never asked, and the
+    error says in one line where it looked and what to pass instead."""
+    calls = record_hub_calls(monkeypatch)
+    monkeypatch.setattr(ckpt, "REPO_ROOT", tmp_path / "site-packages")
+    cwd = tmp_path / "somewhere"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    with pytest.raises(CheckpointError) as info:
+        load_translator(*args)
+    message = str(info.value)
+    assert calls == []
+    assert "\n" not in message
+    assert message.startswith(f"no checkpoint at checkpoints/en-it (relative to {cwd})")
+    assert "load_translator('path/to/checkpoint')" in message and "'owner/name'" in message
+    assert not ckpt.is_hub_id("checkpoints/en-it")
+
+
+@pytest.mark.parametrize("name", ["./runs/best", "../runs/best", "/tmp/no/such", "~/models/best", "a/b/c",
+                                  "runs\\best"])
+def test_names_that_look_like_paths_never_reach_the_hub(monkeypatch, tmp_path, name):
+    calls = record_hub_calls(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    assert not ckpt.is_hub_id(name)
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_translator(name)
+    assert calls == []
+
+
+def test_hub_failure_is_one_line(monkeypatch, tmp_path):
+    calls = record_hub_calls(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CheckpointError) as info:
+        load_translator("someone/missing")
+    assert calls == ["someone/missing"]
+    assert "\n" not in str(info.value) and "Check your internet connection" in str(info.value)

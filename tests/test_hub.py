@@ -281,3 +281,29 @@ def test_card_and_save_flags_fail_in_one_line(capfd, tmp_path, tiny_checkpoint, 
     line = exit_2(capfd, modelcard.main, ["--checkpoint", str(tmp_path), "--command", "c", "--samples", test_file,
                                           "--data", "d"])
     assert line == f"error: {tmp_path}: no metrics.json (not a trained checkpoint folder)"
+
+
+# ----------------------------------------------------------------------------- huggingface_hub's own file choice
+def test_push_sends_what_upload_folder_selects_and_keeps_its_patterns(monkeypatch, best_dir):
+    """The real ``HfApi.upload_folder`` chooses the files; only its network calls are replaced
+    (``create_repo``, the card's YAML check, ``create_commit``). It appends its own default
+    patterns to the ignore list it is given, so a module constant passed as is would grow
+    with every push: the list must stay as it was."""
+    import huggingface_hub.hf_api
+
+    from transformer import hub as hub_module
+
+    commits = []
+    monkeypatch.setattr(huggingface_hub.hf_api, "is_xet_available", lambda: False)  # the one-commit path
+    monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: RepoUrl(f"https://huggingface.co/{repo_id}"))
+    monkeypatch.setattr(HfApi, "_validate_yaml", lambda self, content, **kw: ModelCard(content))
+    monkeypatch.setattr(HfApi, "create_commit", lambda self, **kw: commits.append(kw))
+    before = list(hub_module.IGNORE_PATTERNS)
+    push_checkpoint(best_dir, "someone/tiny-en-it", token="hf_fake")
+    push_checkpoint(best_dir, "someone/tiny-en-it", token="hf_fake")
+    assert hub_module.IGNORE_PATTERNS == before
+    sent = [sorted(op.path_in_repo for op in commit["operations"]) for commit in commits]
+    assert sent[0] == sent[1] == hub_module.checkpoint_files(best_dir) == [
+        "README.md", "config.json", "metrics.json", "model.safetensors", "snapshots/epoch-001/config.json",
+        "snapshots/epoch-001/metrics.json", "snapshots/epoch-001/model.safetensors", "tokenizer_src.json",
+        "tokenizer_tgt.json"]

@@ -216,34 +216,46 @@ def download_checkpoint(repo_id: str, revision: str | None = None) -> Path:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+def is_default_checkpoint(name_or_path: str | Path | None) -> bool:
+    """None or ``checkpoints/en-it``: the shipped checkpoint, which is a folder, never a hub id
+    (it is shaped like 'owner/name', so it has to be told apart by name)."""
+    return name_or_path is None or Path(name_or_path) == Path(DEFAULT_CHECKPOINT)
+
+
 def is_hub_id(name: str) -> bool:
-    """'owner/name' shaped (hub naming rules) and not an existing local path."""
+    """'owner/name' shaped (hub naming rules) and not an existing local path. Anything that
+    reads as a path (``./x``, ``/x``, ``~/x``, ``a/b/c``, a backslash) or the default
+    checkpoint's name is not: such a name never goes to the hub."""
     name = str(name)
     if not _HUB_ID.match(name) or ".." in name or "--" in name or name.endswith((".", "-")):
         return False
-    return not Path(name).expanduser().exists()
+    return not is_default_checkpoint(name) and not Path(name).expanduser().exists()
 
 
 def default_checkpoint() -> Path:
-    """The shipped checkpoint: ``checkpoints/en-it`` in the working directory if there is
-    one, else the repository's copy beside the package (works from any directory)."""
-    here = Path(DEFAULT_CHECKPOINT)
-    return here if here.is_dir() else REPO_ROOT / DEFAULT_CHECKPOINT
+    """The shipped checkpoint's folder: ``checkpoints/en-it`` in the working directory if there
+    is one, else the repository's copy beside the package (so it works from any directory).
+    Raises a one-line :class:`CheckpointError` naming both places when neither has it, as
+    after a plain ``pip install .``, which installs the package away from the repository."""
+    for candidate in (Path(DEFAULT_CHECKPOINT), REPO_ROOT / DEFAULT_CHECKPOINT):
+        found = resolve_checkpoint_dir(candidate)
+        if found.is_dir():
+            return found
+    raise CheckpointError(f"no checkpoint at {DEFAULT_CHECKPOINT} (relative to {Path.cwd()}) nor beside the "
+                          f"package ({REPO_ROOT / DEFAULT_CHECKPOINT}): pass load_translator('path/to/checkpoint') "
+                          f"or a hub id 'owner/name'")
 
 
 def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
     """A local checkpoint directory, downloading it first if ``name_or_path`` is a hub id.
 
+    None (or ``checkpoints/en-it``) is the shipped checkpoint (:func:`default_checkpoint`).
     Local paths come first. The hub is only tried for an ``owner/name`` that is not a local
     path, so a mistyped local path says "does not exist" instead of a network error; when
-    the hub fails too, the message gives both reasons.
+    the hub fails too, the message gives both reasons, on one line.
     """
-    if name_or_path is None or Path(name_or_path) == Path(DEFAULT_CHECKPOINT):
-        candidate = default_checkpoint()
-        if resolve_checkpoint_dir(candidate).is_dir():
-            name_or_path = candidate
-        elif name_or_path is None:
-            name_or_path = DEFAULT_CHECKPOINT
+    if is_default_checkpoint(name_or_path):
+        return default_checkpoint()
     path = Path(name_or_path).expanduser()
     if path.exists():
         path = resolve_checkpoint_dir(path)
@@ -259,8 +271,9 @@ def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
     try:
         return download_checkpoint(str(name_or_path))
     except Exception as exc:  # offline, no such repo, no access...: any hub failure is reported
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's messages span several lines
         raise CheckpointError(f"{local}, and {name_or_path!r} could not be loaded as a Hugging Face hub "
-                              f"repo id ({type(exc).__name__}: {exc})") from exc
+                              f"repo id ({reason})") from exc
 
 
 def _snapshot_parent(directory: Path) -> Path | None:
