@@ -2,35 +2,48 @@
 
     python train.py                                           # the shipped en->it model (preset base)
     python train.py --preset tiny --out runs/tiny             # a smoke run
-    python train.py --out runs/base --resume                  # continue the last run in runs/base
+    python train.py --out runs/base --resume                  # continue the run in runs/base where it stopped
     python train.py --processes 2 --out runs/two              # data-parallel over 2 processes of 1 thread each
     torchrun --nproc_per_node=2 train.py --out runs/ddp       # the same, started by torchrun (or on 2 GPUs)
 
 Output directory layout:
     OUT/epochs/epoch-NNN/     checkpoint after each epoch (+ train_state.pt for --resume)
+    OUT/mid-epoch/            checkpoint within an epoch: at a stop, and every --save-every-minutes
     OUT/best/                 the checkpoint with the best validation chrF (this is what ships)
     OUT/snapshots/epoch-NNN/  small fp16 checkpoints after chosen epochs (copied into best/snapshots/)
     OUT/tensorboard/          TensorBoard scalars
     OUT/history.json          one record per evaluation
+    OUT/run.json              the flags the run was started with (what --resume goes on with)
 
-The loop itself lives in ``transformer.trainer``; this file parses arguments, prints
-progress, and turns errors into exit code 2.
+Ctrl-C (or SIGTERM) stops every process after the step in progress, saves, and ends with
+one line that says how to continue (exit code 130, or 143 for SIGTERM).
+
+The loop itself lives in ``transformer.trainer`` and what it shows in
+``transformer.progress``; this file parses arguments and turns errors into exit code 2.
 """
 
 from __future__ import annotations
 
+import signal
+import sys
+
+if __name__ == "__main__":  # until main() takes over, a stop ends as quietly as one later on
+    for _signal in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signal, lambda signum, frame: sys.exit(128 + signum))
+
 import argparse
+import contextlib
 import json
 import os
 import re
 import shlex
-import sys
 import time
 import traceback
 from dataclasses import replace
 from pathlib import Path
 
 import torch
+import torch.distributed
 from tqdm import tqdm
 
 from transformer.checkpoint import CheckpointError
@@ -40,20 +53,19 @@ from transformer.cli import (
 )
 from transformer.data import DataError
 from transformer.distill import DistillError, add_distilled, check_teacher
-from transformer.distributed import DistributedError, init_distributed, launched_by_torchrun
+from transformer.distributed import (
+    DistributedError, Stopped, StopSignals, fit_processes, init_distributed, launch_processes, launched_by_torchrun,
+    launched_by_train_py, leave_to_rank_0, rank,
+)
+from transformer.progress import ProgressPrinter, budget_line, output_line, resume_line, stop_line
 from transformer.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, VocabularyError, min_vocab_size
 from transformer.trainer import (
-    DEFAULT_SNAPSHOTS, Trainer, TrainingError, TrainingWarning, build_fresh, forecast, latest_epoch_dir, load_run_data,
-    parse_snapshots, run_tags_synthetic,
+    DEFAULT_SNAPSHOTS, Trainer, TrainingError, TrainingStopped, TrainingWarning, build_fresh, check_out_dir,
+    clear_run, load_run_data, parse_snapshots, read_run_record, resume_dir, run_items, run_tags_synthetic,
+    write_run_record,
 )
-from transformer.training import PRESETS, Preset
+from transformer.training import PRESETS, Preset, TrainSettings
 
-# how long a rank other than 0 waits before it exits after an error (``leave_to_rank_0``)
-OTHER_RANKS_WAIT_SECONDS = 10
-# set in the environment of the processes that train.py starts itself (``launch_processes``)
-LAUNCHED_BY_TRAIN_PY = "TRAIN_PY_PROCESSES"
-# steps timed (after the first) for the forecast printed before the first epoch ends
-FORECAST_AFTER_STEPS = 20
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_DATASET = str(DATA / "tatoeba-en-it")
 # back-translated pairs for the default corpus (data/tatoeba-en-it-bt/README.md), added to
@@ -90,11 +102,20 @@ def _repo_id(text: str) -> str:
     return text
 
 
-def parse_args(argv=None) -> argparse.Namespace:
+# shorthands of the flag declarations below: argument types, and a preset's training / model field
+pos_int, pos_float = whole_number(1), positive_number
+tr, md = (lambda f: lambda p: getattr(p.train, f)), (lambda f: lambda p: getattr(p.model, f))
+
+
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="python train.py", description="Train a from-scratch Transformer translation model.",
                        formatter_class=HelpFormatter)
-    pos_int, pos_float = whole_number(1), positive_number
-    tr, md = (lambda f: lambda p: getattr(p.train, f)), (lambda f: lambda p: getattr(p.model, f))
+    for add in (_data_and_output_flags, _model_and_schedule_flags, _run_and_process_flags):
+        add(p)
+    return p
+
+
+def _data_and_output_flags(p: ArgumentParser) -> None:
     p.add_argument("--preset", choices=sorted(PRESETS), default="base",
                    help="starting settings: " + "; ".join(f"'{name}' is {preset.description}"
                                                    for name, preset in sorted(PRESETS.items())))
@@ -111,9 +132,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--src", default="en", help="source language code in the 'translation' field")
     p.add_argument("--tgt", default="it", help="target language code in the 'translation' field")
     p.add_argument("--out", default="runs/base", help="output directory for checkpoints and logs")
-    p.add_argument("--resume", action="store_true",
-                   help="continue from the last epoch checkpoint in --out, with the run's own settings; "
-                        "--epochs and --max-minutes, when given, extend it and set a new budget")
+    again = p.add_mutually_exclusive_group()
+    again.add_argument("--resume", action="store_true",
+                       help="continue the run in --out where it stopped (its last epoch or mid-epoch checkpoint), "
+                            "with the run's own settings and process count; --epochs, --max-minutes and "
+                            "--save-every-minutes, when given, extend it and set a new budget")
+    again.add_argument("--overwrite", action="store_true",
+                       help="start a new run in an --out that holds one, replacing it (without this or --resume, "
+                            "such an --out is refused)")
+
+
+def _model_and_schedule_flags(p: ArgumentParser) -> None:
     p.add_argument("--epochs", type=pos_int, help="number of epochs (sets the length of the LR schedule) "
                    + _preset_note(tr("epochs")))
     p.add_argument("--batch-tokens", type=pos_int, help="padded source+target tokens per batch (per process) "
@@ -144,8 +173,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    + _preset_note(tr("label_smoothing")))
     p.add_argument("--word-dropout", type=fraction, help="probability that a source token is replaced by the "
                    "unknown token during training " + _preset_note(tr("word_dropout")))
-    p.add_argument("--no-bf16", action="store_true", help="train in float32 instead of bf16 autocast (bf16 is used only where the "
-                   "hardware runs it natively; elsewhere the run falls back to float32 with a warning) "
+    p.add_argument("--no-bf16", action="store_true",
+                   help="train in float32 instead of bf16 autocast (bf16 is used only where the hardware runs it "
+                        "natively; elsewhere the run falls back to float32 with a warning) "
                    + _preset_note(lambda p: "bf16" if p.train.bf16 else "float32"))
     p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float16",
                    help="dtype of the weights written to disk: float16 halves the files and scores the same as "
@@ -154,6 +184,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="average the last N epoch checkpoints at the end (0 or 1: off) "
                         + _preset_note(tr("average_last")))
     p.add_argument("--seed", type=integer, default=0, help="seed for splits, shuffling and initialisation")
+
+
+def _run_and_process_flags(p: ArgumentParser) -> None:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
                    help="training device (auto picks cuda, then mps, then cpu; under torchrun each "
                         "process takes the GPU of its LOCAL_RANK)")
@@ -161,6 +194,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="wall-clock budget for the whole run: training stops cleanly in time for the last "
                         "evaluation and the checkpoint average (no budget if unset) "
                         + _preset_note(lambda p: p.train.max_minutes or "none"))
+    p.add_argument("--save-every-minutes", type=pos_float,
+                   help="save a mid-epoch checkpoint this often, as well as at every stop (Ctrl-C or SIGTERM), "
+                        f"so that --resume loses at most this much (default: {TrainSettings.save_every_minutes:g}, "
+                        "or a resumed run's own)")
     p.add_argument("--distill-from", metavar="CHECKPOINT",
                    help="sequence-level knowledge distillation: this checkpoint (a directory or hub id) translates "
                         "the training sources with beam search, and every translation that differs from its "
@@ -175,15 +212,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--push-to-hub", type=_repo_id, metavar="OWNER/NAME",
                    help="after training, upload the best checkpoint folder to this hub model repo")
     p.add_argument("--threads", type=pos_int, help="torch CPU threads (default: torch's choice; with several "
-                   "processes, the CPU cores shared out among them)")
+                   "processes, the CPU cores shared out among them; --resume takes the run's own unless given)")
     p.add_argument("--processes", type=pos_int,
                    help="data-parallel training processes that train.py starts itself, as torchrun "
                         "--nproc_per_node would: each trains on its own share of every epoch with --batch-tokens "
                         "per step, so one optimiser step sees N times the tokens. On a CPU, 2 processes of 1 "
                         "thread each make epochs faster than 1 process of 2 threads (docs/experiments.md). "
                         "With fewer GPUs than N, one process per GPU with --batch-tokens scaled up to the same "
-                        "tokens per step " + _preset_note(tr("processes")))
-    return p.parse_args(argv)
+                        "tokens per step; --resume takes the run's own " + _preset_note(tr("processes")))
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def pick_device(name: str) -> str:
@@ -206,7 +246,8 @@ def preset_from_args(args) -> Preset:
     train = {k: v for k, v in {"epochs": args.epochs, "batch_tokens": args.batch_tokens, "lr": args.lr,
                                "warmup_steps": args.warmup_steps, "label_smoothing": args.label_smoothing,
                                "word_dropout": args.word_dropout,
-                               "max_minutes": args.max_minutes, "average_last": args.average_last}.items()
+                               "max_minutes": args.max_minutes, "average_last": args.average_last,
+                               "save_every_minutes": args.save_every_minutes}.items()
              if v is not None}
     if args.no_bf16:
         train["bf16"] = False
@@ -226,114 +267,69 @@ def extra_train(args) -> tuple[str, ...]:
     return (DEFAULT_EXTRA_TRAIN,) if own else ()
 
 
-def check_out_dir(out: Path) -> None:
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".write-test-{os.getpid()}"
-        probe.write_text("ok")
-        probe.unlink()
-    except OSError as exc:
-        raise TrainingError(f"{out}: output directory is not writable ({exc.strerror or exc})") from None
+def run_flags(args) -> dict:
+    """The flags that make a run what it is, as in effect (a preset's value where none was
+    given): run.json keeps them, and --resume goes on with them."""
+    p = preset_from_args(args)
+    m, t = p.model, p.train
+    return {"preset": args.preset, "dataset": args.dataset, "dataset_config": args.dataset_config,
+            "extra_train": list(extra_train(args)), "src": args.src, "tgt": args.tgt,
+            "max_train_pairs": args.max_train_pairs, "distill_from": args.distill_from,
+            "distill_beam": args.distill_beam, "d_model": m.d_model, "layers": m.n_encoder_layers, "heads": m.h,
+            "d_ff": m.d_ff, "dropout": m.dropout, "attn_dropout": m.attn_dropout, "vocab_size": p.vocab_size,
+            "separate_vocab": not p.joint_vocab, "split_punctuation": p.split_punctuation,
+            "tag_synthetic": p.tag_synthetic, "storage_dtype": args.storage_dtype, "batch_tokens": t.batch_tokens,
+            "lr": t.lr, "warmup_steps": t.warmup_steps, "label_smoothing": t.label_smoothing,
+            "word_dropout": t.word_dropout, "no_bf16": not t.bf16, "average_last": t.average_last, "seed": args.seed,
+            "val_limit": args.val_limit, "snapshots": list(args.snapshots), "processes": args.processes or t.processes,
+            "threads": args.threads}
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "none"
+    return "none" if value is None else str(value)
+
+
+def take_run_flags(args, argv) -> None:
+    """For --resume: set ``args`` to the run's own flags (run.json). A flag given now with
+    another value than the run's is refused in one line (``TrainingError``), except
+    --threads: a run resumes with its own unless told otherwise (the same threads give the
+    very same numbers; others only change the speed and the last bits)."""
+    recorded = read_run_record(args.out)
+    strict = build_parser()
+    for action in strict._actions:  # parsed again without defaults, only what was typed is left
+        action.default = argparse.SUPPRESS
+    given, now = vars(strict.parse_args(argv)), run_flags(args)
+    recorded = {name: value for name, value in recorded.items() if not (name == "threads" and name in given)}
+    for name in sorted(given.keys() & recorded.keys()):
+        if json.loads(json.dumps(now.get(name))) != recorded[name]:
+            flag = "--" + name.replace("_", "-")
+            raise TrainingError(f"{flag} {_shown(now.get(name))}: {args.out} was trained with {flag} "
+                                f"{_shown(recorded[name])}; --resume goes on with the run's own (leave the flag out)")
+    for name, value in recorded.items():
+        setattr(args, name, tuple(value) if name in ("extra_train", "snapshots") else value)
+
+
+def _launch_command() -> str:
+    """``python train.py`` (also when train.py started the processes itself), or the torchrun
+    line that started this process."""
+    if launched_by_torchrun() and not launched_by_train_py():
+        return f"torchrun --nproc_per_node={os.environ.get('LOCAL_WORLD_SIZE', os.environ['WORLD_SIZE'])} train.py"
+    return "python train.py"
 
 
 def command_line(argv) -> str:
-    """The command that started this run, as its checkpoints record it: ``python train.py``
-    (also when train.py started the processes itself), or the torchrun line that did."""
-    args = " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))
-    if launched_by_torchrun() and not os.environ.get(LAUNCHED_BY_TRAIN_PY):
-        nproc = os.environ.get("LOCAL_WORLD_SIZE", os.environ["WORLD_SIZE"])
-        return f"torchrun --nproc_per_node={nproc} train.py {args}"
-    return f"python train.py {args}"
+    """The command that started this run, as its checkpoints record it."""
+    return " ".join([_launch_command(), *(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))])
 
 
-def progress_printer(trainer: Trainer, out: Path) -> None:
-    """Progress bars, one JSON line per evaluation, and TensorBoard scalars (main rank)."""
-    from torch.utils.tensorboard import SummaryWriter
-
-    writer = SummaryWriter(log_dir=str(out / "tensorboard"))
-    bar = {}
-    timing = {"epochs": 0, "seconds": 0.0, "start": None}
-
-    def epoch_start(t, epoch, n_batches):
-        timing.setdefault("first_elapsed", t.clock.elapsed)
-        if timing["epochs"]:  # here rather than after the evaluation: an epoch the budget cut ends the run
-            print_forecast(t, timing["seconds"] / timing["epochs"], f"from {timing['epochs']} epoch(s) here")
-        bar["bar"] = tqdm(total=n_batches, desc=f"epoch {epoch}/{t.settings.epochs}", unit="batch",
-                          dynamic_ncols=True, mininterval=0.5 if sys.stderr.isatty() else 10)
-
-    def batch_end(t, loss, grad_norm, lr, tokens_per_s):
-        if timing["start"] is None:  # the first step warms up: time from its end
-            timing["start"] = (time.monotonic(), t.step)
-        elif t.step - timing["start"][1] == FORECAST_AFTER_STEPS and not timing["epochs"]:
-            per_step = (time.monotonic() - timing["start"][0]) / FORECAST_AFTER_STEPS
-            print_forecast(t, per_step * t.steps_per_epoch, "from the first steps; evaluation not included")
-        bar["bar"].update(1)
-        bar["bar"].set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}", refresh=False)
-        if t.step % 20 == 0:
-            for name, value in (("loss", loss), ("lr", lr), ("grad_norm", grad_norm), ("tokens_per_s", tokens_per_s)):
-                writer.add_scalar(f"train/{name}", value, t.step)
-
-    def evaluated(t, evaluation):
-        if "bar" in bar:
-            bar.pop("bar").close()
-        record = evaluation.record
-        print(json.dumps(record), file=sys.stderr)
-        for src, ref, hyp in evaluation.samples[:3]:
-            print(f"  src: {src}\n  ref: {ref}\n  hyp: {hyp}", file=sys.stderr)
-        if "averaged" in record:
-            print(average_verdict(t, evaluation), file=sys.stderr)
-        if "epoch" in record:
-            for name in ("val_loss", "bleu", "chrf"):
-                writer.add_scalar(f"val/{name.removeprefix('val_')}", record[name], t.step)
-            timing["epochs"] += 1
-            timing["seconds"] = t.clock.elapsed - (timing["first_elapsed"])
-
-    def out_of_time(t, epoch, batches_done, n_batches):
-        where = (f"after epoch {epoch}" if batches_done == n_batches
-                 else f"after {batches_done} of {n_batches} batches of epoch {epoch}")
-        print(f"time budget of {t.settings.max_minutes} minutes spent; stopped {where}", file=sys.stderr)
-
-    for event, fn in (("on_epoch_start", epoch_start), ("on_batch_end", batch_end), ("on_evaluate", evaluated),
-                      ("on_time_budget", out_of_time), ("on_end", lambda t, result: writer.close())):
-        trainer.add_callback(event, fn)
-
-
-def _epochs_text(names) -> str:
-    """'1-5' for epoch-001..epoch-005, '2, 4' when they are not consecutive."""
-    epochs = [int(name.rsplit("-", 1)[1]) for name in names]
-    if epochs == list(range(epochs[0], epochs[-1] + 1)) and len(epochs) > 1:
-        return f"{epochs[0]}-{epochs[-1]}"
-    return ", ".join(map(str, epochs))
-
-
-def average_verdict(t: Trainer, evaluation) -> str:
-    """One line after the checkpoint average is evaluated: its chrF and whether it became
-    best/ (the trainer keeps the average only when it beats every epoch of the run)."""
-    record = evaluation.record
-    line = f"averaged epochs {_epochs_text(record['averaged'])}: chrF {record['chrf']}, "
-    if evaluation.is_best:
-        return line + "kept as best/"
-    best = next((r for r in t.history if r.get("chrf") == t.best_chrf), None)
-    if best is None:
-        which = ""
-    elif "epoch" in best:
-        which = f" (epoch {best['epoch']})"
-    else:
-        which = f" (an earlier average of epochs {_epochs_text(best['averaged'])})"
-    return line + f"not kept: best/ keeps chrF {t.best_chrf}{which}"
-
-
-def resume_line(t: Trainer, out: Path) -> str:
-    """Which epoch checkpoint a resumed run continues from, and what is left to train."""
-    s, done = t.settings, t.epoch
-    last = latest_epoch_dir(out)
-    if done >= s.epochs:
-        todo = "no epochs left to train (a larger --epochs trains more)"
-    elif done + 1 == s.epochs:
-        todo = f"epoch {s.epochs} to go"
-    else:
-        todo = f"epochs {done + 1}-{s.epochs} to go"
-    return f"resuming from epoch {done} ({last}): {todo}"
+def resume_command(out) -> str:
+    """The command that continues the run in ``out`` (under a torchrun that train.py did not
+    start itself, that torchrun again: it decides the processes)."""
+    return f"{_launch_command()} --out {shlex.quote(str(out))} --resume"
 
 
 def check_before_loading(args, preset: Preset) -> str | None:
@@ -357,18 +353,6 @@ def check_before_loading(args, preset: Preset) -> str | None:
     return str(teacher.directory)
 
 
-def print_forecast(t: Trainer, seconds_per_epoch: float, basis: str) -> None:
-    """One line: when the whole run will end, and whether --max-minutes cuts it short."""
-    s = t.settings
-    f = forecast(t.clock.elapsed, t.epoch, s.epochs, seconds_per_epoch, s.max_minutes, t.finish_seconds)
-    end = time.strftime("%H:%M", time.localtime(time.time() + f.seconds_left))
-    line = (f"forecast: {seconds_per_epoch / 60:.1f} min/epoch ({basis}); the run ends about {end}, "
-            f"{f.seconds_left / 60:.0f} minutes from now")
-    if f.cut_by_budget:
-        line += f"; --max-minutes {s.max_minutes:g} cuts it during epoch {f.last_epoch} of {s.epochs}"
-    tqdm.write(line, file=sys.stderr)  # above a progress bar that may be drawing
-
-
 def distill(data, args, dist, teacher: str) -> None:
     """``add_distilled`` with a progress bar and a summary line (main rank); ``teacher``
     is the --distill-from checkpoint's local folder."""
@@ -383,56 +367,85 @@ def distill(data, args, dist, teacher: str) -> None:
               f"added as training pairs ({(time.monotonic() - t0) / 60:.1f} minutes)", file=sys.stderr)
 
 
-def run(args, argv) -> int:
+def load(args, preset: Preset, dist) -> tuple:
+    """The checks that need no data, then the data (and the distilled pairs): (data, the
+    --extra-train corpora, whether synthetic sources are tagged)."""
+    if dist.is_main:
+        check_out_dir(args.out, args.resume, args.overwrite)
+    # rank 0 checks the teacher (and only it decodes with it)
+    teacher = check_before_loading(args, preset) if dist.is_main else args.distill_from
+    extra = extra_train(args)
+    check_paths_exist(extra)
+    tags = run_tags_synthetic(args.out) if args.resume else preset.tag_synthetic
+    if dist.is_main and not Path(args.dataset).expanduser().exists():
+        # the hub's own retries can take half a minute when it cannot be reached
+        print(f"data: looking up {args.dataset} on the hub", file=sys.stderr)
+    data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=args.seed,
+                         max_train_pairs=args.max_train_pairs, dist=dist, extra_train=extra,
+                         tag=SYNTHETIC_TAG if tags else None)
+    if args.distill_from:
+        distill(data, args, dist, teacher)
+    return data, extra, tags
+
+
+def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: StopSignals) -> Trainer:
+    options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs, snapshots=args.snapshots,
+                   command=command_line(argv), dist=dist, stop=stop)
+    if args.resume:
+        # only --epochs / --max-minutes / --save-every-minutes given now change the run's own (0 / None keep them)
+        requested = replace(preset.train, epochs=args.epochs or 0, max_minutes=args.max_minutes,
+                            save_every_minutes=args.save_every_minutes or 0)
+        return Trainer.resume(args.out, data, requested, **options)
+    model, src_tok, tgt_tok = build_fresh(preset, data, args.src, args.tgt, args.storage_dtype, seed=args.seed,
+                                          dist=dist)
+    return Trainer(model, src_tok, tgt_tok, data, preset.train, args.out, **options)
+
+
+def announce(trainer: Trainer, args, data, extra, tags: bool) -> None:
+    """The start-up lines (main rank): what resumes, the data, the model, where it all goes,
+    when the budget ends the run and when the run will end; then the progress printer.
+    A new run first clears what --overwrite replaces, and records its flags."""
+    out, cfg, s = Path(args.out), trainer.cfg, trainer.settings
+    replaced = bool(run_items(out))
+    if args.resume:
+        print(resume_line(trainer, resume_dir(out)), file=sys.stderr)
+    else:
+        clear_run(out)
+        write_run_record(out, {**run_flags(args), "processes": s.processes})
+    tagged = tags and any(src.startswith(f"{SYNTHETIC_TAG} ") for src, _ in reversed(data.train))
+    print(f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}"
+          + "".join(f" + {path}" for path in extra) + (" (synthetic sources tagged)" if tagged else ""),
+          file=sys.stderr)
+    print(f"model: {trainer.n_params:,} parameters; vocab {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; "
+          f"device {trainer.device} ({'bf16 autocast' if s.bf16 else 'float32'}); "
+          f"{trainer.steps_per_epoch} steps/epoch x {s.epochs} epochs"
+          + (f" on each of {trainer.dist.world_size} processes" if trainer.dist.enabled else ""), file=sys.stderr)
+    for line in (output_line(out, resume_command(out), args.resume, replaced), budget_line(trainer)):
+        if line:
+            print(line, file=sys.stderr)
+    ProgressPrinter(trainer, out, sys.stderr)
+
+
+def run(args, argv, stop: StopSignals) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     preset = preset_from_args(args)
     device = pick_device(args.device)
-    out = Path(args.out)
     dist = init_distributed(device)
     try:
-        # rank 0 checks the teacher (and only it decodes with it)
-        teacher = check_before_loading(args, preset) if dist.is_main else args.distill_from
+        data, extra, tags = load(args, preset, dist)
+        trainer = make_trainer(args, argv, data, preset, device, dist, stop)
         if dist.is_main:
-            check_out_dir(out)
-        extra = extra_train(args)
-        check_paths_exist(extra)
-        tags = run_tags_synthetic(out) if args.resume else preset.tag_synthetic
-        if dist.is_main and not Path(args.dataset).expanduser().exists():
-            # the hub's own retries can take half a minute when it cannot be reached
-            print(f"data: looking up {args.dataset} on the hub", file=sys.stderr)
-        data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=args.seed,
-                             max_train_pairs=args.max_train_pairs, dist=dist, extra_train=extra,
-                             tag=SYNTHETIC_TAG if tags else None)
-        if args.distill_from:
-            distill(data, args, dist, teacher)
-        options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs,
-                       snapshots=args.snapshots, command=command_line(argv), dist=dist)
-        if args.resume:
-            # only --epochs / --max-minutes given now change the run's own (0 / None keep them)
-            requested = replace(preset.train, epochs=args.epochs or 0, max_minutes=args.max_minutes)
-            trainer = Trainer.resume(out, data, requested, **options)
-        else:
-            model, src_tok, tgt_tok = build_fresh(preset, data, args.src, args.tgt, args.storage_dtype,
-                                                  seed=args.seed, dist=dist)
-            trainer = Trainer(model, src_tok, tgt_tok, data, preset.train, out, **options)
-        if dist.is_main:
-            cfg, s = trainer.cfg, trainer.settings
-            if args.resume:
-                print(resume_line(trainer, out), file=sys.stderr)
-            print(f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}"
-                  + "".join(f" + {path}" for path in extra) + (" (synthetic sources tagged)" if tags else ""),
-                  file=sys.stderr)
-            print(f"model: {trainer.n_params:,} parameters; vocab {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; "
-                  f"device {trainer.device} ({'bf16 autocast' if s.bf16 else 'float32'}); "
-                  f"{trainer.steps_per_epoch} steps/epoch x {s.epochs} epochs"
-                  + (f" on each of {dist.world_size} processes" if dist.enabled else ""), file=sys.stderr)
-            progress_printer(trainer, out)
+            announce(trainer, args, data, extra, tags)
         result = trainer.fit()
     finally:
         dist.close()
-    if not dist.is_main:
-        return 0
+    with stop.deferred():  # the run is over: a signal now does not undo its report
+        return report(result, args) if dist.is_main else 0
+
+
+def report(result, args) -> int:
+    """The last line, on stdout (JSON), after pushing best/ to the hub when asked."""
     summary = {"best_chrf": result.best_chrf, "minutes": result.minutes, "best": str(result.best_dir)}
     if args.push_to_hub:
         try:
@@ -458,21 +471,9 @@ def check_paths_exist(extra: tuple[str, ...]) -> None:
 def check_before_launch(args) -> None:
     """The checks ``run`` makes before any slow work, made once in the launching process
     so that bad input gets one line instead of one per training process."""
+    check_out_dir(args.out, args.resume, args.overwrite)
     check_before_loading(args, preset_from_args(args))
-    check_out_dir(Path(args.out))
     check_paths_exist(extra_train(args))
-
-
-def fit_processes(wanted: int, device: str, n_devices: int, batch_tokens: int) -> tuple[int, int]:
-    """(processes, batch tokens per process) for ``wanted`` processes of ``batch_tokens``.
-
-    On a CPU every process gets its share of the cores. A GPU cannot be shared between
-    training processes, so with fewer GPUs (``n_devices``) than ``wanted`` one process runs
-    per GPU, each on a larger batch, so that a step still sees ``wanted * batch_tokens``
-    tokens and the learning-rate schedule keeps its meaning."""
-    if device == "cpu" or n_devices >= wanted:
-        return wanted, batch_tokens
-    return n_devices, round(batch_tokens * wanted / n_devices)
 
 
 def plan_processes(args) -> tuple[int, list[str]]:
@@ -493,45 +494,36 @@ def plan_processes(args) -> tuple[int, list[str]]:
     return n, ["--batch-tokens", str(batch_tokens)] if n != wanted else []
 
 
-def launch_processes(args, argv, extra_args: list[str]) -> int:
-    """Start ``args.processes`` copies of this script with torch's own launcher (what
-    ``torchrun --standalone --nproc_per_node=N`` does: a local rendezvous and
-    ``RANK``/``WORLD_SIZE`` in each process's environment). Each copy joins the process
-    group in ``init_distributed``. Rank 0 keeps this terminal, so the output reads as a
-    one-process run's; the other ranks write to log files in a temporary folder (a failure
-    there is rank 0's to report, and their tracebacks of the broken connection would only
-    bury its one line). Returns the exit code of the failed run: rank 0's when it has one."""
-    import logging
-
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
-    from torch.distributed.run import get_args_parser, run as launch
-
-    check_before_launch(args)
-    cores = max(1, (os.cpu_count() or 1) // args.processes)
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads or cores))  # torch's launcher warns when it picks
-    os.environ[LAUNCHED_BY_TRAIN_PY] = str(args.processes)
-    logging.getLogger("torch.distributed").setLevel(logging.CRITICAL)  # its own lines about failed processes
-    others = ",".join(f"{rank}:3" for rank in range(1, args.processes))
-    script_args = [*(sys.argv[1:] if argv is None else argv), *extra_args]  # the last of a flag wins
-    launcher = get_args_parser().parse_args(["--standalone", f"--nproc_per_node={args.processes}",
-                                             "--redirects", others, __file__, *script_args])
-    try:
-        launch(launcher)
-    except ChildFailedError as exc:
-        codes = {rank: failure.exitcode for rank, failure in exc.failures.items()}
-        return next((c for c in (codes.get(0), *codes.values()) if c is not None and c > 0), 1)
-    return 0
+def start(args, argv, stop: StopSignals) -> int:
+    """This process's part: launch the training processes, or be one."""
+    if args.resume:
+        take_run_flags(args, argv)
+    if not launched_by_torchrun():
+        processes, extra_args = plan_processes(args)
+        if processes > 1:
+            check_before_launch(args)
+            script_args = [*(sys.argv[1:] if argv is None else argv), *extra_args]  # the last of a flag wins
+            return launch_processes(__file__, script_args, processes, args.threads)
+    return run(args, argv, stop)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    stop = StopSignals()
     try:
-        with one_line_warnings(TrainingWarning):
-            if not launched_by_torchrun():
-                processes, extra_args = plan_processes(args)
-                if processes > 1:
-                    return launch_processes(args, argv, extra_args)
-            return run(args, argv)
+        # only rank 0 stops at once on a signal; the others note it, and the next step's
+        # all-reduce stops them all together (or their connection to rank 0 breaks)
+        with stop.installed(), stop.deferred() if rank() else contextlib.nullcontext(), \
+                one_line_warnings(TrainingWarning):
+            return start(args, argv, stop)
+    except Stopped as exc:  # before anything was saved (rank 0, or the launching process)
+        print(f"stopped before training resumed; {args.out} is as it was; continue with: {resume_command(args.out)}"
+              if args.resume else "stopped before training started; nothing was saved", file=sys.stderr)
+        return 128 + exc.signum
+    except TrainingStopped as exc:
+        if rank() == 0:
+            print(stop_line(exc, Path(args.out), resume_command(args.out)), file=sys.stderr)
+        return 128 + exc.signum
     except VocabularyError as exc:
         leave_to_rank_0(EXIT_USAGE)
         if exc.n_characters is None:
@@ -541,22 +533,14 @@ def main(argv=None) -> int:
     except (TrainingError, DataError, CheckpointError, DistillError, DistributedError) as exc:
         leave_to_rank_0(EXIT_USAGE)
         fail(str(exc))
-    except Exception:
-        if not launched_by_torchrun() or int(os.environ["RANK"]) == 0:
+    except Exception as exc:
+        if rank() == 0:
             raise
-        traceback.print_exc()  # the broken connection of a peer that stopped, into this rank's own output
+        if stop.signum:  # rank 0 stopped on the same signal, which broke this rank's connection
+            return 128 + stop.signum
+        if not isinstance(exc, torch.distributed.DistError):  # a peer that failed breaks it too: rank 0 says why
+            traceback.print_exc()  # into this rank's own output
         leave_to_rank_0(1)
-
-
-def leave_to_rank_0(code: int) -> None:
-    """On the ranks other than 0: exit with ``code`` and no message, after a short wait.
-
-    Every training process meets the same bad input, and when rank 0 stops the others see
-    their connection break; rank 0 alone says why. The wait lets rank 0 end first, so the
-    launcher reports rank 0's exit code as the run's, not the broken connection's."""
-    if launched_by_torchrun() and int(os.environ["RANK"]) != 0:
-        time.sleep(OTHER_RANKS_WAIT_SECONDS)
-        raise SystemExit(code)
 
 
 if __name__ == "__main__":

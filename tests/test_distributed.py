@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -92,7 +95,9 @@ def test_train_py_starts_its_own_processes(data_dir, tmp_path):
     assert recorded == [2, 1]
     # the schedule depends on the processes: resuming with another count is one line, exit 2
     r = train_py("--dataset", str(data_dir), "--out", str(out), "--epochs", "3", "--resume", "--processes", "1")
-    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].endswith("resume it with --processes 2"), r.stderr
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.strip().splitlines() == [(f"error: --processes 1: {out} was trained with --processes 2; --resume "
+                                              "goes on with the run's own (leave the flag out)")]
 
 
 def test_train_py_processes_bad_input_one_line(data_dir, tmp_path):
@@ -108,3 +113,31 @@ def test_train_py_processes_bad_input_one_line(data_dir, tmp_path):
         errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
         assert len(errors) == 1, r.stderr[-3000:]
         assert "Traceback" not in r.stderr and "rank1" not in r.stderr, r.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_ctrl_c_under_torchrun_stops_every_rank_with_one_line(data_dir, tmp_path):
+    """Ctrl-C to a torchrun of 2 processes: both ranks stop at the same step, rank 0 says
+    where it saved and how to go on (with torchrun again), and no rank prints a traceback
+    (torchrun itself still reports the signal its own way); the resume finishes the run."""
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py", *COMMON,
+           "--dataset", str(data_dir), "--out", str(out), "--epochs", "2", "--batch-tokens", "150",
+           "--save-every-minutes", "1e-6"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (out / "mid-epoch" / "train_state.pt").is_file():  # the first step has been saved
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    os.killpg(p.pid, signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=300)
+    stops = [line for line in stderr.splitlines() if line.startswith("stopped")]
+    assert len(stops) == 1 and stops[0].endswith(f"continue with: torchrun --nproc_per_node=2 train.py --out {out} "
+                                                 "--resume"), stderr[-3000:]
+    assert "[rank" not in stderr and "KeyboardInterrupt" not in stderr and stdout == "", stderr[-3000:]
+    assert stderr.count("Traceback") <= 1  # torchrun's own SignalException, if any
+    r = torchrun("--dataset", str(data_dir), "--out", str(out), "--resume", "--batch-tokens", "150",
+                 "--save-every-minutes", "10")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert [h["epoch"] for h in epochs_of(out)] == [1, 2]

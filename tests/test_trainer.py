@@ -4,6 +4,8 @@ the time budget, torchrun sharding, and train.py's argument handling."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import types
 from dataclasses import replace
@@ -17,9 +19,9 @@ import train
 from transformer import trainer as trainer_mod
 from transformer.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
 from transformer.data import load_parallel
-from transformer.distributed import DistContext, shard_batches
+from transformer.distributed import DistContext, Stopped, StopSignals, shard_batches
 from transformer.trainer import (
-    STATE_FILE, Trainer, TrainingError, build_fresh, is_snapshot_epoch, parse_snapshots,
+    MID_EPOCH_DIR, STATE_FILE, Trainer, TrainingError, TrainingStopped, build_fresh, is_snapshot_epoch, parse_snapshots,
 )
 from transformer.training import PRESETS, average_checkpoints
 
@@ -46,7 +48,7 @@ class Interrupt(Exception):
     pass
 
 
-def stop_before_epoch_3(t, epoch, n_batches):
+def stop_before_epoch_3(t, epoch, n_batches, **_):
     """An on_epoch_start callback: the run is killed after epoch 2."""
     if epoch == 3:
         raise Interrupt
@@ -73,19 +75,48 @@ def straight_run(data, tmp_path_factory):
     return out, result, t
 
 
-def test_resume_continues_exactly_where_an_interrupted_run_stopped(data, straight_run, tmp_path):
-    """Killed after epoch 2 and resumed, a run ends with the very same weights and history
-    as one that never stopped: weights, optimiser, schedule, RNG and step all carry over."""
+def stop_in_epoch_2(t: Trainer, how: str, monkeypatch) -> tuple[type, list[str], tuple[int, int]]:
+    """Make ``t`` end in its second epoch: ``how`` 'killed' (an exception before epoch 3, as
+    a crash), 'stopped' (a stop request after 3 of its steps, as Ctrl-C), or 'evaluating' (a
+    stop request while epoch 2 is evaluated). Returns what ``fit`` raises, the epoch
+    checkpoints it leaves, and where a resume picks up (epochs done, batches done)."""
+    n = t.steps_per_epoch
+    if how == "killed":
+        t.add_callback("on_epoch_start", stop_before_epoch_3)
+        return Interrupt, ["epoch-001", "epoch-002"], (2, 0)
+    if how == "stopped":
+        t.add_callback("on_batch_end", lambda tr, **_: tr.step == n + 3 and tr.stop.request(signal.SIGINT))
+        return TrainingStopped, ["epoch-001"], (1, 3)
+
+    def validation_loss(*args, **kwargs):
+        if t.epoch == 2:
+            t.stop.request(signal.SIGINT)
+        return real_validation_loss(*args, **kwargs)
+
+    real_validation_loss = trainer_mod.validation_loss
+    monkeypatch.setattr(trainer_mod, "validation_loss", validation_loss)
+    return TrainingStopped, ["epoch-001"], (1, n)
+
+
+@pytest.mark.parametrize("how", ["killed", "stopped", "evaluating"])
+def test_resume_continues_exactly_where_an_interrupted_run_stopped(data, straight_run, tmp_path, monkeypatch, how):
+    """Killed after epoch 2, or stopped within it (during its steps, or during its
+    evaluation, which is then given up), and resumed: the run ends with the very same
+    weights and history as one that never stopped. Weights, optimiser, schedule, RNG, data
+    position and step all carry over."""
     straight, *_ = straight_run
     first = make_trainer(data, tmp_path, snapshots=(1,))
-    first.add_callback("on_epoch_start", stop_before_epoch_3)
-    with pytest.raises(Interrupt):
+    raised, on_disk, position = stop_in_epoch_2(first, how, monkeypatch)
+    with pytest.raises(raised):
         first.fit()
-    assert sorted(p.name for p in (tmp_path / "epochs").iterdir()) == ["epoch-001", "epoch-002"]
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "epochs").iterdir()) == on_disk
+    assert (tmp_path / MID_EPOCH_DIR).is_dir() == (how != "killed")
 
     resumed = Trainer.resume(tmp_path, data, SETTINGS, snapshots=(1,))
-    assert (resumed.epoch, resumed.step) == (2, first.step)
+    assert (resumed.epoch, resumed.batches_done, resumed.step) == (*position, first.step)
     result = resumed.fit()
+    assert not (tmp_path / MID_EPOCH_DIR).exists()  # out of date after the next epoch checkpoint
     for name in ("epoch-001", "epoch-002", "epoch-003"):
         assert same_weights(weights(tmp_path / "epochs" / name), weights(straight / "epochs" / name)), name
     assert same_weights(weights(tmp_path / "best"), weights(straight / "best"))
@@ -269,6 +300,89 @@ def test_resume_keeps_the_reserve_for_the_last_evaluation(data, tmp_path, monkey
     assert resumed.finish_seconds == 200  # the reserve in force during epoch 2
 
 
+def test_a_mid_epoch_checkpoint_every_few_minutes_survives_a_crash(data, straight_run, tmp_path, monkeypatch):
+    """With save_every_minutes, a mid-epoch checkpoint is written as the clock passes each
+    interval (the end of an epoch counts as a save): a run that crashes after it resumes
+    from there and ends exactly as one that never stopped."""
+    straight, *_ = straight_run
+    monkeypatch.setattr(trainer_mod, "Stopwatch", FakeClock)
+    first = make_trainer(data, tmp_path, settings=replace(SETTINGS, save_every_minutes=0.5), snapshots=(1,))
+    n = first.steps_per_epoch
+    assert n >= 4
+    saved = []
+
+    def ten_seconds_a_step(t, **_):
+        t.clock.elapsed += 10  # 30 s, the interval, every 3 steps of an epoch
+        if t.step == n + 4:
+            saved.append(json.loads((tmp_path / MID_EPOCH_DIR / "metrics.json").read_text()))
+            raise Interrupt  # a crash before any save of this step
+
+    first.add_callback("on_batch_end", ten_seconds_a_step)
+    with pytest.raises(Interrupt):
+        first.fit()
+    assert [(m["epoch"], m["batches_done"], m["step"]) for m in saved] == [(1, 3, n + 3)]
+    monkeypatch.undo()
+    resumed = Trainer.resume(tmp_path, data, replace(SETTINGS, save_every_minutes=0), snapshots=(1,))
+    assert resumed.settings.save_every_minutes == 0.5  # 0 asks for the run's own
+    resumed.fit()
+    for name in ("epoch-002", "epoch-003"):
+        assert same_weights(weights(tmp_path / "epochs" / name), weights(straight / "epochs" / name)), name
+
+
+def test_a_run_saved_without_the_new_fields_resumes(data, straight_run, tmp_path):
+    """An epoch checkpoint written before mid-epoch checkpoints existed (rank 0's torch RNG
+    state alone, no position, no save_every_minutes) resumes, exactly."""
+    straight, *_ = straight_run
+    first = make_trainer(data, tmp_path, snapshots=(1,))
+    first.add_callback("on_epoch_start", stop_before_epoch_3)
+    with pytest.raises(Interrupt):
+        first.fit()
+    path = tmp_path / "epochs" / "epoch-002" / STATE_FILE
+    state = torch.load(path, weights_only=True)
+    old = {k: v for k, v in state.items() if k not in ("rng", "batches_done", "train_loss")}
+    old["settings"] = {k: v for k, v in state["settings"].items() if k != "save_every_minutes"}
+    torch.save({**old, "torch_rng": state["rng"][0]["torch"]}, path)
+    resumed = Trainer.resume(tmp_path, data, SETTINGS, snapshots=(1,))
+    assert resumed.settings.save_every_minutes == 10.0
+    resumed.fit()
+    assert same_weights(weights(tmp_path / "epochs" / "epoch-003"), weights(straight / "epochs" / "epoch-003"))
+
+
+def test_stop_signals_raise_before_training_and_are_only_noted_during_it():
+    """Outside the training loop the first signal raises Stopped (nothing to save yet);
+    inside it (``deferred``) a real SIGINT only sets ``signum``, and no later signal raises."""
+    stop = StopSignals()
+    with pytest.raises(Stopped) as exc:
+        stop.request(signal.SIGTERM)
+    assert exc.value.signum == signal.SIGTERM == stop.signum
+    stop.request(signal.SIGINT)  # a second one (a launcher forwarding it): no exception
+    assert stop.signum == signal.SIGTERM
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    stop = StopSignals()
+    try:
+        with stop.installed(), stop.deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(100):  # Python runs the handler between two bytecodes of this thread
+                if stop.signum:
+                    break
+        assert stop.signum == signal.SIGINT
+        assert signal.getsignal(signal.SIGINT) == stop._handle  # kept: a real signal means the process ends
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+    with StopSignals().installed():
+        assert signal.getsignal(signal.SIGINT) != before[signal.SIGINT]
+    assert {s: signal.getsignal(s) for s in before} == before  # no signal: the handlers come back
+
+
+def test_timing_an_evaluation_changes_nothing(data, tmp_path):
+    t = make_trainer(data, tmp_path)
+    weights_before, rng_before = weights_state_dict(t.model), torch.get_rng_state()
+    assert 0 < t.time_evaluation() < 60
+    assert same_weights(weights_before, weights_state_dict(t.model)) and torch.equal(rng_before, torch.get_rng_state())
+    assert DistContext().maximum(0, 2, 1) == [0, 2, 1] and DistContext().gather("x") == ["x"]
+
+
 def test_shards_are_disjoint_and_equal():
     batches = [[i] for i in range(11)]
     for world in (1, 2, 3, 4):
@@ -291,7 +405,7 @@ def test_a_resumed_run_keeps_the_processes_it_recorded(data, tmp_path):
     """Steps per epoch, and so the schedule, depend on the processes: a run recorded with 1
     cannot resume with 2, and a fresh run records the processes that really train."""
     assert make_trainer(data, tmp_path).settings.processes == 1
-    with pytest.raises(TrainingError, match="trained with 1 process.*--processes 1"):
+    with pytest.raises(TrainingError, match="trained with 1 process.*--nproc_per_node=1"):
         make_trainer(data, tmp_path, dist=DistContext(world_size=2), state={"settings": {"processes": 1}})
 
 

@@ -1,4 +1,6 @@
-"""Data-parallel training across processes started by ``torchrun``.
+"""Data-parallel training across processes started by ``torchrun`` (or by
+:func:`launch_processes`, which does what ``torchrun --standalone`` does), and stopping
+them all together on SIGINT or SIGTERM.
 
     torchrun --nproc_per_node=2 train.py ...      # 2 processes; gloo on CPU, nccl on GPU
 
@@ -10,7 +12,12 @@ no-op, so the training loop has one code path.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -20,6 +27,14 @@ import torch.distributed as dist
 # Rank 0 evaluates (greedy decoding of the validation split) and writes checkpoints while
 # the other ranks wait at a barrier, so collectives must outlast one evaluation.
 BARRIER_TIMEOUT = timedelta(minutes=60)
+# set in the environment of the processes that ``launch_processes`` starts
+LAUNCHED_BY_TRAIN_PY = "TRAIN_PY_PROCESSES"
+# how long the launcher lets its processes save and exit after it forwarded them a signal,
+# before it kills them: a stop saves one checkpoint, or gives up an evaluation first
+SHUTDOWN_SECONDS = 120
+# how long a rank other than 0 waits before it exits after an error (``leave_to_rank_0``)
+OTHER_RANKS_WAIT_SECONDS = 10
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class DistributedError(RuntimeError):
@@ -47,14 +62,24 @@ class DistContext:
         if self.enabled:
             dist.barrier()
 
-    def any(self, flag: bool) -> bool:
-        """True on every rank if ``flag`` is true on any rank: ranks must agree to stop
-        together, or the ones still training would wait for the others forever."""
+    def maximum(self, *values: int) -> list[int]:
+        """Each of ``values``, the largest over all ranks, on every rank: one all-reduce for
+        the decisions ranks must take together (out of time? stop, on which signal? save
+        now?), or the ones still training would wait for the others forever."""
         if not self.enabled:
-            return flag
-        t = torch.tensor([1.0 if flag else 0.0], device=self.device)
+            return list(values)
+        t = torch.tensor(values, dtype=torch.float64, device=self.device)
         dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return bool(t.item() > 0)
+        return [int(v) for v in t.tolist()]
+
+    def gather(self, obj) -> list | None:
+        """Every rank's ``obj`` in rank order on the main rank (None on the others), e.g.
+        each rank's random-number state for the checkpoint only rank 0 writes."""
+        if not self.enabled:
+            return [obj]
+        box = [None] * self.world_size if self.is_main else None
+        dist.gather_object(obj, box, dst=0)
+        return box
 
     def broadcast_text(self, text: str | None) -> str:
         """The main rank's ``text`` on every rank (e.g. a tokenizer as JSON, so every rank
@@ -110,3 +135,147 @@ def shard_batches(batches: list, rank: int, world_size: int) -> list:
     """
     n = len(batches) // world_size
     return batches[rank::world_size][:n]
+
+
+# ---------------------------------------------------------------- stopping on a signal
+
+
+class Stopped(BaseException):
+    """SIGINT or SIGTERM arrived while nothing could be saved yet (data loading, model
+    building). A ``BaseException``, like ``KeyboardInterrupt``, so that no ``except
+    Exception`` on the way mistakes it for an error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class StopSignals:
+    """SIGINT (Ctrl-C) and SIGTERM as a request to stop.
+
+    Inside :meth:`deferred` (the training loop) a signal only sets :attr:`signum`, which the
+    loop reads between optimiser steps, so that every rank stops at the same step and saves
+    where it is. Outside it the first signal raises :class:`Stopped` at once. A second
+    signal never raises: a launcher forwards the terminal's Ctrl-C to processes that got it
+    already, and a second exception would cut short the first one's quiet exit.
+
+        stop = StopSignals()
+        with stop.installed():          # the previous handlers come back on the way out
+            ...
+    """
+
+    def __init__(self) -> None:
+        self.signum = 0  # the first signal received (or requested), 0 for none
+        self._deferring = self._received = False
+
+    @contextlib.contextmanager
+    def installed(self):
+        """This object's handlers for SIGINT and SIGTERM inside the block (in the main
+        thread: Python allows signal handlers only there)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+        previous = {s: signal.signal(s, self._handle) for s in STOP_SIGNALS}
+        try:
+            yield self
+        finally:
+            # after a real signal the process is on its way out: a late forwarded one meets
+            # this handler (which no longer raises) rather than a KeyboardInterrupt at exit
+            if not self._received:
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+
+    def request(self, signum: int = signal.SIGINT) -> None:
+        """What a signal does, without one (a test, or code that wants the run to stop)."""
+        first = not self.signum
+        self.signum = self.signum or signum
+        if first and not self._deferring:
+            raise Stopped(signum)
+
+    def _handle(self, signum: int, frame) -> None:
+        self._received = True
+        self.request(signum)
+
+    @contextlib.contextmanager
+    def deferred(self):
+        """Signals only set :attr:`signum` inside this block."""
+        before, self._deferring = self._deferring, True
+        try:
+            yield self
+        finally:
+            self._deferring = before
+
+
+# ---------------------------------------------------------------- starting the processes
+
+
+def fit_processes(wanted: int, device: str, n_devices: int, batch_tokens: int) -> tuple[int, int]:
+    """(processes, batch tokens per process) for ``wanted`` processes of ``batch_tokens``.
+
+    On a CPU every process gets its share of the cores. A GPU cannot be shared between
+    training processes, so with fewer GPUs (``n_devices``) than ``wanted`` one process runs
+    per GPU, each on a larger batch, so that a step still sees ``wanted * batch_tokens``
+    tokens and the learning-rate schedule keeps its meaning."""
+    if device == "cpu" or n_devices >= wanted:
+        return wanted, batch_tokens
+    return n_devices, round(batch_tokens * wanted / n_devices)
+
+
+def launched_by_train_py() -> bool:
+    return bool(os.environ.get(LAUNCHED_BY_TRAIN_PY))
+
+
+def launch_processes(script: str, script_args: list[str], processes: int, threads: int | None = None) -> int:
+    """Run ``processes`` copies of ``script`` with torch's own launcher (what ``torchrun
+    --standalone --nproc_per_node=N`` does: a local rendezvous and ``RANK``/``WORLD_SIZE``
+    in each process's environment); each joins the process group in ``init_distributed``.
+    Returns the run's exit code.
+
+    Rank 0 keeps this terminal, so the output reads as a one-process run's; the other ranks
+    write to log files in a temporary folder (a failure there is rank 0's to report, and
+    their tracebacks of the broken connection would only bury its one line). A SIGINT or
+    SIGTERM here is forwarded to every process (which saves and stops), and the launcher
+    then ends quietly with 128 + the signal's number, as a shell reports a signalled
+    command. When the processes fail, rank 0's exit code is the run's."""
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    cores = max(1, (os.cpu_count() or 1) // processes)
+    os.environ.setdefault("OMP_NUM_THREADS", str(threads or cores))  # torch's launcher warns when it picks
+    os.environ[LAUNCHED_BY_TRAIN_PY] = str(processes)
+    for name in [n for n in logging.root.manager.loggerDict if n.startswith("torch.distributed")]:
+        # its own lines about failed or signalled processes (each of its loggers has its own level)
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    others = ",".join(f"{rank}:3" for rank in range(1, processes))
+    launcher = torchrun.get_args_parser().parse_args([
+        "--standalone", f"--nproc_per_node={processes}", "--redirects", others, "--shutdown_timeout",
+        str(SHUTDOWN_SECONDS), script, *script_args])
+    handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    try:
+        torchrun.run(launcher)
+    except SignalException as exc:
+        return 128 + int(exc.sigval)
+    except ChildFailedError as exc:
+        codes = {rank: failure.exitcode for rank, failure in exc.failures.items()}
+        return next((c for c in (codes.get(0), *codes.values()) if c is not None and c > 0), 1)
+    finally:
+        for s, handler in handlers.items():  # torch's launcher leaves its own installed
+            signal.signal(s, handler)
+    return 0
+
+
+def rank() -> int:
+    """This process's rank under torchrun (0 without it)."""
+    return int(os.environ.get("RANK", "0")) if launched_by_torchrun() else 0
+
+
+def leave_to_rank_0(code: int) -> None:
+    """On the ranks other than 0: exit with ``code`` and no message, after a short wait.
+
+    Every training process meets the same bad input, and when rank 0 stops the others see
+    their connection break; rank 0 alone says why. The wait lets rank 0 end first, so the
+    launcher reports rank 0's exit code as the run's, not the broken connection's."""
+    if rank() != 0:
+        time.sleep(OTHER_RANKS_WAIT_SECONDS)
+        raise SystemExit(code)

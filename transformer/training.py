@@ -44,6 +44,9 @@ class TrainSettings:
     # data-parallel training processes; each trains on ``batch_tokens`` per step, so one
     # optimiser step sees ``processes * batch_tokens`` tokens (``train.py --processes``)
     processes: int = 1
+    # a mid-epoch checkpoint every this many minutes of training (and at every stop), so
+    # that a crash or a kill loses at most this much (``train.py --save-every-minutes``)
+    save_every_minutes: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,29 @@ def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+
+
+def rng_state(device: str = "cpu") -> dict:
+    """Every random-number stream training draws from (dropout, word dropout), in types
+    that ``torch.load(weights_only=True)`` reads back: a resumed run draws the same numbers
+    as one that never stopped."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state = {"python": random.getstate(), "torch": torch.get_rng_state(),
+             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]}
+    if torch.device(device).type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def set_rng_state(state: dict, device: str = "cpu") -> None:
+    """Put back what :func:`rng_state` saved."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
+    torch.set_rng_state(state["torch"])
+    if "cuda" in state and torch.device(device).type == "cuda":
+        torch.cuda.set_rng_state(state["cuda"], device)
 
 
 def make_optimizer(model: Transformer, s: TrainSettings) -> torch.optim.Optimizer:

@@ -1,0 +1,324 @@
+"""train.py stops cleanly and loses nothing: Ctrl-C or SIGTERM saves where the run is and
+ends with one line, --resume continues bit-identically (also with 2 processes, and from a
+run saved before mid-epoch checkpoints existed), an --out that holds a run is never
+replaced unasked, --resume takes the run's own settings, and the start-up lines say where
+the run writes and when it will end."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import train
+from transformer import progress
+from transformer.trainer import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
+
+from conftest import tiny_main, write_jsonl
+
+ROOT = Path(__file__).resolve().parent.parent
+# the tiny preset on the fixture corpus (96 pairs) in small batches: 14 steps per epoch
+# (7 per process with 2), so that a stop lands within an epoch
+RUN = ["--preset", "tiny", "--batch-tokens", "150", "--vocab-size", "200", "--epochs", "2", "--snapshots", "none"]
+EVERY_STEP = ["--save-every-minutes", "1e-6"]  # a mid-epoch checkpoint after every step: what the tests wait for
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str, str]:
+    """train.py in a process group of its own (as a terminal starts it), sent ``sig`` once its
+    first mid-epoch checkpoint is on disk: to the whole group as Ctrl-C does (``target``
+    'group'), to train.py itself ('launcher'), or to the training process of rank 1 ('rank1').
+    Returns (exit code, stdout, stderr)."""
+    p = subprocess.Popen([sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP], cwd=ROOT,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while not (out / MID_EPOCH_DIR / STATE_FILE).is_file():
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.05)
+    if target == "group":
+        os.killpg(p.pid, sig)
+    else:
+        os.kill(p.pid if target == "launcher" else rank_pid(p.pid, 1), sig)
+    stdout, stderr = p.communicate(timeout=300)
+    return p.returncode, stdout, stderr
+
+
+def rank_pid(parent: int, rank: int) -> int:
+    """The training process of ``rank`` that train.py (``parent``) started."""
+    for entry in Path("/proc").iterdir():
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            env = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and f"RANK={rank}".encode() in env:
+            return int(entry.name)
+    raise AssertionError(f"no rank {rank} under process {parent}")
+
+
+def the_stop_line(out: Path, stdout: str, stderr: str) -> re.Match:
+    """The one line a stop prints (and nothing like a traceback anywhere)."""
+    assert "Traceback" not in stdout + stderr and "Error" not in stdout + stderr, stderr[-3000:]
+    lines = [line for line in stderr.splitlines() if line.startswith("stopped")]
+    assert len(lines) == 1, stderr[-3000:]
+    where = re.fullmatch(rf"stopped: saved {re.escape(str(out))} (?:at epoch (\d+), step (\d+) of (\d+)|after epoch "
+                         rf"(\d+)); continue with: python train.py --out {re.escape(str(out))} --resume", lines[0])
+    assert where, lines[0]
+    return where
+
+
+def float32_weights(out: Path, epoch: int) -> dict[str, torch.Tensor]:
+    """The exact weights of an epoch checkpoint (its files hold them rounded to float16)."""
+    return torch.load(out / "epochs" / f"epoch-{epoch:03d}" / STATE_FILE, weights_only=True)["weights"]
+
+
+def same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path):
+    """Ctrl-C within an epoch: exit 130, one line, the position saved; a bare --resume goes
+    on from that step (taking the run's own settings, threads included) and ends with the
+    very weights of a run that never stopped."""
+    out, straight = tmp_path / "stopped", tmp_path / "straight"
+    code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *RUN, "--dataset", str(data_dir),
+                                       "--threads", "1")
+    assert code == 130, stderr[-3000:]
+    where = the_stop_line(out, stdout, stderr)
+    if where[1]:  # within an epoch: the mid-epoch checkpoint says where
+        metrics = json.loads((out / MID_EPOCH_DIR / "metrics.json").read_text())
+        position = (metrics["epoch"] + 1, metrics["batches_done"], metrics["n_batches"])
+        assert position == tuple(map(int, where.groups()[:3]))
+    assert train.main(["--out", str(out), "--resume", "--save-every-minutes", "10"]) == 0
+    assert not (out / MID_EPOCH_DIR).exists()  # out of date once an epoch checkpoint follows it
+    assert train.main([*RUN, "--dataset", str(data_dir), "--threads", "1", "--out", str(straight)]) == 0
+    for epoch in (1, 2):
+        assert same(float32_weights(out, epoch), float32_weights(straight, epoch)), epoch
+    history = [{k: v for k, v in r.items() if k != "minutes"} for r in json.loads((out / "history.json").read_text())]
+    assert history == [{k: v for k, v in r.items() if k != "minutes"}
+                       for r in json.loads((straight / "history.json").read_text())]
+
+
+gloo = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo backend")
+
+
+@gloo
+@pytest.mark.slow
+def test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical(data_dir, tmp_path):
+    """--processes 2 and Ctrl-C (the terminal signals train.py and both training processes):
+    one line, exit 130, no traceback from any process; a bare --resume starts 2 processes
+    again and ends with the weights of a 2-process run that never stopped."""
+    out, straight = tmp_path / "stopped", tmp_path / "straight"
+    args = [*RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2"]
+    code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *args)
+    assert code == 130, stderr[-3000:]
+    the_stop_line(out, stdout, stderr)
+    r = subprocess.run([sys.executable, "train.py", "--out", str(out), "--resume", "--save-every-minutes", "10"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "on each of 2 processes" in r.stderr
+    r = subprocess.run([sys.executable, "train.py", *args, "--out", str(straight)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+    for epoch in (1, 2):
+        assert same(float32_weights(out, epoch), float32_weights(straight, epoch)), epoch
+
+
+@gloo
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["launcher", "rank1"])
+def test_sigterm_to_any_process_stops_both(data_dir, tmp_path, target):
+    """SIGTERM to train.py (which forwards it) or to one training process alone: both
+    processes stop at the same step, one line, exit 143; the run resumes."""
+    out = tmp_path / "run"
+    code, stdout, stderr = stopped_run(out, signal.SIGTERM, target, *RUN, "--dataset", str(data_dir), "--device",
+                                       "cpu", "--processes", "2")
+    assert code == 143, stderr[-3000:]
+    the_stop_line(out, stdout, stderr)
+    r = subprocess.run([sys.executable, "train.py", "--out", str(out), "--resume", "--epochs", "1"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600, check=False)
+    assert r.returncode == 0, r.stderr[-3000:]
+
+
+def test_a_stop_before_training_starts_is_one_line(data_dir, tmp_path, monkeypatch, capsys):
+    """A signal while the data loads: nothing to save yet, one line, 128 + the signal."""
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("the signal did not stop the run")
+
+    monkeypatch.setattr(train, "load_run_data", signalled)
+    try:
+        assert tiny_main(data_dir, tmp_path / "o") == 143
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+    assert capsys.readouterr().err.splitlines() == ["stopped before training started; nothing was saved"]
+
+
+# ------------------------------------------------------------------ an --out that holds a run
+
+
+def not_called(*args, **kwargs):
+    raise AssertionError("slow work started before the bad input was noticed")
+
+
+@pytest.mark.parametrize("item", ["epochs/epoch-001", "best", "history.json", f"{MID_EPOCH_DIR}/{STATE_FILE}"])
+def test_an_out_that_holds_a_run_is_refused_before_any_slow_work(data_dir, tmp_path, monkeypatch, capsys, item):
+    out = tmp_path / "run"
+    (out / item).parent.mkdir(parents=True, exist_ok=True)
+    (out / item).write_text("{}") if "." in item else (out / item).mkdir()
+    monkeypatch.setattr(train, "load_run_data", not_called)
+    with pytest.raises(SystemExit) as exc:
+        tiny_main(data_dir, out)
+    assert exc.value.code == 2
+    top = item.split("/")[0]
+    assert capsys.readouterr().err.splitlines() == [
+        f"error: {out} already holds a run ({top}): continue it with --resume, or replace it with --overwrite"]
+    assert (out / item).exists()
+
+
+def test_overwrite_replaces_the_run_and_nothing_else(data_dir, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "2") == 0
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit) as exc:
+        tiny_main(data_dir, out, "--overwrite", "--resume")
+    assert exc.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+    assert tiny_main(data_dir, out, "--epochs", "1", "--overwrite") == 0
+    assert "output: " + str(out) + " (replacing the run that was there)" in capsys.readouterr().err
+    assert sorted(p.name for p in (out / "epochs").iterdir()) == ["epoch-001"]
+    assert [r["epoch"] for r in json.loads((out / "history.json").read_text()) if "epoch" in r] == [1]
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+# ------------------------------------------------------------------ --resume takes the run's settings
+
+
+real_load = train.load_run_data
+
+
+def fit_stub(seen: list):
+    return lambda self: seen.append(self) or FitResult(self.best_chrf, 0.0, self.best_dir, self.history, None)
+
+
+def test_resume_takes_the_runs_own_flags(data_dir, tmp_path, monkeypatch, capsys):
+    """A bare --resume loads the run's dataset with its preset, batch and seed (none of them
+    given again), and a flag that contradicts the run is one line and exit 2."""
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "1", "--seed", "3", "--max-train-pairs", "90") == 0
+    loaded, seen = [], []
+    monkeypatch.setattr(train, "load_run_data", lambda *a, **kw: loaded.append((a, kw)) or real_load(*a, **kw))
+    monkeypatch.setattr(Trainer, "fit", fit_stub(seen))
+    assert train.main(["--out", str(out), "--resume", "--epochs", "2"]) == 0
+    (args, kwargs), = loaded
+    assert args[0] == str(data_dir) and kwargs["seed"] == 3 and kwargs["max_train_pairs"] == 90
+    assert (seen[0].settings.batch_tokens, seen[0].settings.seed, seen[0].settings.epochs) == (600, 3, 2)
+    capsys.readouterr()
+    for flag, value, recorded in (("--batch-tokens", "300", "600"), ("--dataset", "elsewhere", str(data_dir)),
+                                  ("--preset", "base", "tiny")):
+        with pytest.raises(SystemExit) as exc:
+            train.main(["--out", str(out), "--resume", flag, value])
+        assert exc.value.code == 2
+        assert capsys.readouterr().err.splitlines() == [
+            (f"error: {flag} {value}: {out} was trained with {flag} {recorded}; --resume goes on with the run's own "
+             "(leave the flag out)")]
+
+
+@pytest.mark.parametrize("recorded_in", [RUN_FILE, STATE_FILE])
+def test_resume_launches_the_processes_the_run_trained_with(data_dir, tmp_path, monkeypatch, recorded_in):
+    """A run recorded with 2 processes resumes with 2, without --processes (the tiny preset
+    says 1), whether the count comes from run.json or, for a run saved before run.json
+    existed, from its train_state.pt."""
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "1") == 0
+    record = json.loads((out / RUN_FILE).read_text())
+    if recorded_in == RUN_FILE:
+        (out / RUN_FILE).write_text(json.dumps({**record, "processes": 2}))
+    else:
+        (out / RUN_FILE).unlink(missing_ok=True)
+        path = out / "epochs" / "epoch-001" / STATE_FILE
+        state = torch.load(path, weights_only=True)
+        torch.save({**state, "settings": {**state["settings"], "processes": 2}}, path)
+    launched = []
+    monkeypatch.setattr(train, "launch_processes", lambda script, args, n, threads: launched.append(n) or 0)
+    assert train.main(["--out", str(out), "--resume", "--dataset", str(data_dir), "--device", "cpu"]) == 0
+    assert launched == [2]
+
+
+def test_a_run_saved_before_mid_epoch_checkpoints_resumes(data_dir, tmp_path):
+    """An epoch checkpoint in the old format (rank 0's torch RNG state alone, no position,
+    no save_every_minutes, no run.json) resumes through the command line, and exactly: a
+    copy of a 2-epoch run cut back to its first epoch ends as the run did."""
+    straight, old = tmp_path / "straight", tmp_path / "old"
+    assert tiny_main(data_dir, straight, "--epochs", "2", "--average-last", "0") == 0
+    shutil.copytree(straight, old)
+    shutil.rmtree(old / "epochs" / "epoch-002")
+    (old / RUN_FILE).unlink(missing_ok=True)
+    path = old / "epochs" / "epoch-001" / STATE_FILE
+    state = torch.load(path, weights_only=True)
+    settings = {k: v for k, v in state["settings"].items() if k not in ("save_every_minutes", "processes")}
+    old_state = {k: v for k, v in state.items() if k not in ("rng", "batches_done", "train_loss")}
+    torch.save({**old_state, "settings": settings, "torch_rng": state["rng"][0]["torch"]}, path)
+    assert tiny_main(data_dir, old, "--resume") == 0
+    assert same(float32_weights(old, 2), float32_weights(straight, 2))
+
+
+# ------------------------------------------------------------------ what the run says
+
+
+def test_extra_train_without_paths_says_nothing_of_tags(data_dir, tmp_path, monkeypatch, capsys):
+    """--extra-train with no PATH has no synthetic sources: nothing was tagged, so the data
+    line does not say so; with a back-translated file, it does."""
+    monkeypatch.setattr(Trainer, "fit", fit_stub([]))
+    assert tiny_main(data_dir, tmp_path / "none", "--extra-train", "--tag-synthetic") == 0
+    data_line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("data: "))
+    assert "tagged" not in data_line
+    bt = write_jsonl(tmp_path / "bt.jsonl", [("a dog sleeps.", "un cane dorme.")])
+    rows = [{**json.loads(line), "origin": "bt-test"} for line in bt.read_text().splitlines()]
+    bt.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert tiny_main(data_dir, tmp_path / "bt", "--extra-train", str(bt), "--tag-synthetic") == 0
+    data_line = next(line for line in capsys.readouterr().err.splitlines() if line.startswith("data: "))
+    assert data_line.endswith(f" + {bt} (synthetic sources tagged)")
+
+
+def test_the_first_lines_say_where_the_run_goes_and_when_it_ends(data_dir, tmp_path, monkeypatch, capsys):
+    """Before the first evaluation: the output folder, when --max-minutes ends the run, and a
+    forecast of the whole run that counts its evaluations; a resumed run forecasts at once
+    from its own history."""
+    monkeypatch.setattr(progress, "FORECAST_AFTER_STEPS", 2)
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "2", "--max-minutes", "50") == 0
+    err = capsys.readouterr().err.splitlines()
+    first_record = next(i for i, line in enumerate(err) if line.startswith('{"epoch": 1'))
+    before = err[:first_record]
+    assert (f"output: {out} (a new run); Ctrl-C saves and stops, then continue with: python train.py --out {out} "
+            "--resume") in before
+    assert any(re.fullmatch(r"time budget: --max-minutes 50 ends the run by \d\d:\d\d, 50 minutes from now "
+                            r"\(training stops in time for the last evaluation\)", line) for line in before), before
+    forecasts = [line for line in before if "forecast: " in line]
+    assert len(forecasts) == 1 and "evaluation " in forecasts[0] and "timed on a sample" in forecasts[0], before
+    assert tiny_main(data_dir, out, "--resume", "--epochs", "3") == 0
+    err = capsys.readouterr().err.splitlines()
+    assert any(line.startswith("forecast: ") and "(from the run's 1 epoch(s) so far)" in line
+               for line in err[:next(i for i, line in enumerate(err) if line.startswith('{"epoch": 3'))]), err
+
+
+def test_save_every_minutes_is_a_setting_of_the_run(data_dir, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(Trainer, "fit", fit_stub(seen))
+    assert tiny_main(data_dir, tmp_path / "a") == 0
+    assert tiny_main(data_dir, tmp_path / "b", "--save-every-minutes", "2.5") == 0
+    assert [t.settings.save_every_minutes for t in seen] == [10.0, 2.5]
