@@ -3,9 +3,10 @@
     python benchmarks/beam_eval.py [--checkpoint checkpoints/en-it] \
         [--data data/tatoeba-en-it/test.jsonl] [--beam-sizes 1,4,8] [--limit N] [--save]
 
-- one row for greedy decoding (``Translator.translate``, the baseline) and one per beam
-  size k (``transformer.beam.translate_beam``): sacrebleu BLEU and chrF against the
-  references, wall-clock seconds and sentences per second;
+- one row for greedy decoding (``transformer.evaluate.translate_all``, the baseline: the
+  batches and so the scores of ``python -m transformer.evaluate``) and one per beam size k
+  (``transformer.beam.translate_beam``): sacrebleu BLEU and chrF against the references,
+  wall-clock seconds and sentences per second;
 - ``beam_tree`` (what the app's ``/beam`` endpoint runs) on a 10-word sentence at k=4:
   median wall-clock and CPU milliseconds over ``--repeat`` runs after one warm-up
   (target: <= 500 ms wall-clock; CPU time tells what it costs when the machine is shared).
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -28,9 +30,10 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from transformer.beam import beam_tree, translate_beam  # noqa: E402
+from transformer.cli import data_split_or_exit, load_translator_or_exit  # noqa: E402
 from transformer.data import DataError, load_split  # noqa: E402
+from transformer.evaluate import translate_all  # noqa: E402
 from transformer.metrics import corpus_scores  # noqa: E402
-from transformer.cli import load_translator_or_exit  # noqa: E402
 from transformer.modelcard import display_source  # noqa: E402
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
@@ -42,7 +45,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "en-it"),
                    help="checkpoint directory or hub repo id")
     p.add_argument("--data", default=str(ROOT / "data" / "tatoeba-en-it" / "test.jsonl"),
-                   help="JSONL file in the OPUS Books schema (or a directory with test.jsonl)")
+                   help="JSONL file (read whole), or a folder: its test.jsonl; OPUS Books schema, .jsonl.gz too")
     p.add_argument("--beam-sizes", default="1,4,8", help="comma-separated beam sizes to score")
     p.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
@@ -81,35 +84,25 @@ def fail(message: str) -> int:
     return 2
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        beam_sizes = [int(k) for k in args.beam_sizes.split(",") if k.strip()]
-    except ValueError:
-        return fail(f"--beam-sizes must be comma-separated integers, got {args.beam_sizes!r}")
-    if not beam_sizes or min(beam_sizes) < 1:
-        return fail("--beam-sizes needs at least one beam size, each >= 1")
+def flag_problem(args) -> str | None:
+    """What is wrong with the flags, or None; asked before the model loads."""
+    if not args.beam_sizes or min(args.beam_sizes) < 1:
+        return "--beam-sizes needs at least one beam size, each >= 1"
     if args.limit is not None and args.limit <= 0:
-        return fail("--limit must be positive")
+        return "--limit must be positive"
     if args.batch_size <= 0 or args.repeat <= 0:
-        return fail("--batch-size and --repeat must be positive")
+        return "--batch-size and --repeat must be positive"
     if args.length_penalty < 0:
-        return fail("--length-penalty must be >= 0")
+        return "--length-penalty must be >= 0"
     if args.save and not (Path(args.checkpoint) / "config.json").is_file():
-        return fail(f"--save needs a local checkpoint folder, and {args.checkpoint} is not one")
-    tr = load_translator_or_exit(args.checkpoint)
-    path = Path(args.data)
-    if not path.exists():
-        return fail(f"{path}: no such file or directory")
-    try:
-        pairs = load_split(str(path), "train" if path.is_file() else "test", tr.cfg.src_lang, tr.cfg.tgt_lang)
-    except DataError as exc:
-        return fail(str(exc))
-    pairs = pairs[: args.limit] if args.limit else pairs
-    if not pairs:
-        return fail(f"{path}: no {tr.cfg.src_lang}-{tr.cfg.tgt_lang} pairs")
-    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+        return f"--save needs a local checkpoint folder, and {args.checkpoint} is not one"
+    if args.save and not os.access(args.checkpoint, os.W_OK):
+        return f"--save: not allowed to write into {args.checkpoint}"
+    return None
 
+
+def decode_rows(tr, sources: list[str], refs: list[str], args) -> list[dict]:
+    """One row per decoder: greedy (as ``transformer.evaluate`` decodes), then each beam size."""
     def run(name, k, fn):
         print(f"decoding {len(sources)} sentences: {name}", file=sys.stderr)
         start = time.perf_counter()
@@ -118,34 +111,36 @@ def main(argv=None) -> int:
         return {"decoder": name, "k": k, **corpus_scores(hyps, refs), "seconds": round(seconds, 2),
                 "sentences_per_s": round(len(sources) / seconds, 2)}, hyps
 
-    try:
-        greedy_row, greedy_hyps = run("greedy", 1, lambda: tr.translate(sources, batch_size=args.batch_size))
-        rows = [greedy_row]
-        for k in beam_sizes:
-            row, hyps = run(f"beam k={k}", k, lambda k=k: translate_beam(
-                tr, sources, beam_size=k, batch_size=args.batch_size, length_penalty=args.length_penalty))
-            if k == 1:
-                row["equals_greedy"] = hyps == greedy_hyps
-            rows.append(row)
-        print(f"timing beam_tree at k=4 on: {args.sentence!r}", file=sys.stderr)
-        beam_tree(tr, args.sentence, 4, length_penalty=args.length_penalty)  # warm-up
-        times, cpu = [], []
-        for _ in range(args.repeat):
-            t0, c0 = time.perf_counter(), time.process_time()
-            _, tree = beam_tree(tr, args.sentence, 4, length_penalty=args.length_penalty)
-            times.append((time.perf_counter() - t0) * 1000)
-            cpu.append((time.process_time() - c0) * 1000)
-    except ValueError as exc:  # e.g. a source that is only control characters
-        return fail(f"{path}: {exc}")
-    tree_ms = {"k": 4, "words": len(args.sentence.split()), "median_ms": round(statistics.median(times), 1),
-               "min_ms": round(min(times), 1), "median_cpu_ms": round(statistics.median(cpu), 1),
-               "target_ms": TREE_TARGET_MS,
-               "meets_target": statistics.median(times) <= TREE_TARGET_MS,
-               "nodes": len(tree["nodes"]), "json_bytes": len(json.dumps(tree))}
+    greedy_row, greedy_hyps = run("greedy", 1, lambda: translate_all(tr, sources, args.batch_size))
+    rows = [greedy_row]
+    for k in args.beam_sizes:
+        row, hyps = run(f"beam k={k}", k, lambda k=k: translate_beam(
+            tr, sources, beam_size=k, batch_size=args.batch_size, length_penalty=args.length_penalty))
+        if k == 1:
+            row["equals_greedy"] = hyps == greedy_hyps
+        rows.append(row)
+    return rows
 
+
+def time_beam_tree(tr, sentence: str, repeat: int, length_penalty: float) -> dict:
+    """Median wall-clock and CPU milliseconds of ``beam_tree`` at k=4, after one warm-up."""
+    print(f"timing beam_tree at k=4 on: {sentence!r}", file=sys.stderr)
+    beam_tree(tr, sentence, 4, length_penalty=length_penalty)  # warm-up
+    times, cpu = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
+        _, tree = beam_tree(tr, sentence, 4, length_penalty=length_penalty)
+        times.append((time.perf_counter() - t0) * 1000)
+        cpu.append((time.process_time() - c0) * 1000)
+    return {"k": 4, "words": len(sentence.split()), "median_ms": round(statistics.median(times), 1),
+            "min_ms": round(min(times), 1), "median_cpu_ms": round(statistics.median(cpu), 1),
+            "target_ms": TREE_TARGET_MS, "meets_target": statistics.median(times) <= TREE_TARGET_MS,
+            "nodes": len(tree["nodes"]), "json_bytes": len(json.dumps(tree))}
+
+
+def print_table(rows: list[dict], tree_ms: dict, heading: str) -> None:
     base = rows[0]
-    print(f"\n{len(sources)} sentences from {path}, checkpoint {args.checkpoint}, "
-          f"length penalty {args.length_penalty}, torch threads {torch.get_num_threads()}")
+    print(f"\n{heading}, torch threads {torch.get_num_threads()}")
     print(f"{'decoder':<12} {'BLEU':>6} {'chrF':>6} {'dBLEU':>6} {'sent/s':>8} {'seconds':>8} {'time x':>7}")
     for r in rows:
         print(f"{r['decoder']:<12} {r['bleu']:>6.2f} {r['chrf']:>6.2f} {r['bleu'] - base['bleu']:>+6.2f} "
@@ -153,8 +148,36 @@ def main(argv=None) -> int:
     print(f"beam_tree k=4, {tree_ms['words']} words: median {tree_ms['median_ms']} ms (min {tree_ms['min_ms']}, "
           f"CPU {tree_ms['median_cpu_ms']} ms, target <= {TREE_TARGET_MS} ms), {tree_ms['nodes']} nodes, "
           f"{tree_ms['json_bytes']} bytes of JSON")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        args.beam_sizes = [int(k) for k in args.beam_sizes.split(",") if k.strip()]
+    except ValueError:
+        return fail(f"--beam-sizes must be comma-separated integers, got {args.beam_sizes!r}")
+    problem = flag_problem(args)
+    if problem:
+        return fail(problem)
+    path, split, data_file = data_split_or_exit(args.data, None)
+    tr = load_translator_or_exit(args.checkpoint)
+    try:
+        pairs = load_split(str(path), split, tr.cfg.src_lang, tr.cfg.tgt_lang)
+    except DataError as exc:
+        return fail(str(exc))
+    pairs = pairs[: args.limit] if args.limit else pairs
+    if not pairs:
+        return fail(f"{path}: no {tr.cfg.src_lang}-{tr.cfg.tgt_lang} pairs")
+    sources, refs = [s for s, _ in pairs], [t for _, t in pairs]
+    try:
+        rows = decode_rows(tr, sources, refs, args)
+        tree_ms = time_beam_tree(tr, args.sentence, args.repeat, args.length_penalty)
+    except ValueError as exc:  # e.g. a source that is only control characters
+        return fail(f"{path}: {exc}")
+    print_table(rows, tree_ms, f"{len(sources)} sentences from {path}, checkpoint {args.checkpoint}, "
+                               f"length penalty {args.length_penalty}")
     if args.save:
-        beam = {"data": display_source(str(path)), "n": len(sources), "length_penalty": args.length_penalty,
+        beam = {"data": display_source(str(data_file)), "n": len(sources), "length_penalty": args.length_penalty,
                 "torch_threads": torch.get_num_threads(), "batch_size": args.batch_size,
                 "command": " ".join(["python benchmarks/beam_eval.py", *(argv if argv is not None else sys.argv[1:])]),
                 "rows": rows}
@@ -163,7 +186,7 @@ def main(argv=None) -> int:
                 print(f"wrote {f}", file=sys.stderr)
         except (OSError, ValueError) as exc:
             return fail(f"could not save to {args.checkpoint}: {exc}")
-    print(json.dumps({"checkpoint": str(args.checkpoint), "data": str(path), "n": len(sources),
+    print(json.dumps({"checkpoint": str(args.checkpoint), "data": str(data_file), "n": len(sources),
                       "length_penalty": args.length_penalty, "torch_threads": torch.get_num_threads(),
                       "results": rows, "beam_tree": tree_ms}))
     return 0

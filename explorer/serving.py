@@ -11,17 +11,50 @@ to ``max_batch`` sentences, without waiting for more: an idle server answers a l
 at once, and a busy one batches the sentences that queued up during the previous batch.
 Sentences of very different lengths are not padded together (a 120-token sentence would
 make a 5-token one wait for 250 steps): they go in separate batches, shortest first.
+
+:func:`api_answer` is how every public endpoint (``gr.api``) answers when it cannot: one
+shape for all, ``gr.Error`` with a message, which ``gradio_client`` raises as ``AppError``.
 """
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future
+from typing import TypeVar
+
+import gradio as gr
 
 from transformer.trace import Trace
 from transformer.translator import Translator
+
+from .errors import GENERIC_ERROR
+
+T = TypeVar("T")
+LOGGED_CHARS = 300  # of a refusal's message in the log: it can quote what the caller sent
+
+
+def api_answer(log: logging.Logger, endpoint: str, compute: Callable[[], T]) -> T:
+    """``compute()`` for the public endpoint ``endpoint`` (e.g. ``"/beam"``), or ``gr.Error``.
+
+    Raising ``gr.Error`` is Gradio's way to tell a caller what went wrong: a Python caller
+    gets ``gradio_client.exceptions.AppError`` with the message (even with ``show_error``
+    off), the same for every endpoint, so one ``except`` handles them all. Bad input
+    (``ValueError``) gets its own message and one log line; anything else is a bug: the
+    generic message to the caller, the stack trace in the log. Gradio would print a stack
+    trace for every ``gr.Error`` as well; ``print_exception=False`` leaves the log to this.
+    """
+    try:
+        return compute()
+    except ValueError as exc:
+        log.info("%s refused: %s", endpoint, " ".join(str(exc).split())[:LOGGED_CHARS])
+        raise gr.Error(str(exc), print_exception=False) from None
+    except Exception:
+        log.exception("%s failed", endpoint)
+        raise gr.Error(GENERIC_ERROR, print_exception=False) from None
 
 
 class TraceBatcher:

@@ -326,3 +326,114 @@ def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_p
     assert err[warned[0]].startswith("warning: bf16 autocast would be emulated in software on this cpu")
     assert err[warned[0] + 1].startswith("data: ")  # no source line under it
     assert not any("UserWarning" in line for line in err)
+
+
+# ------------------------------------------------------------------ evaluate, analyze, beam_eval
+
+
+def load_beam_eval():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("beam_eval", ROOT / "benchmarks" / "beam_eval.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def returns_2(capfd, main, argv) -> str:
+    """``exit_2`` for an entry point that returns its exit code (benchmarks/beam_eval.py)."""
+    capfd.readouterr()
+    assert main(argv) == 2
+    lines = lines_of(capfd.readouterr().err)
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def not_utf8(source: Path, target: Path, line: int = 3) -> str:
+    """``source`` copied to ``target`` with line ``line`` replaced by a pair whose English
+    holds byte 0xff (never UTF-8) at column 27; returns the message that names it."""
+    lines = source.read_bytes().splitlines(keepends=True)
+    lines[line - 1] = b'{"translation": {"en": "\xc3\xa0\xc3\xa8\xff cat.", "it": "gatto."}}\n'
+    target.write_bytes(b"".join(lines))
+    return f"error: {target}: line {line}: not UTF-8 text (byte 0xff at column 27)"
+
+
+def test_data_that_is_not_utf8_is_one_line_in_every_command(capfd, data_dir, tmp_path, tiny_checkpoint):
+    """pyarrow reads the bytes and fails much later with a long traceback; every command that
+    reads JSONL says instead which file, line and column, and exits with code 2."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name in ("validation.jsonl", "test.jsonl"):
+        (folder / name).write_bytes((data_dir / name).read_bytes())
+    said = not_utf8(data_dir / "train.jsonl", folder / "train.jsonl")
+    assert exit_2(capfd, tiny_main, folder, tmp_path / "o") == said
+    assert exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--extra-train", str(folder / "train.jsonl")) == said
+    (folder / "train.jsonl").write_bytes((data_dir / "train.jsonl").read_bytes())
+    said = not_utf8(data_dir / "test.jsonl", folder / "test.jsonl")
+    ckpt = ["--checkpoint", str(tiny_checkpoint)]
+    for data in (folder, folder / "test.jsonl"):
+        assert exit_2(capfd, evaluate.main, [*ckpt, "--data", str(data)]) == said
+        assert exit_2(capfd, analyze.main, [*ckpt, "--data", str(data), "--out", str(tmp_path / "h.json")]) == said
+        assert returns_2(capfd, load_beam_eval().main, [*ckpt, "--data", str(data), "--repeat", "1"]) == said
+
+
+@pytest.mark.parametrize("flag", ["--output", "--out"])
+def test_output_paths_are_checked_before_the_model_loads(capfd, monkeypatch, data_dir, tmp_path, flag):
+    cli = evaluate if flag == "--output" else analyze
+    monkeypatch.setattr(cli, "load_translator_or_exit", not_called("model loading"))
+    data = ["--data", str(data_dir / "test.jsonl")]
+    nowhere = tmp_path / "nonexistent" / "dir" / "x.txt"
+    line = exit_2(capfd, cli.main, [*data, flag, str(nowhere)])
+    assert line == f"error: {flag} {nowhere}: no such directory {nowhere.parent}"
+    line = exit_2(capfd, cli.main, [*data, flag, str(tmp_path)])
+    assert line == f"error: {flag} {tmp_path}: is a folder; give the name of a file to write"
+
+
+def test_analyze_reads_the_test_split_of_a_folder(capfd, tmp_path, tiny_checkpoint):
+    """``--data`` takes a folder, as evaluate does: its test.jsonl, or the split --split names."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    write_jsonl(folder / "test.jsonl", PAIRS[:3])
+    write_jsonl(folder / "validation.jsonl", PAIRS[:5])
+    out = ["--checkpoint", str(tiny_checkpoint), "--out", str(tmp_path / "h.json")]
+    for split, n in ((None, 3), ("validation", 5)):
+        assert analyze.main([*out, "--data", str(folder), *(["--split", split] if split else [])]) == 0
+        assert json.loads(lines_of(capfd.readouterr().out)[-1])["n"] == n
+        said = json.loads((tmp_path / "h.json").read_text(encoding="utf-8"))["data"]
+        assert said == str(folder / f"{split or 'test'}.jsonl")  # the file read, not the folder
+    line = exit_2(capfd, analyze.main, [*out, "--data", str(folder), "--split", "train"])
+    assert line == f"error: {folder}: no train.jsonl in this directory"
+    assert exit_2(capfd, analyze.main, [*out, "--data", str(tmp_path / "nope")]) == (
+        f"error: {tmp_path / 'nope'}: no such file or directory")
+
+
+def test_evaluate_and_beam_eval_decode_greedy_in_the_same_batches(capfd, monkeypatch, tmp_path, tiny_checkpoint):
+    """Greedy output can change with the sentences padded beside it (float rounding differs
+    with the batch's shape and can flip a near tie), so the two commands that report test
+    scores decode in the batches ``Translator.translate`` makes of the whole set."""
+    import transformer.translator
+    from transformer import load_translator
+
+    batches = []
+    real = transformer.translator.greedy_decode
+
+    def spy(model, src, *args, **kwargs):
+        batches.append(src.tolist())
+        return real(model, src, *args, **kwargs)
+
+    monkeypatch.setattr(transformer.translator, "greedy_decode", spy)
+    pairs = [PAIRS[i] for i in (20, 0, 15, 6, 23, 2, 9, 13)]  # source lengths out of order
+    data = write_jsonl(tmp_path / "test.jsonl", pairs)
+    hyps = load_translator(tiny_checkpoint).translate([s for s, _ in pairs], batch_size=3)
+    expected, batches[:] = list(batches), []
+    assert len(expected) == 3
+    argv = ["--checkpoint", str(tiny_checkpoint), "--data", str(data), "--batch-size", "3"]
+    assert evaluate.main([*argv, "--output", str(tmp_path / "hyps.txt")]) == 0
+    assert batches == expected
+    assert (tmp_path / "hyps.txt").read_text(encoding="utf-8") == "\n".join(hyps) + "\n"
+    scores = json.loads(lines_of(capfd.readouterr().out)[-1])
+    batches[:] = []
+    assert load_beam_eval().main([*argv, "--beam-sizes", "1", "--repeat", "1"]) == 0
+    assert batches == expected
+    greedy = json.loads(lines_of(capfd.readouterr().out)[-1])["results"][0]
+    assert (greedy["bleu"], greedy["chrf"]) == (scores["bleu"], scores["chrf"])

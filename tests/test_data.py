@@ -4,9 +4,10 @@ import datasets
 import pytest
 
 from tests.conftest import PAIRS, write_jsonl
+from transformer import data
 from transformer.data import (
-    DataError, EncodedPairs, encode_dataset, encode_pairs, load_parallel, load_parallel_dataset, make_batch,
-    text_batches, token_budget_batches,
+    DataError, EncodedPairs, encode_dataset, encode_pairs, load_extra_train, load_parallel, load_parallel_dataset,
+    load_split, make_batch, text_batches, token_budget_batches,
 )
 from transformer.tokenizer import train_tokenizer
 
@@ -156,3 +157,94 @@ def test_encoding_is_cached_per_tokenizer(data_dir, tokenizers_pair):
     swapped = encode_dataset(train, tgt_tok, src_tok, cfg)
     assert [swapped[i] for i in range(3)] != [a[i] for i in range(3)]
     assert len(set(cache_dir.glob("cache-*.arrow"))) == len(files_after_first) + 1
+
+
+def write_gz(path, text: bytes):
+    import gzip
+
+    with gzip.open(path, "wb") as f:
+        f.write(text)
+    return path
+
+
+def with_bad_byte(path, line: int = 3) -> bytes:
+    """``path``'s bytes with line ``line`` (1-based) replaced by a pair whose English holds
+    byte 0xff, which is never UTF-8, after the 26 characters ``{"translation": {"en": "àè``."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[line - 1] = b'{"translation": {"en": "\xc3\xa0\xc3\xa8\xff cat.", "it": "gatto."}}\n'
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize("name", ["train.jsonl", "validation.jsonl", "test.jsonl"])
+def test_bytes_that_are_not_utf8_are_named_by_file_line_and_column(data_dir, tmp_path, name):
+    """datasets reads such bytes without a word and pyarrow fails later, deep in a map;
+    the loader names the file, the line and the column (in characters, as an editor counts)."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for split in ("train.jsonl", "validation.jsonl", "test.jsonl"):
+        (folder / split).write_bytes((data_dir / split).read_bytes())
+    (folder / name).write_bytes(with_bad_byte(data_dir / name))
+    message = f"{folder / name}: line 3: not UTF-8 text (byte 0xff at column 27)"
+    with pytest.raises(DataError) as exc:
+        load_parallel(str(folder))
+    assert str(exc.value) == message
+    with pytest.raises(DataError) as exc:
+        load_split(str(folder / name), "train", "en", "it")  # one file: evaluate, analyze, beam_eval
+    assert str(exc.value) == message
+    with pytest.raises(DataError) as exc:
+        load_extra_train(str(folder / name), "en", "it")  # train.py --extra-train
+    assert str(exc.value) == message
+
+
+def test_a_bad_byte_is_found_on_line_one_and_across_blocks(tmp_path, monkeypatch):
+    """The file is checked in blocks of whole lines: small blocks here, which cut lines and
+    multi-byte characters, must neither miss a bad byte nor see one that is not there."""
+    first = tmp_path / "first.jsonl"
+    first.write_bytes(b'\xc3{"translation": {"en": "a", "it": "b"}}\n')
+    with pytest.raises(DataError, match=r"first\.jsonl: line 1: not UTF-8 text \(byte 0xc3 at column 1\)$"):
+        load_parallel(str(first))
+    monkeypatch.setattr(data, "CHECK_BYTES", 997)
+    good = b'{"translation": {"en": "the cat \xe2\x80\x94 sleeps.", "it": "il gatto \xc3\xa8 qui."}}\n'
+    fine = tmp_path / "fine.jsonl"
+    fine.write_bytes(good * 500 + good.rstrip(b"\n"))  # no newline at the end
+    assert len(load_parallel(str(fine)).train) + len(load_parallel(str(fine)).validation) == 501
+    long = tmp_path / "long.jsonl"
+    long.write_bytes(good * 500 + b'{"translation": {"en": "x\xe2\x80", "it": "y"}}\n' + good)
+    with pytest.raises(DataError, match=r"long\.jsonl: line 501: not UTF-8 text \(byte 0xe2 at column 26\)$"):
+        load_parallel(str(long))
+
+
+def test_gzipped_jsonl_loads_like_plain_jsonl(data_dir, tmp_path):
+    """A folder of ``train.jsonl.gz`` (``validation.jsonl.gz``, ``test.jsonl.gz``) or one such
+    file reads the same pairs as the plain files."""
+    folder = tmp_path / "gz"
+    folder.mkdir()
+    for split in ("train", "validation", "test"):
+        write_gz(folder / f"{split}.jsonl.gz", (data_dir / f"{split}.jsonl").read_bytes())
+    gz, plain = load_parallel(str(folder)), load_parallel(str(data_dir))
+    assert (gz.train, gz.validation, gz.test) == (plain.train, plain.validation, plain.test)
+    assert load_split(str(folder), "test", "en", "it") == load_split(str(data_dir), "test", "en", "it")
+    single = load_split(str(folder / "test.jsonl.gz"), "train", "en", "it")
+    assert single == load_split(str(data_dir / "test.jsonl"), "train", "en", "it")
+    assert load_extra_train(str(folder / "train.jsonl.gz"), "en", "it") == load_extra_train(
+        str(data_dir / "train.jsonl"), "en", "it")
+
+
+def test_gzipped_jsonl_errors_name_the_file_and_line(data_dir, tmp_path):
+    bad = write_gz(tmp_path / "bad.jsonl.gz", with_bad_byte(data_dir / "test.jsonl", line=2))
+    with pytest.raises(DataError) as exc:
+        load_parallel(str(bad))
+    assert str(exc.value) == f"{bad}: line 2: not UTF-8 text (byte 0xff at column 27)"
+    broken = write_gz(tmp_path / "broken.jsonl.gz", b'{"translation": {"en": "a", "it": "b"}}\n{oops\n')
+    with pytest.raises(DataError, match=r"broken\.jsonl\.gz: line 2: not valid JSON"):
+        load_parallel(str(broken))
+    not_gzip = tmp_path / "plain.jsonl.gz"
+    not_gzip.write_bytes((data_dir / "test.jsonl").read_bytes())
+    with pytest.raises(DataError, match=r"^.*plain\.jsonl\.gz: not a gzip file"):
+        load_parallel(str(not_gzip))
+    both = tmp_path / "both"
+    both.mkdir()
+    (both / "train.jsonl").write_bytes((data_dir / "train.jsonl").read_bytes())
+    write_gz(both / "train.jsonl.gz", (data_dir / "train.jsonl").read_bytes())
+    with pytest.raises(DataError, match=r"both train\.jsonl and train\.jsonl\.gz: keep one"):
+        load_parallel(str(both))

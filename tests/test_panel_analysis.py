@@ -3,9 +3,11 @@ checkpoint: knock-out and head importance results, bad input -> a clear message,
 requests, the test-set stats."""
 
 import json
+import logging
 import shutil
 from types import SimpleNamespace
 
+import gradio as gr
 import pytest
 
 import app as app_module
@@ -55,23 +57,41 @@ def test_knocking_out_every_cross_head_changes_the_probabilities(panel, translat
     (None, "No heads selected"),
 ])
 def test_bad_heads_get_a_clear_message(panel, heads, words):
-    translation, data = panel.knockout(TEXT, heads)
-    assert translation == "" and set(data) == {"error", "text"}
-    assert words in data["error"]
-    assert "kind:layer:head" in data["error"]  # and how to write them
+    """Every endpoint of the app refuses bad input the same way: gr.Error with the message
+    (gradio_client raises it as AppError; tests/test_api_errors.py calls the real server)."""
+    with pytest.raises(gr.Error) as exc:
+        panel.knockout(TEXT, heads)
+    assert words in exc.value.message
+    assert "kind:layer:head" in exc.value.message  # and how to write them
+    assert exc.value.print_exception is False  # the log gets one line, not Gradio's traceback
 
 
 @pytest.mark.parametrize("text", ["", "   ", None])
 def test_empty_text_gets_a_message(panel, text):
-    translation, data = panel.knockout(text, "cross:0:1")
-    assert translation == "" and "Please type an English sentence" in data["error"]
-    data = panel.head_importance(text)
-    assert "Please type an English sentence" in data["error"]
+    with pytest.raises(gr.Error, match="Please type an English sentence"):
+        panel.knockout(text, "cross:0:1")
+    with pytest.raises(gr.Error, match="Please type an English sentence"):
+        panel.head_importance(text)
 
 
 def test_too_long_text_gets_a_message(panel, app):
-    data = panel.head_importance("a" * (app.max_chars + 1))
-    assert "characters" in data["error"]
+    with pytest.raises(gr.Error, match="characters"):
+        panel.head_importance("a" * (app.max_chars + 1))
+
+
+def test_a_bug_is_the_generic_message_and_a_logged_trace(panel, monkeypatch, caplog):
+    from explorer.errors import GENERIC_ERROR
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(analysis, "head_importance", boom)
+    caplog.set_level(logging.INFO, logger="app")
+    with pytest.raises(gr.Error) as exc:
+        panel.head_importance(TEXT)
+    assert exc.value.message == GENERIC_ERROR and "boom" not in exc.value.message
+    failed = [r for r in caplog.records if r.getMessage() == "/head_importance failed"]
+    assert len(failed) == 1 and failed[0].exc_info  # the stack trace, for whoever fixes it
 
 
 def test_head_importance_has_one_layers_by_heads_map_per_kind(panel, translator):

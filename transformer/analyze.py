@@ -1,7 +1,7 @@
 """Head diagnostics of a checkpoint over a test set, written as ``head_stats.json``.
 
     python -m transformer.analyze --checkpoint checkpoints/en-it \
-        --data data/tatoeba-en-it/test.jsonl [--limit N] [--out FILE]
+        --data data/tatoeba-en-it [--split test] [--limit N] [--out FILE]
 
 Every source sentence is decoded greedily with the full trace; ``analysis.head_stats``
 measures each head on it and ``analysis.aggregate_head_stats`` averages head by head.
@@ -20,14 +20,17 @@ from pathlib import Path
 from tqdm import tqdm
 
 from .analysis import aggregate_head_stats
-from .cli import ArgumentParser, fail, load_translator_or_exit, whole_number
+from .cli import ArgumentParser, check_output_or_exit, data_split_or_exit, fail, load_translator_or_exit, whole_number
 from .data import DataError, load_split
 
 
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m transformer.analyze", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
-    p.add_argument("--data", required=True, help="JSONL file in the OPUS Books schema (its source side is used)")
+    p.add_argument("--data", required=True,
+                   help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
+                        "OPUS Books schema, .jsonl.gz too; only the source side is used")
+    p.add_argument("--split", default=None, help="split to analyse when --data is a folder (default: test)")
     p.add_argument("--limit", type=whole_number(1), default=None, help="analyse only the first N sentences")
     p.add_argument("--out", default=None, help="where to write the JSON (default: <checkpoint>/head_stats.json)")
     return p.parse_args(argv)
@@ -37,20 +40,18 @@ def main(argv=None) -> int:
     """0 when the file is written; bad input exits with code 2 and a one-line message
     (``transformer.cli.fail``)."""
     args = parse_args(argv)
-    path = Path(args.data)
-    if not path.is_file():
-        fail(f"{path}: no such file")
+    check_output_or_exit(args.out, "--out")
+    path, split, data_file = data_split_or_exit(args.data, args.split)
     tr = load_translator_or_exit(args.checkpoint)
     if args.out is not None:
-        out = Path(args.out)
+        out = Path(args.out).expanduser()
     elif tr.directory is not None:
         out = Path(tr.directory) / "head_stats.json"
+        check_output_or_exit(out, "the default --out")
     else:
         fail("no checkpoint folder to write into: pass --out")
-    if not out.parent.is_dir():
-        fail(f"{out.parent}: no such directory for --out")
     try:
-        pairs = load_split(str(path), "train", tr.cfg.src_lang, tr.cfg.tgt_lang)  # a single file is "train"
+        pairs = load_split(str(path), split, tr.cfg.src_lang, tr.cfg.tgt_lang)
     except DataError as exc:
         fail(str(exc))
     sentences = [s for s, _ in pairs][: args.limit]
@@ -65,7 +66,7 @@ def main(argv=None) -> int:
         except ValueError as exc:  # e.g. a source that is only control characters
             fail(f"{path}: sentence {i + 1}: {exc}")
     result = aggregate_head_stats(stats)
-    result.update({"checkpoint": str(args.checkpoint), "data": str(path)})
+    result.update({"checkpoint": str(args.checkpoint), "data": str(data_file)})
     try:
         out.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     except OSError as exc:

@@ -3,6 +3,7 @@
     from transformer.cli import ArgumentParser, fail, load_translator_or_exit, whole_number
     p = ArgumentParser(prog="python -m transformer.x")
     p.add_argument("--limit", type=whole_number(1))
+    check_output_or_exit(args.output, "--output")      # before the slow part
     tr = load_translator_or_exit(args.checkpoint)
 
 Library code raises (``CheckpointError``, ``DataError``...); only entry points turn an
@@ -15,10 +16,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 import warnings
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 EXIT_USAGE = 2
 
@@ -86,6 +88,57 @@ def fraction(text: str) -> float:
 def port_number(text: str) -> int:
     """A TCP port a server can be asked to listen on."""
     return _parsed(text, int, lambda v: 1 <= v <= 65535, "a port number 1-65535")
+
+
+# ---------------------------------------------------------------- data and output paths
+
+
+class DataSplit(NamedTuple):
+    path: Path  # as given to --data
+    split: str  # the split to read ("train" for a single file, which is read whole)
+    file: Path  # the file that holds it: what the results name as their data
+
+
+def data_split_or_exit(data: str, split: str | None) -> DataSplit:
+    """What to read for ``--data`` and ``--split``, or a one-line message and exit code 2,
+    before any model loads. A file is read whole (``transformer.data`` calls it the
+    "train" split); a folder gives its ``split`` file, by default ``test``: the held-out
+    pairs a checkpoint is measured on."""
+    from .data import DataError, local_data_files
+
+    path = Path(data)
+    if not path.exists():
+        fail(f"{path}: no such file or directory")
+    if path.is_file():
+        if split is not None:
+            fail(f"--split {split}: {path} is one file, read whole (--split picks a file of a folder)")
+        return DataSplit(path, "train", path)
+    split = split or "test"
+    try:
+        return DataSplit(path, split, Path(local_data_files(path, split)[split]))
+    except DataError as exc:
+        fail(str(exc))
+
+
+def output_problem(path: str | Path, flag: str) -> str | None:
+    """Why the file ``path`` (given with ``flag``) could not be written, or None. Commands
+    write their output at the end: they ask this first, so that a mistyped path costs a
+    second, not the minutes of work before the write."""
+    target = Path(path).expanduser()
+    if target.is_dir():
+        return f"{flag} {path}: is a folder; give the name of a file to write"
+    if not target.parent.is_dir():
+        return f"{flag} {path}: no such directory {target.parent}"
+    if not os.access(target.parent, os.W_OK) or (target.exists() and not os.access(target, os.W_OK)):
+        return f"{flag} {path}: not allowed to write there"
+    return None
+
+
+def check_output_or_exit(path: str | Path | None, flag: str) -> None:
+    """:func:`output_problem` as a one-line message and exit code 2; None passes."""
+    problem = output_problem(path, flag) if path is not None else None
+    if problem:
+        fail(problem)
 
 
 # ---------------------------------------------------------------- checkpoints

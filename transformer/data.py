@@ -3,8 +3,9 @@
 ``load_parallel_dataset`` accepts a hub dataset id (``Helsinki-NLP/opus_books`` with config
 ``en-it``) or local JSONL in the same schema (``{"translation": {"en": ..., "it": ...}}``):
 a directory holding ``train.jsonl`` (and optionally ``validation.jsonl``/``test.jsonl``)
-or one file. After loading, both take the same path: pick the two languages, drop empty
-pairs, and carve a validation split with a fixed seed when the source has none.
+or one file, each possibly gzipped (``train.jsonl.gz``). After loading, both take the same
+path: pick the two languages, drop empty pairs, and carve a validation split with a fixed
+seed when the source has none.
 
 Everything stays in Arrow tables (memory-mapped from the ``datasets`` cache) so a corpus of
 millions of pairs never becomes millions of Python objects: the language columns are picked
@@ -31,6 +32,11 @@ if TYPE_CHECKING:
     import datasets
 
 SPLIT_NAMES = ("train", "validation", "test")
+# the endings of a local split file, in the order a folder is searched; ``datasets`` unzips
+# ``.gz`` itself, inferring the compression from the name
+JSON_SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz")
+# bytes read at a time when checking that a file is UTF-8
+CHECK_BYTES = 1 << 24
 # rows per batch for the Arrow maps and tokenizer iterators: big enough that per-batch
 # overhead vanishes, small enough that one batch of Python strings stays a few MB
 BATCH_ROWS = 10_000
@@ -69,19 +75,68 @@ class ParallelDatasets:
 
 def local_data_files(path: Path, split: str = "train") -> dict[str, str]:
     """The split files of a local dataset; ``split`` is the one the caller reads, which
-    must be there (a single file is its own "train" split)."""
+    must be there (a single file is its own "train" split). A folder holding one split
+    twice (``train.jsonl`` and ``train.jsonl.gz``) is refused: either could be stale."""
     if path.is_file():
         return {"train": str(path)}
     files = {}
     for name in SPLIT_NAMES:
-        for ext in ("jsonl", "json"):
-            candidate = path / f"{name}.{ext}"
-            if candidate.is_file():
-                files[name] = str(candidate)
-                break
+        found = [path / f"{name}{ext}" for ext in JSON_SUFFIXES if (path / f"{name}{ext}").is_file()]
+        if len(found) > 1:
+            raise DataError(f"{path}: both {' and '.join(f.name for f in found)}: keep one")
+        if found:
+            files[name] = str(found[0])
     if split not in files:
         raise DataError(f"{path}: no {split}.jsonl in this directory")
     return files
+
+
+def _open_bytes(path: str):
+    """``path`` opened for reading bytes, unzipped when its name ends in ``.gz`` (as
+    ``datasets`` reads it)."""
+    import gzip
+
+    return gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb")
+
+
+def _not_utf8(path: str, data: bytes, line: int, exc: UnicodeDecodeError) -> str:
+    """``path: line N: ...`` for the first bad byte of ``data``, whole lines that start at
+    line ``line``; the column counts characters, as an editor does."""
+    start = data.rfind(b"\n", 0, exc.start) + 1
+    column = len(data[start: exc.start].decode("utf-8")) + 1  # every byte before exc.start decodes
+    line += data.count(b"\n", 0, exc.start)
+    return f"{path}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column})"
+
+
+def check_utf8(path: str) -> None:
+    """Raise :class:`DataError` naming the line and column of the first byte of ``path`` that
+    is not UTF-8, or saying why it cannot be read. ``datasets`` loads such bytes without a
+    word and pyarrow fails much later, inside a map, naming neither file nor line. The file
+    is read in blocks of whole lines, so memory stays small whatever its size."""
+    import gzip
+    import zlib
+
+    line, carry = 1, b""
+    try:
+        with _open_bytes(path) as f:
+            while True:
+                block = f.read(CHECK_BYTES)
+                data = carry + block
+                cut = data.rfind(b"\n") + 1 if block else len(data)  # the last line may go on in the next block
+                data, carry = data[:cut], data[cut:]
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(_not_utf8(path, data, line, exc)) from None
+                line += data.count(b"\n")
+                if not block:
+                    return
+    except gzip.BadGzipFile:
+        raise DataError(f"{path}: not a gzip file, though its name ends in .gz") from None
+    except (EOFError, zlib.error) as exc:
+        raise DataError(f"{path}: the gzip data is damaged or cut short ({exc})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def _kind(value) -> str | dict | None:
@@ -124,25 +179,22 @@ def _clash(seen: dict, row: dict, where: str = "") -> str | None:
 
 def _find_bad_line(path: str) -> str | None:
     """``path: line N: what is wrong`` for the first line of a JSON-lines file that cannot
-    be read as part of one table (not UTF-8, not JSON, not an object, a field of another
+    be read as part of one table (not JSON, not an object, a field of another
     kind than in the lines before); None when every line reads. Only called once
     ``datasets`` has failed, whose own message gives no line number (pyarrow counts rows
     within a block)."""
     import json
 
     seen: dict = {}
-    with open(path, "rb") as f:
+    with _open_bytes(path) as f:
         for number, raw in enumerate(f, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                return f"{path}: line {number}: not UTF-8 text"
+            text = raw.decode("utf-8")  # check_utf8 has passed
             if not text.strip():
                 continue
             try:
                 row = json.loads(text)
             except json.JSONDecodeError as exc:
-                if number == 1 and path.endswith(".json"):
+                if number == 1 and path.endswith((".json", ".json.gz")):
                     return None  # a whole-file JSON document, not JSON lines: nothing to say per line
                 return f"{path}: line {number}: not valid JSON ({exc.msg}, column {exc.colno})"
             if not isinstance(row, dict):
@@ -195,18 +247,24 @@ def _hub_failure(dataset: str, config: str | None, exc: BaseException) -> str:
     return " ".join(f"could not load dataset {dataset!r} (config {config!r}): {type(exc).__name__}: {exc}".split())
 
 
-def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = None, split: str = "train"):
+def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = None, split: str = "train",
+             only: bool = False):
     """A ``datasets.DatasetDict`` from a local path or the hub (``cache_dir``: where
     ``datasets`` keeps its Arrow files; default its own cache). ``split`` is the split the
-    caller needs: a local folder without its file is refused by name."""
+    caller needs: a local folder without its file is refused by name. ``only``: read just
+    that split's file of a local folder (scoring the test split need not convert, or
+    check, a corpus of millions of training pairs)."""
     import datasets
 
     path = Path(dataset).expanduser()
     if path.exists():
         files = local_data_files(path, split)
+        if only and split in files:
+            files = {split: files[split]}
         for f in files.values():
             if Path(f).stat().st_size == 0:
                 raise DataError(f"{f}: file is empty")
+            check_utf8(f)
         try:
             with _quiet(_JSON_LOGGER):
                 return datasets.load_dataset("json", data_files=files, cache_dir=cache_dir)
@@ -218,7 +276,7 @@ def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = No
             inner = _innermost(exc)
             raise DataError(" ".join(f"{path}: could not read as JSON lines ({type(inner).__name__}: "
                                      f"{inner})".split())) from exc
-    if dataset.startswith((".", "/", "~")) or dataset.endswith((".jsonl", ".json")):
+    if dataset.startswith((".", "/", "~")) or dataset.endswith(JSON_SUFFIXES):
         raise DataError(f"{dataset}: no such file or directory")
     try:
         with _quiet(_HUB_LOGGER):
@@ -306,7 +364,7 @@ def text_batches(ds, columns: Sequence[str] = ("src", "tgt"), batch_size: int = 
 
 def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None = None) -> list[tuple[str, str]]:
     """Every pair of one split, in order (a single local file is its own "train" split)."""
-    raw = load_raw(dataset, config, split=split)
+    raw = load_raw(dataset, config, split=split, only=True)
     if split not in raw:
         raise DataError(f"{dataset}: no {split!r} split (has {sorted(raw)})")
     return as_pairs(select_pairs(raw[split], src, tgt, f"{dataset} [{split}]"))
@@ -316,7 +374,7 @@ def load_extra_train(dataset: str, src: str, tgt: str, tag: str | None = None) -
     """The train split of one more corpus (e.g. back-translated pairs), as ``(src, tgt)``
     tuples; its validation and test splits, if any, are ignored: a run is always measured
     on its main corpus. ``tag``: see :func:`_pick_languages`."""
-    raw = load_raw(dataset)
+    raw = load_raw(dataset, only=True)
     if "train" not in raw:
         raise DataError(f"{dataset}: no train split (has {sorted(raw)})")
     return as_pairs(select_pairs(raw["train"], src, tgt, f"{dataset} [train]", tag=tag))

@@ -20,6 +20,7 @@ from transformer.beam import APP_MAX_BEAM, beam_tree
 
 from ..errors import answer
 from ..host import message, view_host
+from ..serving import api_answer
 from .base import Panel
 
 log = logging.getLogger("app.beam")
@@ -73,11 +74,9 @@ class BeamPanel(Panel):
 
     def api_beam(self, text: str, k: int = DEFAULT_BEAM) -> tuple[str, dict]:
         """Beam search on one English sentence with beam size k (1-8); returns (best translation,
-        beam tree as JSON, schema "transformer-beam-tree/1" documented in transformer/beam.py)."""
-        try:
-            return self.run_beam(text, k, clamp=False)
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
+        beam tree as JSON, schema "transformer-beam-tree/1" documented in transformer/beam.py).
+        Bad input (text, or k outside 1-8): ``gr.Error`` (:func:`explorer.serving.api_answer`)."""
+        return api_answer(log, "/beam", lambda: self.run_beam(text, k, clamp=False))
 
     def open_hypothesis(self, state, evt: gr.EventData) -> dict:
         """Open kept hypothesis ``evt.hyp`` (0 = best) in the viewer: the sentence is traced
