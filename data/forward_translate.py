@@ -1,0 +1,114 @@
+"""Forward-translate monolingual English with an en->it checkpoint (self-training data).
+
+    python data/forward_translate.py --checkpoint checkpoints/en-it --out ftwork/mono-en.it.jsonl
+    python data/forward_translate.py ... --finish data/tatoeba-en-it-ft   # the committed folder
+
+The English comes from ``data/mono-en/en.txt.gz`` (sorted there; shuffled here with a fixed
+seed, so the first N lines of the output are a random sample of N sentences). The work is
+long (hours on a CPU), so it appends one JSON object a line to ``--out`` in chunks and starts
+again after the last chunk written: run the same command after a stop and it continues.
+``--finish DIR`` writes the folder that training reads: the pairs whose Italian is not a
+held-out, validation or test sentence, gzip-compressed, in the corpus's schema with
+``origin: ft:beam``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from transformer import load_translator  # noqa: E402
+from transformer.backtranslate import fingerprint, normalize, read_fingerprints  # noqa: E402
+
+MONO_EN = ROOT / "data" / "mono-en" / "en.txt.gz"
+HELDOUT = ROOT / "data" / "tatoeba-en-it" / "heldout-fingerprints.txt"
+CHUNK = 1024
+
+
+def shuffled_sentences(path: Path, seed: int) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        sentences = [line.rstrip("\n") for line in f if line.strip()]
+    random.Random(seed).shuffle(sentences)
+    return sentences
+
+
+def done_count(out: Path) -> int:
+    """Whole lines already written (a line cut by a stop is dropped and redone)."""
+    if not out.exists():
+        return 0
+    data = out.read_bytes()
+    keep = data[: data.rfind(b"\n") + 1]
+    if len(keep) != len(data):
+        out.write_bytes(keep)
+    return keep.count(b"\n")
+
+
+def translate(args) -> None:
+    torch.set_num_threads(args.threads)
+    sentences = shuffled_sentences(MONO_EN, args.seed)[: args.limit or None]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    start = done_count(out)
+    tr = load_translator(args.checkpoint)
+    t0 = time.monotonic()
+    with out.open("a", encoding="utf-8") as f:
+        for i in range(start, len(sentences), CHUNK):
+            chunk = sentences[i: i + CHUNK]
+            hyps = tr.translate(chunk, beam_size=args.beam_size, batch_size=args.batch_size)
+            f.writelines(json.dumps({"en": en, "it": it}, ensure_ascii=False) + "\n" for en, it in zip(chunk, hyps))
+            f.flush()
+            done = i + len(chunk)
+            rate = (done - start) / (time.monotonic() - t0)
+            print(f"{done}/{len(sentences)} sentences, {rate:.1f}/s, "
+                  f"{(len(sentences) - done) / rate / 60:.0f} min left", flush=True)
+
+
+def finish(args) -> None:
+    """The training folder from ``--out``: held-out and evaluation sentences dropped."""
+    blocked = read_fingerprints(HELDOUT)
+    evaluation = set()
+    for name in ("validation.jsonl", "test.jsonl"):
+        for line in (ROOT / "data" / "tatoeba-en-it" / name).open(encoding="utf-8"):
+            evaluation.update(normalize(s) for s in json.loads(line)["translation"].values())
+    rows, dropped = [], 0
+    for line in Path(args.out).open(encoding="utf-8"):
+        pair = json.loads(line)
+        en, it = normalize(pair["en"]), normalize(pair["it"])
+        if not it or any(s in evaluation or fingerprint(s) in blocked for s in (en, it)):
+            dropped += 1
+            continue
+        rows.append({"id": str(len(rows)), "translation": {"en": en, "it": it}, "origin": "ft:beam"})
+    folder = Path(args.finish)
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(folder / "train.jsonl.gz", "wb", compresslevel=9, mtime=0) as gz:
+        gz.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8"))
+    print(json.dumps({"pairs": len(rows), "dropped": dropped}))
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--checkpoint", default="checkpoints/en-it", help="the en->it model that translates")
+    p.add_argument("--out", required=True, help="JSONL of (en, it) written chunk by chunk; resumed when it exists")
+    p.add_argument("--beam-size", type=int, default=4, help="beam width (1: greedy)")
+    p.add_argument("--batch-size", type=int, default=64, help="sentences decoded together")
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (the order of the work)")
+    p.add_argument("--limit", type=int, default=0, help="translate only the first N shuffled sentences (0: all)")
+    p.add_argument("--finish", metavar="DIR", help="write the training folder DIR from --out instead of translating")
+    args = p.parse_args(argv)
+    finish(args) if args.finish else translate(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
