@@ -112,6 +112,37 @@ class TokenEmbedding(nn.Module):
         return F.embedding(ids, self.weight) * self.scale
 
 
+@dataclass
+class HeadProbe:
+    """Reads and replaces the per-head outputs of one attention sublayer, for one call.
+
+    Passed in per call and never stored on a module, like the head mask. ``values``
+    (B or 1, H, T, d_k): what a head that the head mask silences outputs instead of zeros
+    (``out * m + values * (1 - m)``); given the same head's output on another input, that
+    is activation patching. ``heads`` is filled in by the forward pass: (B, H, T, d_k), each
+    head's output as ``o_proj`` receives it (after any mask), so head h adds
+    ``heads[:, h] @ W_o[:, h*d_k:(h+1)*d_k].T`` to the residual stream (direct logit
+    attribution splits ``o_proj`` that way; its bias is shared by the heads).
+    """
+
+    values: torch.Tensor | None = None
+    heads: torch.Tensor | None = None
+
+
+@dataclass
+class LayerProbe:
+    """:class:`HeadProbe` for one decoder layer's self- and cross-attention, and the same for
+    its feed-forward block: rows where ``ffn_mask`` (B or 1,) is 0 take ``ffn_values``
+    (B or 1, T, D) as the block's output, and ``ffn`` is filled in with the block's output
+    (B, T, D), what it adds to the residual stream (before the residual dropout)."""
+
+    self_attn: HeadProbe = field(default_factory=HeadProbe)
+    cross_attn: HeadProbe = field(default_factory=HeadProbe)
+    ffn_mask: torch.Tensor | None = None
+    ffn_values: torch.Tensor | None = None
+    ffn: torch.Tensor | None = None
+
+
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over ``h`` heads with separate Q/K/V/O projections.
 
@@ -145,6 +176,7 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None,
         need_weights: bool = False,
         head_mask: torch.Tensor | None = None,
+        probe: HeadProbe | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x_q: (B, T, D); k, v: (B, H, S, d_k); mask: bool, broadcastable to (B, H, T, S).
 
@@ -152,6 +184,10 @@ class MultiHeadAttention(nn.Module):
         before the heads are concatenated and mixed by ``o_proj``, so a silenced head
         contributes nothing (the knock-out of Michel et al. 2019). Its weights are still
         returned: they show where the head *would* have looked.
+
+        ``probe`` (see :class:`HeadProbe`): with ``probe.values`` a silenced head outputs
+        those values instead of zeros (activation patching); the heads' outputs, as
+        ``o_proj`` receives them, are left in ``probe.heads`` (direct logit attribution).
 
         Returns the output (B, T, D) and, if asked, the post-softmax weights (B, H, T, S)
         taken before dropout.
@@ -169,7 +205,15 @@ class MultiHeadAttention(nn.Module):
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if head_mask is not None:
-            out = out * head_mask[:, :, None, None]  # (B, H, T, d_k) * (B, H, 1, 1)
+            m = head_mask[:, :, None, None]  # (B, H, 1, 1)
+            if probe is None or probe.values is None:
+                out = out * m  # (B, H, T, d_k)
+            else:
+                out = out * m + probe.values * (1 - m)
+        elif probe is not None and probe.values is not None:
+            raise ValueError("HeadProbe.values replace the heads the head mask silences: pass a head mask too")
+        if probe is not None:
+            probe.heads = out  # (B, H, T, d_k)
         out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         return self.o_proj(out), weights
 
@@ -267,14 +311,16 @@ class DecoderLayer(nn.Module):
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
 
     def forward(self, x, memory, self_mask, cross_mask, cache: LayerCache | None = None, need_weights=False,
-                self_head_mask=None, cross_head_mask=None):
+                self_head_mask=None, cross_head_mask=None, probe: LayerProbe | None = None):
         """x: (B, T, D) new target positions; memory: (B, S, D) encoder output.
 
         With a cache, ``x`` holds only the new positions and the cached self K/V are the
         earlier ones; cross K/V come from the cache instead of re-projecting ``memory``.
+        ``probe`` reads or replaces the sublayers' outputs (:class:`LayerProbe`).
         Returns (x, self_weights, cross_weights, new_cache).
         """
         new = {}
+        self_probe, cross_probe = (None, None) if probe is None else (probe.self_attn, probe.cross_attn)
 
         def self_attend(h):
             k, v = self.self_attn.project_kv(h)
@@ -282,7 +328,7 @@ class DecoderLayer(nn.Module):
                 k = torch.cat([cache.self_k, k], dim=2)  # (B, H, past + T, d_k)
                 v = torch.cat([cache.self_v, v], dim=2)
             new["self_k"], new["self_v"] = k, v
-            return self.self_attn(h, k, v, self_mask, need_weights, self_head_mask)
+            return self.self_attn(h, k, v, self_mask, need_weights, self_head_mask, self_probe)
 
         def cross_attend(h):
             if cache is not None:
@@ -290,11 +336,20 @@ class DecoderLayer(nn.Module):
             else:
                 k, v = self.cross_attn.project_kv(memory)
             new["cross_k"], new["cross_v"] = k, v
-            return self.cross_attn(h, k, v, cross_mask, need_weights, cross_head_mask)
+            return self.cross_attn(h, k, v, cross_mask, need_weights, cross_head_mask, cross_probe)
+
+        def feed_forward(h):
+            y = self.ffn(h)  # (B, T, D)
+            if probe is not None:
+                if probe.ffn_mask is not None:
+                    m = probe.ffn_mask[:, None, None]  # (B or 1, 1, 1)
+                    y = y * m + probe.ffn_values * (1 - m)
+                probe.ffn = y
+            return (y,)
 
         x, (self_w,) = self.self_attn_block(x, self_attend)
         x, (cross_w,) = self.cross_attn_block(x, cross_attend)
-        x, _ = self.ffn_block(x, lambda h: (self.ffn(h),))
+        x, _ = self.ffn_block(x, feed_forward)
         return x, self_w, cross_w, LayerCache(**new)
 
 
@@ -413,13 +468,17 @@ class Transformer(nn.Module):
         src_mask: torch.Tensor | None = None,
         need_weights: bool = False,
         head_mask: dict | None = None,
+        embeds: torch.Tensor | None = None,
     ):
         """src: (B, S) ids. Returns memory (B, S, D) and per-layer weights (B, H, S, S).
-        ``head_mask``: see :meth:`layer_head_masks`; only its "encoder" entry is used here."""
+        ``head_mask``: see :meth:`layer_head_masks`; only its "encoder" entry is used here.
+        ``embeds`` (B, S, D): token vectors to use instead of ``src_embed(src)`` (the
+        positional encoding is still added; ``src`` still gives the padding mask), so
+        gradient attribution can differentiate with respect to them."""
         check_head_mask(head_mask)
         if src_mask is None:
             src_mask = self.src_mask(src)
-        x = self.pos_encoding(self.src_embed(src))
+        x = self.pos_encoding(self.src_embed(src) if embeds is None else embeds)
         masks = self.layer_head_masks(head_mask, "encoder", src.shape[0], x.dtype, x.device)
         weights = []
         for layer, hm in zip(self.encoder_layers, masks):
@@ -438,19 +497,27 @@ class Transformer(nn.Module):
         need_weights: bool = False,
         head_mask: dict | None = None,
         need_hidden_states: bool = False,
+        probes: list[LayerProbe] | None = None,
+        embeds: torch.Tensor | None = None,
     ) -> DecoderOutput:
         """tgt: (B, T) ids of the *new* positions. With ``cache`` the earlier positions'
         K/V are reused and positions start after them; without, positions start at 0.
 
         ``head_mask``: its "decoder_self" and "cross" entries (see :meth:`layer_head_masks`).
         ``need_hidden_states`` keeps each layer's output for the logit lens.
+        ``probes``: one :class:`LayerProbe` per decoder layer, to read or replace what each
+        sublayer adds to the residual stream. ``embeds`` (B, T, D): token vectors to use
+        instead of ``tgt_embed(tgt)``, as in :meth:`encode`.
         """
         check_head_mask(head_mask)
+        if probes is not None and len(probes) != len(self.decoder_layers):
+            raise ValueError(f"probes must hold one LayerProbe per decoder layer ({len(self.decoder_layers)}), "
+                             f"got {len(probes)}")
         offset = 0 if cache is None else cache[0].self_k.shape[2]
         if tgt_mask is None and tgt.shape[1] > 1:
             # one new position (a cached decoding step) may see every key: no mask needed
             tgt_mask = causal_mask(tgt.shape[1], offset, device=tgt.device)
-        x = self.pos_encoding(self.tgt_embed(tgt), offset=offset)
+        x = self.pos_encoding(self.tgt_embed(tgt) if embeds is None else embeds, offset=offset)
         B = tgt.shape[0]
         self_masks = self.layer_head_masks(head_mask, "decoder_self", B, x.dtype, x.device)
         cross_masks = self.layer_head_masks(head_mask, "cross", B, x.dtype, x.device)
@@ -458,7 +525,7 @@ class Transformer(nn.Module):
         for i, layer in enumerate(self.decoder_layers):
             x, sw, cw, layer_cache = layer(
                 x, memory, tgt_mask, src_mask, None if cache is None else cache[i], need_weights,
-                self_masks[i], cross_masks[i],
+                self_masks[i], cross_masks[i], None if probes is None else probes[i],
             )
             out.cache.append(layer_cache)
             if need_weights:

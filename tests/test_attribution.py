@@ -1,0 +1,273 @@
+"""Direct logit attribution and activation patching (``transformer/attribution.py``), and the
+model probes they use (``HeadProbe``/``LayerProbe``, ``embeds`` in ``Transformer.decode``).
+
+The exactness checks run on the tiny random checkpoint of ``conftest.py`` and on the shipped
+model: the terms sum to the logit (1e-3), patching every component gives B's difference.
+Patched rows are also checked against an independent patch made with PyTorch hooks.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+import torch
+
+from transformer import load_translator
+from transformer.attribution import (
+    LN_NOTE,
+    activation_patching,
+    direct_logit_attribution,
+    greedy_targets,
+    head_terms,
+    record,
+    step_inputs,
+)
+from transformer.config import TransformerConfig
+from transformer.model import HeadProbe, LayerProbe, build_model
+from transformer.translator import Translator
+
+# one thread (conftest): the same kernels on every run, so the tolerances below hold run after run
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"
+TEXT = "the black cat sleeps."
+OTHER = "the white dog eats."
+TOM = "Tom gave Mary a beautiful present for her birthday."
+JOHN = "Tom gave John a beautiful present for his birthday."
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return load_translator(SHIPPED)
+
+
+def teacher_forced_logits(translator, text: str, target_ids: list[int]) -> torch.Tensor:
+    """The model's ordinary forward pass (no probes): logits (T, V) of [SOS] + target_ids[:-1]."""
+    src = torch.tensor([translator.encode_source(text).ids])
+    tgt_in = torch.tensor([[translator.cfg.tgt_sos_id, *target_ids[:-1]]])
+    with torch.no_grad():
+        return translator.model(src, tgt_in).logits[0]
+
+
+# ----------------------------------------------------------------------------- model probes
+def test_probes_change_nothing_and_read_every_sublayer(translator):
+    model = translator.model
+    inp = step_inputs(translator, TEXT, 2, [5, 6, 7, 8])
+    src_mask = model.src_mask(inp.src)
+    with torch.no_grad():
+        memory, _ = model.encode(inp.src, src_mask)
+        plain = model.decode(inp.prefix, memory, src_mask).hidden
+        probes = [LayerProbe() for _ in model.decoder_layers]
+        probed = model.decode(inp.prefix, memory, src_mask, probes=probes).hidden
+    assert torch.equal(plain, probed)
+    T, H, d_k = inp.prefix.shape[1], model.cfg.h, model.cfg.d_k
+    for p in probes:
+        assert p.self_attn.heads.shape == p.cross_attn.heads.shape == (1, H, T, d_k)
+        assert p.ffn.shape == (1, T, model.cfg.d_model)
+
+
+def test_head_terms_split_o_proj_exactly(translator):
+    """Summed over heads, plus the bias, the per-head terms are o_proj of the concatenated heads."""
+    model = translator.model
+    inp = step_inputs(translator, TEXT, 2, [5, 6, 7, 8])
+    with torch.no_grad():
+        rec = record(model, inp.src, inp.prefix)
+        for layer, probe in zip(model.decoder_layers, rec.probes):
+            for attn, heads in ((layer.self_attn, probe.self_attn.heads), (layer.cross_attn, probe.cross_attn.heads)):
+                at_pos = heads[0, :, -1]  # (H, d_k)
+                whole = attn.o_proj(at_pos.reshape(-1))  # (D,)
+                split = head_terms(attn, at_pos).sum(0) + attn.o_proj.bias
+                torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-5)
+
+
+def test_head_values_need_a_head_mask(translator):
+    model = translator.model
+    inp = step_inputs(translator, TEXT, 0, [5, 6])
+    src_mask = model.src_mask(inp.src)
+    memory, _ = model.encode(inp.src, src_mask)
+    values = torch.zeros(1, model.cfg.h, 1, model.cfg.d_k)
+    probes = [LayerProbe(self_attn=HeadProbe(values=values)) for _ in model.decoder_layers]
+    with pytest.raises(ValueError, match="head mask"):
+        model.decode(inp.prefix, memory, src_mask, probes=probes)
+    with pytest.raises(ValueError, match="one LayerProbe per decoder layer"):
+        model.decode(inp.prefix, memory, src_mask, probes=[LayerProbe()])
+
+
+# ----------------------------------------------------------------------------- direct logit attribution
+@pytest.mark.parametrize("versus", [None, "runner-up", 7])
+def test_dla_terms_sum_to_the_logit_on_the_tiny_model(translator, versus):
+    target = [9, 5, 7, 11, 3]  # forced: the emitted token is not always the top-1
+    logits = teacher_forced_logits(translator, TEXT, target)
+    for step in range(len(target)):
+        if versus == target[step]:
+            continue
+        res = direct_logit_attribution(translator, TEXT, step, target_ids=target, versus=versus)
+        assert res.token_id == target[step]
+        expected = logits[step, res.token_id] - (0.0 if res.versus_id is None else logits[step, res.versus_id])
+        assert res.value == pytest.approx(float(expected), abs=1e-4)  # the probed pass is the ordinary one
+        assert res.total() == pytest.approx(res.value, abs=1e-3)
+        if versus == "runner-up":
+            others = logits[step].clone()
+            others[res.token_id] = -float("inf")
+            assert res.versus_id == int(others.argmax())
+
+
+def test_dla_terms_sum_to_the_logit_on_the_shipped_model(shipped):
+    target = greedy_targets(shipped, [TOM])[0]
+    for step in (0, 3, 6, len(target) - 1):
+        for versus in (None, "runner-up"):
+            res = direct_logit_attribution(shipped, TOM, step, target_ids=target, versus=versus)
+            assert abs(res.total() - res.value) < 1e-3, (step, versus, res.total(), res.value)
+    # the ordinary forward pass agrees with the probed one on the shipped model too
+    logits = teacher_forced_logits(shipped, TOM, target)
+    assert res.value == pytest.approx(float(logits[step, res.token_id] - logits[step, res.versus_id]), abs=1e-4)
+
+
+def test_dla_result_is_json_ready_and_says_how_the_norm_is_folded(translator):
+    res = direct_logit_attribution(translator, TEXT, 1, target_ids=[9, 5, 7], versus="runner-up")
+    d = json.loads(json.dumps(res.to_dict()))
+    L, H = translator.cfg.n_decoder_layers, translator.cfg.h
+    assert np.array(d["decoder_self"]).shape == np.array(d["cross"]).shape == (L, H)
+    assert len(d["ffn"]) == len(d["cross_bias"]) == len(d["decoder_self_bias"]) == L
+    assert d["note"] == LN_NOTE and "frozen" in d["note"]
+    assert d["norm_sigma"] > 0
+    assert d["prefix_tokens"][0] == "[SOS]" and len(d["prefix_tokens"]) == 2
+    top = d["ranking"][0]
+    assert abs(top["value"]) == pytest.approx(max(np.abs(res.decoder_self).max(), np.abs(res.cross).max()), abs=1e-5)
+
+
+def test_dla_refuses_post_norm_training_mode_and_bad_input(translator):
+    post = TransformerConfig.from_dict({**translator.cfg.to_dict(), "norm_placement": "post"})
+    tr_post = Translator(build_model(post), translator.src_tok, translator.tgt_tok)
+    with pytest.raises(ValueError, match="pre-norm"):
+        direct_logit_attribution(tr_post, TEXT, 0)
+    tr_train = Translator(build_model(translator.cfg), translator.src_tok, translator.tgt_tok)
+    tr_train.model.train()
+    with pytest.raises(ValueError, match="training mode"):
+        direct_logit_attribution(tr_train, TEXT, 0, target_ids=[5, 6])
+    with pytest.raises(ValueError, match="step must be 0..1"):
+        direct_logit_attribution(translator, TEXT, 2, target_ids=[5, 6])
+    with pytest.raises(ValueError, match="chosen token itself"):
+        direct_logit_attribution(translator, TEXT, 0, target_ids=[5, 6], versus=5)
+    with pytest.raises(ValueError, match="runner-up"):
+        direct_logit_attribution(translator, TEXT, 0, target_ids=[5, 6], versus="second")
+    with pytest.raises(ValueError, match="PAD"):
+        direct_logit_attribution(translator, TEXT, 0, target_ids=[translator.cfg.tgt_pad_id, 6])
+
+
+def test_dla_figure_shows_the_terms(translator):
+    res = direct_logit_attribution(translator, TEXT, 1, target_ids=[9, 5, 7])
+    fig = res.figure()
+    assert isinstance(fig, go.Figure)
+    self_map, cross_map, bars = fig.data
+    np.testing.assert_allclose(np.array(self_map.z), res.decoder_self)
+    np.testing.assert_allclose(np.array(cross_map.z), res.cross)
+    assert sum(bars.y) == pytest.approx(res.total(), abs=1e-9)
+    assert "frozen" in fig.layout.title.text and fig.layout.meta["step"] == 2
+
+
+# ----------------------------------------------------------------------------- activation patching
+def hooked_patch(translator, a, b, kind: str, layer: int, head: int | None, positions: str) -> float:
+    """A's logit difference with one component's output replaced by B's at every decoder
+    position (``"prefix"``) or at the step's alone (``"step"``), patched with PyTorch hooks
+    on full teacher-forced passes (independent of HeadProbe/LayerProbe and of the cache)."""
+    model = translator.model
+    dec_layer = model.decoder_layers[layer]
+    module = {"decoder_self": dec_layer.self_attn.o_proj, "cross": dec_layer.cross_attn.o_proj,
+              "ffn": dec_layer.ffn}[kind]
+    d_k = model.cfg.d_k
+    cols = slice(None) if kind == "ffn" else slice(head * d_k, (head + 1) * d_k)
+    rows = slice(None) if positions == "prefix" else slice(-1, None)
+    saved = {}
+
+    def keep_b(mod, args, out=None):
+        saved["value"] = (args[0] if kind != "ffn" else out).clone()
+
+    def put_b(mod, args, out=None):
+        x = (out if kind == "ffn" else args[0]).clone()  # (1, T, D)
+        x[:, rows, cols] = saved["value"][:, rows, cols]
+        return x if kind == "ffn" else (x,)
+
+    def run(inp, hook):
+        handle = module.register_forward_hook(hook) if kind == "ffn" else module.register_forward_pre_hook(hook)
+        try:
+            with torch.no_grad():
+                return model(inp.src, inp.prefix).logits[0, -1]
+        finally:
+            handle.remove()
+
+    run(b, keep_b)
+    logits = run(a, put_b)
+    return float(logits[a.token] - logits[b.token])
+
+
+@pytest.mark.parametrize("positions", ["prefix", "step"])
+def test_patching_everything_gives_b_on_the_tiny_model(translator, positions):
+    target_a, target_b = [9, 5, 7, 11], [10, 6, 8, 12]
+    res = activation_patching(translator, TEXT, "i see the dog.", 2, target_a=target_a, target_b=target_b,
+                              positions=positions)
+    assert (res.token_a_id, res.token_b_id) == (7, 8)
+    a = step_inputs(translator, TEXT, 2, target_a)
+    b = step_inputs(translator, "i see the dog.", 2, target_b)
+    la, lb = teacher_forced_logits(translator, TEXT, target_a), teacher_forced_logits(translator, "i see the dog.",
+                                                                                      target_b)
+    assert res.diff_a == pytest.approx(float(la[2, 7] - la[2, 8]), abs=1e-4)
+    assert res.diff_b == pytest.approx(float(lb[2, 7] - lb[2, 8]), abs=1e-4)
+    assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
+    assert res.fraction("all") == pytest.approx(1.0, abs=1e-3)
+    assert a.prefix.shape == b.prefix.shape
+
+
+@pytest.mark.parametrize("positions", ["prefix", "step"])
+def test_batched_rows_match_patches_made_with_hooks(translator, positions):
+    """Row by row, the batched pass equals patching that one component alone, made with
+    forward hooks on o_proj's input and the FFN's output."""
+    target_a, target_b = [9, 5, 7, 11], [10, 6, 8, 12]
+    res = activation_patching(translator, TEXT, OTHER, 2, target_a=target_a, target_b=target_b, positions=positions)
+    a, b = step_inputs(translator, TEXT, 2, target_a), step_inputs(translator, OTHER, 2, target_b)
+    L, H = translator.cfg.n_decoder_layers, translator.cfg.h
+    for layer in range(L):
+        for head in range(H):
+            for kind in ("decoder_self", "cross"):
+                assert res.patched[kind][layer, head] == pytest.approx(
+                    hooked_patch(translator, a, b, kind, layer, head, positions), abs=1e-4), (kind, layer, head)
+        assert res.patched["ffn"][layer] == pytest.approx(hooked_patch(translator, a, b, "ffn", layer, None, positions),
+                                                          abs=1e-4)
+
+
+def test_patching_sources_of_different_lengths(translator):
+    res = activation_patching(translator, "the cat sleeps.", "the book is on the table.", 1,
+                              target_a=[9, 5, 7], target_b=[10, 6, 8])
+    assert res.fraction("all") == pytest.approx(1.0, abs=1e-3)
+
+
+def test_patching_refuses_equal_tokens_and_bad_input(translator):
+    with pytest.raises(ValueError, match="both emit"):
+        activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[9, 6])
+    with pytest.raises(ValueError, match="positions"):
+        activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[8, 6], positions="all")
+    with pytest.raises(ValueError, match="step must be 0..1"):
+        activation_patching(translator, TEXT, OTHER, 2, target_a=[9, 5], target_b=[8, 6, 7])
+    with pytest.raises(ValueError, match="pair"):
+        activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[8, 6], tokens_ab=[9])
+
+
+def test_patching_tom_and_john_on_the_shipped_model(shipped):
+    """"Tom gave John ..." drops the name ("Tom ha dato un bel regalo ..."): at step 4 (1-based)
+    A says "a" and B "un". Patching every component together moves the whole difference."""
+    res = activation_patching(shipped, TOM, JOHN, 3)
+    assert (res.token_a, res.token_b) == ("▁a", "▁un")
+    assert res.diff_a > 0 > res.diff_b
+    assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
+    cfg = shipped.cfg
+    assert res.fraction("cross").shape == res.fraction("decoder_self").shape == (cfg.n_decoder_layers, cfg.h)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert d["fraction"]["all"] == pytest.approx(1.0, abs=1e-3)
+    assert len(d["ranking"]) == 10
+    fig = res.figure()
+    np.testing.assert_allclose(np.array(fig.data[1].z), res.fraction("cross"))
+    assert fig.layout.meta["view"] == "patching"
