@@ -7,11 +7,13 @@ This is the one list of them, in page order (below the viewer). A panel is a
 
 from .analysis import AnalysisPanel
 from .arithmetic import ArithmeticPanel
+from .attribution import AttributionPanel
 from .beam import BeamPanel
 from .epochs import EpochPanel
 from .pairs import PairsPanel
 from .whatif import WhatIfPanel
 
-PANELS = (ArithmeticPanel, WhatIfPanel, AnalysisPanel, BeamPanel, EpochPanel, PairsPanel)
+PANELS = (ArithmeticPanel, WhatIfPanel, AnalysisPanel, AttributionPanel, BeamPanel, EpochPanel, PairsPanel)
 
-__all__ = ["PANELS", "ArithmeticPanel", "WhatIfPanel", "AnalysisPanel", "BeamPanel", "EpochPanel", "PairsPanel"]
+__all__ = ["PANELS", "ArithmeticPanel", "WhatIfPanel", "AnalysisPanel", "AttributionPanel", "BeamPanel", "EpochPanel",
+           "PairsPanel"]

@@ -12,5 +12,6 @@ import * as epochs from "./epochs.js";
 import * as tour from "./tour.js"; // no panel: the guided tour reads the store only
 import * as pairs from "./pairs.js";
 import * as arithmetic from "./arithmetic.js";
+import * as attribution from "./attribution.js";
 
-export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, tour };
+export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, tour };

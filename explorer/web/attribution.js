@@ -1,0 +1,408 @@
+// Why this word? (explorer/panels/attribution.py computes): for the viewer's step, what each
+// decoder component adds to the word it emits, in three analyses.
+//
+//   Direct logit attribution: the word's logit (or its difference with the runner-up or a
+//     candidate) as a sum of one term per head, FFN block and the embedding; two layers x
+//     heads grids (decoder self- and cross-attention) and a row of blocks. A head cell opens
+//     that head in the viewer (store.openHead, as the analysis maps do).
+//   Activation patching: sentence A (the viewer's) with one component's output taken from B
+//     (the minimal pairs' B when there is one, else typed here); layers x heads maps of the
+//     fraction of the A-versus-B difference each moves. A cell shows that head's attention
+//     row at the step in A and in B.
+//   Gradient attribution: input x gradient and integrated gradients per source token (and
+//     per decoder input) beside the step's attention row, with Spearman's rho.
+//
+// Detail on demand: nothing is asked on Translate. A button asks for the viewer's step; from
+// then on, while the section is open, that analysis follows the step (after the settings
+// rest, never during Play). Answers are kept per sentence in this view (a new sentence
+// forgets them), so going back to a step is instant. All text goes in with textContent.
+
+import { KIND_NAMES, headLabel, quote } from "./attention.js";
+import { el, css, diverging } from "./draw.js";
+import { share, signed } from "./numbers.js";
+
+const WAIT_MS = 200; // settings must rest this long before a followed analysis is asked again
+const N_STEPS = [8, 16, 32, 64];
+const GRIDS = [["decoder_self", "self"], ["cross", "cross"]]; // kind, id part
+const ACTIONS = ["attribution", "patching", "saliency"];
+
+/** A number of nats as a person reads it: "+0.43", "−0.0012", "0" (never "−0.00"). */
+export const nats = (x) => signed(x);
+/** The same without a "+" on a positive number: for a value rather than a contribution. */
+export const plain = (x) => signed(x).replace(/^\+/, "");
+const maxAbs = (values) => Math.max(1e-9, ...values.flat(2).map((v) => Math.abs(v)));
+
+/** A cell's colour on a red-white-blue scale (blue = for the word) and a readable ink. */
+function paint(cell, v, hi) {
+  const u = Math.max(-1, Math.min(1, v / hi));
+  cell.style.background = css(diverging(u));
+  cell.style.color = Math.abs(u) > 0.6 ? "#fff" : "#222";
+}
+
+/** The attention row each analysis of saliency compares with: the viewer's own head when it
+ * shows one of the decoder's attentions, else the last layer's mean (the panel's default). */
+export function attentionOf(s) {
+  const decoderView = s.view === "cross" || s.view === "decoder";
+  const numbered = s.head !== "mean" && s.head !== "max";
+  return { layer: decoderView ? s.layer : null, head: decoderView && numbered ? Number(s.head) : "mean" };
+}
+
+export class Attribution {
+  constructor(host, store, server) {
+    this.store = store;
+    this.server = server;
+    this.open = false;
+    this.results = new Map(); // key -> {status, data | error}, for sentence this.sentenceId
+    this.sentenceId = store.get().sentenceId;
+    this.follow = new Set(); // the analyses asked for on this sentence: they follow the step
+    this.picked = null; // the patching cell clicked: {kind, layer, head} 1-based
+    this.timers = {};
+    this.sigs = new Map(); // action -> what its drawing depends on besides its answer
+    this.build(host);
+    server.onValue((a) => this.receive(a));
+    store.subscribe((s, changed) => {
+      if (changed.has("sentenceId")) this.forget(s);
+      if (changed.has("pair")) this.pairChanged(s);
+      this.schedule();
+    });
+    new ResizeObserver(() => {
+      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
+      if (open !== this.open) { this.open = open; this.schedule(); }
+    }).observe(this.root);
+    this.pairChanged(store.get());
+    this.schedule();
+  }
+
+  // --- DOM ----------------------------------------------------------------------------------
+  build(host) {
+    this.versus = el("select", { id: "attr-versus", "aria-label": "What to split" });
+    this.inputB = el("input", { id: "attr-patch-b", type: "text", className: "at-input", placeholder: "Tom gave John a beautiful present.",
+      "aria-label": "Sentence B, whose outputs are patched into the viewer's sentence" });
+    this.nSteps = el("select", { id: "attr-sal-n", "aria-label": "Integration steps" },
+      N_STEPS.map((n) => el("option", { value: n, text: `${n} steps`, selected: n === 16 })));
+    const button = (id, text, primary = false) => el("button", { id, type: "button", className: `ax-action${primary ? " primary" : ""}`, text });
+    const section = (id, title, intro, controls) => el("section", { id: `attr-${id}`, className: "at-section", "data-state": "idle" }, [
+      el("h4", { text: title }), el("p", { className: "ax-note", text: intro }),
+      el("div", { className: "ax-controls" }, controls),
+      el("p", { id: `attr-${id}-status`, className: "ax-note", "aria-live": "polite" }),
+      el("div", { id: `attr-${id}-body`, className: "at-body" }),
+    ]);
+    this.root = el("div", { className: "at-root", id: "attr-root" }, [
+      el("p", { id: "attr-what", className: "at-what" }),
+      section("dla", "Direct logit attribution", "What each head, feed-forward block and the embedding adds to the word's logit "
+        + "(in nats): the decoder's residual stream is a sum of their outputs, so the terms add up to the logit.",
+      [button("attr-go", "Why this word?", true), el("label", { className: "ax-field" }, [el("span", { text: "split" }), this.versus])]),
+      section("patch", "Activation patching: the viewer's sentence (A) against B", "Run A with one component's output taken "
+        + "from B, one component at a time: how much of the A-versus-B difference between their two words does each move?",
+      [el("label", { className: "ax-field at-field" }, [el("span", { text: "Sentence B" }), this.inputB]), button("attr-patch-btn", "Patch A with B")]),
+      section("sal", "Gradient attribution beside attention", "Which source tokens does the word's log-probability depend on? "
+        + "Input × gradient and integrated gradients, per token, beside the attention the step paid.",
+      [el("label", { className: "ax-field" }, [el("span", { text: "integration" }), this.nSteps]), button("attr-sal-btn", "Compute")]),
+    ]);
+    host.replaceChildren(this.root);
+    this.el = {};
+    for (const e of this.root.querySelectorAll("[id]")) this.el[e.id] = e;
+    this.el["attr-go"].addEventListener("click", () => this.press("attribution"));
+    this.el["attr-patch-btn"].addEventListener("click", () => this.press("patching"));
+    this.el["attr-sal-btn"].addEventListener("click", () => this.press("saliency"));
+    this.inputB.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); this.press("patching"); } });
+    for (const c of [this.versus, this.nSteps]) c.addEventListener("change", () => this.schedule());
+    this.inputB.addEventListener("input", () => { this.autoB = false; this.schedule(); });
+  }
+
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => { this.frame = null; this.update(); });
+  }
+
+  /** A new sentence (or none): every answer of the old one goes. */
+  forget(s) {
+    this.sentenceId = s.sentenceId;
+    this.results = new Map();
+    this.follow = new Set();
+    this.picked = null;
+    for (const t of Object.values(this.timers)) clearTimeout(t);
+    this.versusSig = null;
+  }
+
+  /** The minimal pairs' B fills the input, unless the visitor typed their own. */
+  pairChanged(s) {
+    const p = s.pair;
+    if (p && p.status === "done" && p.trace && (this.autoB !== false || !this.inputB.value.trim())) {
+      this.inputB.value = p.trace.srcText || p.text;
+      this.autoB = true;
+    }
+  }
+
+  // --- requests -----------------------------------------------------------------------------
+  /** What `action` would ask for at state `s`: {key, request} or {why} when it cannot. */
+  want(s, action) {
+    if (!s.trace) return { why: "Translate a sentence first." };
+    const step = s.step;
+    if (action === "attribution") {
+      const versus = this.versus.value || "";
+      return { key: `attribution:${step}:${versus}`, request: { step, versus } };
+    }
+    if (action === "patching") {
+      const textB = this.inputB.value.trim();
+      if (!textB) return { why: "Type a sentence B (or compare one in “Minimal pairs”), then press “Patch A with B”." };
+      return { key: `patching:${step}:${textB}`, request: { step, textB } };
+    }
+    const a = attentionOf(s), n = Number(this.nSteps.value);
+    return { key: `saliency:${step}:${n}:${a.layer}:${a.head}`, request: { step, nSteps: n, ...a } };
+  }
+
+  press(action) {
+    const s = this.store.get(), w = this.want(s, action);
+    if (w.why) { this.schedule(); return; }
+    this.follow.add(action);
+    const r = this.results.get(w.key);
+    if (!r || r.status === "error") this.ask(s, action, w);
+    this.schedule();
+  }
+
+  ask(s, action, w) {
+    this.results.set(w.key, { status: "pending" });
+    this.server.ask({ action, sentenceId: s.sentenceId, key: w.key, ...w.request });
+  }
+
+  /** A followed analysis is asked for a new step once the settings rest (never during Play). */
+  askSoon(action, key) {
+    clearTimeout(this.timers[action]);
+    this.timers[action] = setTimeout(() => {
+      const s = this.store.get(), w = this.want(s, action);
+      if (!this.open || s.playing || w.key !== key || this.results.has(key)) return;
+      this.ask(s, action, w);
+      this.schedule();
+    }, WAIT_MS);
+  }
+
+  /** The server's answer: {action, sentenceId, key, ...data} or {..., error}. */
+  receive(a) {
+    if (!a || typeof a.key !== "string" || !ACTIONS.includes(a.action)) return;
+    if (a.sentenceId !== this.store.get().sentenceId) return; // asked for a sentence that has gone
+    this.results.set(a.key, a.error ? { status: "error", error: a.error } : { status: "done", data: a });
+    this.schedule();
+  }
+
+  // --- following the store --------------------------------------------------------------------
+  update() {
+    const s = this.store.get(), tr = s.trace;
+    this.el["attr-what"].textContent = tr
+      ? `Step ${s.step} of ${tr.steps}: reads ${quote(tr.tgt[s.step - 1])}, emits ${quote(tr.tgt[s.step])}.`
+      : "Translate a sentence: this section shows what each part of the decoder adds to the word a step emits.";
+    this.versusMenu(s);
+    for (const c of [this.el["attr-go"], this.el["attr-patch-btn"], this.el["attr-sal-btn"]]) c.disabled = !tr;
+    this.section(s, "attribution", "dla", "Press “Why this word?” to split this step's logit.", (d) => this.drawDla(s, d));
+    this.section(s, "patching", "patch", "Press “Patch A with B” to patch this step.", (d) => this.drawPatch(s, d));
+    this.section(s, "saliency", "sal", "Press “Compute” for this step's gradient attribution.", (d) => this.drawSaliency(s, d));
+  }
+
+  /** One analysis's box in its state; `draw(data)` draws a new answer. */
+  section(s, action, id, prompt, draw) {
+    const box = this.el[`attr-${id}`], status = this.el[`attr-${id}-status`], body = this.el[`attr-${id}-body`];
+    const w = this.want(s, action), r = w.why ? null : this.results.get(w.key);
+    const say = (state, text, error = false) => {
+      box.dataset.state = state;
+      status.textContent = text;
+      status.className = error ? "ax-error" : "ax-note";
+      if (state !== "done") { body.replaceChildren(); delete box.dataset.key; delete box.dataset.sentence; }
+    };
+    if (w.why) { say("idle", w.why); return; }
+    if (!r) {
+      if (this.follow.has(action) && this.open && !s.playing) { this.askSoon(action, w.key); say("pending", "Computing with the model…"); } else say("idle", prompt);
+      return;
+    }
+    if (r.status === "pending") { say("pending", "Computing with the model…"); return; }
+    if (r.status === "error") { say("error", `⚠️ ${r.error}`, true); return; }
+    if (box.dataset.key !== w.key || box.dataset.sentence !== String(s.sentenceId) || this.stale(action, s)) {
+      box.dataset.state = "done";
+      status.className = "ax-note";
+      draw(r.data);
+      box.dataset.key = w.key;
+      box.dataset.sentence = String(s.sentenceId);
+    }
+    this.mark(s);
+  }
+
+  /** Whether a drawn analysis depends on store keys that moved (the open head, B's trace). */
+  stale(action, s) {
+    const sig = action === "patching" ? `${s.pair && s.pair.status}|${JSON.stringify(this.picked)}` : "";
+    const old = this.sigs.get(action);
+    this.sigs.set(action, sig);
+    return old !== sig;
+  }
+
+  /** "logit", "vs runner-up" and one "vs" per candidate the viewer lists at this step. */
+  versusMenu(s) {
+    const tr = s.trace, sig = tr ? `${s.sentenceId}:${s.step}` : "";
+    if (sig === this.versusSig) return;
+    this.versusSig = sig;
+    const was = this.versus.value;
+    const opts = [["", "the logit"], ["runner-up", "against the runner-up"]];
+    if (tr && tr.topkTokens) {
+      for (const c of tr.topk(s.step - 1)) if (c.token !== tr.tgt[s.step]) opts.push([c.token, `against ${quote(c.token)} (p ${share(c.prob)})`]);
+    }
+    this.versus.replaceChildren(...opts.map(([v, t]) => el("option", { value: v, text: t })));
+    this.versus.value = opts.some(([v]) => v === was) ? was : "";
+  }
+
+  // --- direct logit attribution ---------------------------------------------------------------
+  drawDla(s, d) {
+    const what = d.versus === null ? `logit ${quote(d.token)}` : `logit ${quote(d.token)} − logit ${quote(d.versus)}`;
+    this.el["attr-dla-status"].textContent = `Step ${d.step + 1}: ${what} = ${plain(d.value)} nats; the terms below add up to ${plain(d.total)}. `
+      + "Blue pushes towards the word, red away from it. Click a head to open it in the viewer.";
+    const hi = maxAbs([d.decoder_self, d.cross]);
+    const grids = GRIDS.map(([kind, part]) => this.grid(`attr-dla-${part}`, KIND_NAMES[kind], d[kind], hi, (l, h, v) => ({
+      title: `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${nats(v)} nats. Click to open it in the viewer.`,
+      text: nats(v), click: () => this.store.openHead({ kind, layer: l + 1, head: h + 1 }), kind,
+    })));
+    const L = d.ffn.length, blocks = [["embedding + position", d.embedding]];
+    for (let l = 0; l < L; l++) blocks.push([`FFN ${l + 1}`, d.ffn[l]]);
+    const biases = [...d.decoder_self_bias, ...d.cross_bias].reduce((a, b) => a + b, 0);
+    blocks.push(["attention biases", biases], ["final-norm bias", d.norm_bias]);
+    const bhi = maxAbs(blocks.map((b) => b[1]));
+    const row = el("tr", {}, blocks.map(([name, v], i) => {
+      const td = el("td", { id: `attr-dla-block-${i}`, "data-value": v, title: `${name}: ${nats(v)} nats`, text: nats(v) });
+      paint(td, v, bhi);
+      return td;
+    }));
+    const table = el("table", { id: "attr-dla-blocks", className: "at-grid at-blocks" }, [
+      el("caption", { text: "Blocks (own colour scale)" }),
+      el("thead", {}, [el("tr", {}, blocks.map(([name]) => el("th", { scope: "col", text: name })))]), el("tbody", {}, [row])]);
+    this.el["attr-dla-body"].replaceChildren(this.side(grids),
+      el("div", { className: "at-scroll" }, [table]),
+      el("p", { id: "attr-dla-note", className: "at-caption", text: `The final LayerNorm is folded in with its scale frozen at this step `
+        + `(σ = ${plain(d.norm_sigma)}): each term is centred and divided by this step's σ, so the terms add up exactly, but a head's `
+        + "term is what it adds given everything else, not what the logit would be without it (knock-out answers that)." }));
+  }
+
+  /** Tables side by side where they fit, one under the other on a phone; each scrolls in its own box. */
+  side(tables) {
+    return el("div", { className: "at-grids" }, tables.map((t) => el("div", { className: "at-scroll" }, [t])));
+  }
+
+  /** A layers x heads table of numbers, coloured on ±hi; `cell(l, h, v)` -> {title, text, click, kind}. */
+  grid(id, title, values, hi, cell) {
+    const H = values[0].length;
+    const head = el("tr", {}, [el("th", { scope: "col", text: "layer" }), ...Array.from({ length: H }, (_, h) => el("th", { scope: "col", text: `h${h + 1}` }))]);
+    const rows = values.map((r, l) => el("tr", {}, [el("th", { scope: "row", text: String(l + 1) }), ...r.map((v, h) => {
+      const c = cell(l, h, v);
+      const td = el("td", { id: `${id}-${l + 1}-${h + 1}`, tabindex: 0, role: "button", title: c.title, text: c.text, "data-value": v,
+        "data-kind": c.kind, "data-layer": l + 1, "data-head": h + 1 });
+      paint(td, v, hi);
+      td.addEventListener("click", c.click);
+      td.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); c.click(); } });
+      return td;
+    })]));
+    return el("table", { id, className: "at-grid" }, [el("caption", { text: title }), el("thead", {}, [head]), el("tbody", {}, rows)]);
+  }
+
+  /** Frame the cells of the head the viewer shows (and the patching cell picked). */
+  mark(s) {
+    const kind = s.view === "cross" ? "cross" : s.view === "decoder" ? "decoder_self" : null;
+    const open = kind && s.head !== "mean" && s.head !== "max" ? `${kind}:${s.layer}:${s.head}` : "";
+    const p = this.picked ? `${this.picked.kind}:${this.picked.layer}:${this.picked.head}` : "";
+    for (const td of this.root.querySelectorAll("td[data-kind]")) {
+      const k = `${td.dataset.kind}:${td.dataset.layer}:${td.dataset.head}`;
+      td.classList.toggle("at-open", k === open);
+      td.classList.toggle("at-picked", td.closest("#attr-patch-body") !== null && k === p);
+    }
+  }
+
+  // --- activation patching --------------------------------------------------------------------
+  drawPatch(s, d) {
+    const f = d.fraction;
+    this.el["attr-patch-status"].textContent = `Step ${d.step + 1}: A emits ${quote(d.token_a)}, B emits ${quote(d.token_b)}. `
+      + `logit ${quote(d.token_a)} − logit ${quote(d.token_b)} is ${plain(d.diff_a)} in A and ${plain(d.diff_b)} in B. Each cell is the `
+      + `fraction of that difference moved when the component takes B's output (0 nothing, 1 all the way to B): the embedding `
+      + `moves ${plain(f.embedding)}, everything together ${plain(f.all)}. Click a head to see its attention in A and B.`;
+    const hi = Math.max(1, maxAbs([f.decoder_self, f.cross, f.ffn]));
+    const grids = GRIDS.map(([kind, part]) => this.grid(`attr-patch-${part}`, KIND_NAMES[kind], f[kind], hi, (l, h, v) => ({
+      title: `${headLabel({ kind, layer: l + 1, head: h + 1 })}: moves ${plain(v)} of the difference`, text: plain(v), kind,
+      click: () => { this.picked = { kind, layer: l + 1, head: h + 1 }; this.store.openHead(this.picked); this.schedule(); },
+    })));
+    const ffn = el("table", { id: "attr-patch-ffn", className: "at-grid" }, [el("caption", { text: "FFN" }),
+      el("thead", {}, [el("tr", {}, [el("th", { text: "layer" }), el("th", { text: "FFN" })])]),
+      el("tbody", {}, f.ffn.map((v, l) => {
+        const td = el("td", { id: `attr-patch-ffn-${l + 1}`, "data-value": v, title: `FFN of layer ${l + 1}: moves ${plain(v)}`, text: plain(v) });
+        paint(td, v, hi);
+        return el("tr", {}, [el("th", { scope: "row", text: String(l + 1) }), td]);
+      }))]);
+    this.el["attr-patch-body"].replaceChildren(this.side([...grids, ffn]),
+      this.patchRows(s, d));
+  }
+
+  /** The picked head's attention row at the step, in A (the viewer's trace) and in B (the
+   * minimal pairs' trace, when it is this B). */
+  patchRows(s, d) {
+    const box = el("div", { id: "attr-patch-rows", className: "at-rows" });
+    const p = this.picked;
+    if (!p) return box;
+    const view = p.kind === "cross" ? "cross" : "decoder";
+    const pair = s.pair && s.pair.status === "done" && s.pair.trace && s.pair.trace.srcText === d.text_b ? s.pair.trace : null;
+    const side = (name, tr) => {
+      if (!tr) return el("p", { className: "ax-note", text: `${name}: open “Minimal pairs” and compare this B to see its attention here.` });
+      const t = Math.min(d.step, tr.steps - 1); // 0-based step
+      const keys = view === "cross" ? tr.src : tr.tgt.slice(0, t + 1);
+      const weights = keys.map((_, k) => tr.weight(view, p.layer - 1, p.head - 1, t, k));
+      return this.bars(`attr-patch-row-${name.toLowerCase()}`, `${name}, step ${t + 1}`, keys, weights);
+    };
+    box.append(el("p", { className: "at-what", text: `${headLabel(p)} at step ${d.step + 1}` }), side("A", s.trace), side("B", pair));
+    return box;
+  }
+
+  /** One attention row as labelled bars (0..1). */
+  bars(id, title, keys, weights) {
+    return el("div", { id, className: "at-bars" }, [el("span", { className: "at-bars-title", text: title }),
+      ...keys.map((k, i) => {
+        const bar = el("span", { className: "at-bar" });
+        bar.style.height = `${Math.max(0, Math.min(1, weights[i])) * 100}%`;
+        return el("span", { className: "at-barcol", title: `${k}: ${share(weights[i])}`, "data-weight": weights[i] },
+          [el("span", { className: "at-bartrack" }, [bar]), el("span", { className: "at-barlabel", text: k })]);
+      })]);
+  }
+
+  // --- gradient attribution -------------------------------------------------------------------
+  drawSaliency(s, d) {
+    const a = d.attention_of, where = `layer ${a.layer + 1}, ${a.head === "mean" ? "mean of the heads" : `head ${a.head + 1}`}`;
+    const rise = d.logprob - d.baseline_logprob, gap = Math.abs(d.completeness_gap);
+    this.el["attr-sal-status"].textContent = `Step ${d.step + 1}: log p(${quote(d.token)}) = ${plain(d.logprob)}, and `
+      + `${plain(d.baseline_logprob)} with every word's vector at zero (the baseline). The integrated-gradients scores add up to within `
+      + `${gap < 0.0005 ? "0.001" : plain(gap)} of that difference (${plain(rise)}), with ${d.n_steps} integration steps`
+      + `${gap > 0.05 ? "; more steps bring them closer" : ""}.`;
+    const rho = (side) => {
+      const r = d[side].spearman, f = (v) => (v === null ? "not defined (fewer than two words)" : plain(v));
+      return `Spearman ρ with the attention, over the words: |integrated gradients| ${f(r.integrated_gradients)}, |input × gradient| ${f(r.input_x_gradient)}.`;
+    };
+    this.el["attr-sal-body"].replaceChildren(
+      el("p", { id: "attr-sal-rho", className: "at-caption", text: `Source tokens, beside cross-attention (${where}). ${rho("src")}` }),
+      el("div", { className: "at-scroll" }, [this.scores("attr-sal-src", d.src, "cross-attention")]),
+      el("p", { id: "attr-sal-rho-tgt", className: "at-caption", text: `Decoder inputs, beside decoder self-attention (${where}). ${rho("tgt")}` }),
+      el("div", { className: "at-scroll" }, [this.scores("attr-sal-tgt", d.tgt, "self-attention")]),
+    );
+  }
+
+  /** One row per token: its two scores as signed bars, and its attention weight. */
+  scores(id, side, attnName) {
+    const hi = maxAbs([side.integrated_gradients, side.input_x_gradient]);
+    const bar = (v, m, signedBar = true) => {
+      const b = el("span", { className: `at-hbar${signedBar && v < 0 ? " neg" : ""}` });
+      b.style.width = `${Math.min(1, Math.abs(v) / m) * 100}%`;
+      return el("span", { className: "at-htrack" }, [b]);
+    };
+    const rows = side.tokens.map((tok, i) => el("tr", { "data-token": i }, [
+      el("th", { scope: "row", className: "at-tok", title: `token ${i + 1}: ${tok}`, text: `${i + 1} ${tok}` }),
+      el("td", {}, [bar(side.integrated_gradients[i], hi), el("span", { text: nats(side.integrated_gradients[i]) })]),
+      el("td", {}, [bar(side.input_x_gradient[i], hi), el("span", { text: nats(side.input_x_gradient[i]) })]),
+      el("td", {}, [bar(side.attention[i], 1, false), el("span", { text: share(side.attention[i]) })]),
+    ]));
+    return el("table", { id, className: "at-scores" }, [
+      el("thead", {}, [el("tr", {}, ["token", "integrated gradients", "input × gradient", attnName].map((t) => el("th", { scope: "col", text: t })))]),
+      el("tbody", {}, rows)]);
+  }
+}
+
+export function mount(host, { store, server }) {
+  return new Attribution(host, store, server);
+}
