@@ -31,7 +31,7 @@ from .errors import answer
 from .host import message, view_host
 from .panels import PANELS
 from .payload import encode_trace
-from .serving import TraceBatcher
+from .serving import TraceBatcher, api_answer
 
 log = logging.getLogger("app")
 # Text longer than this is refused outright (tokenising it would cost more than it can be
@@ -91,7 +91,7 @@ class App:
         if len(text) > self.max_chars:
             raise ValueError(f"That text has {len(text):,} characters, far more than the model can read: it takes at "
                              f"most {self.tr.max_source_tokens} subword tokens (a sentence or two). Paste less text.")
-        return text
+        return texts.clean_input(text)[0]  # markup and control characters out; nothing left: ValueError
 
     def translate(self, text: str | None) -> dict:
         """Run the model once and send the whole trace to the browser."""
@@ -101,7 +101,8 @@ class App:
             trace = self.batcher.trace(self.check_text(text))
             log.info("translate: %d src tokens, %d steps, %.0f ms", len(trace.src_tokens), trace.steps,
                      (time.perf_counter() - t0) * 1000)
-            return self.show(trace, origin="translate")
+            notice = texts.clean_input(text)[1]  # what cleaning took out, said beside the translation
+            return self.show(trace, origin="translate", notes=(notice,) if notice else ())
 
         return answer(log, f"translate of {len(text or '')} chars", shown, self.failed)
 
@@ -153,12 +154,13 @@ class App:
     # --- API and links -----------------------------------------------------------------------
     def api_translate(self, text: str) -> tuple[str, dict]:
         """Translate one English sentence; returns (translation, trace as JSON: schema in README,
-        float arrays encoded exactly, see ``transformer.wire``)."""
-        try:
+        float arrays encoded exactly, see ``transformer.wire``). Bad input: ``gr.Error``
+        (:func:`explorer.serving.api_answer`)."""
+        def run() -> tuple[str, dict]:
             trace = self.batcher.trace(self.check_text(text))
-        except ValueError as exc:
-            raise gr.Error(str(exc)) from None
-        return trace.translation, trace.to_dict(packed=True)
+            return trace.translation, trace.to_dict(packed=True)
+
+        return api_answer(log, "/translate", run)
 
     def run_example(self, evt: gr.EventData) -> dict:
         """An example clicked in the browser (``web/hint.js``: ``{"text"}``): translate it at once."""
@@ -209,11 +211,11 @@ class App:
     def build_header(self) -> None:
         cfg, n_tok = self.tr.cfg, self.tr.max_source_tokens
         metrics = self.tr.metrics.get("test") or self.tr.metrics.get("validation") or {}
-        score = f" Test BLEU {metrics['bleu']}, chrF {metrics['chrf']}." if metrics else ""
+        score = f"; {metrics['bleu']} BLEU on its test set" if metrics else ""
         gr.Markdown(
             "# Inside the Transformer\n"
-            f"A {cfg.n_encoder_layers}+{cfg.n_decoder_layers}-layer, {cfg.h}-head encoder-decoder Transformer "
-            f"(d_model {cfg.d_model}) trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}.{score} "
+            f"A Transformer ({cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, {cfg.h} heads) "
+            f"trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}{score}. "
             "Translate a sentence and watch it being written, one token at a time.",
             elem_id="intro")
         with gr.Row():

@@ -9,6 +9,7 @@ text, as in the UI.
 
 from __future__ import annotations
 
+import html
 import re
 
 from transformer.trace import Trace
@@ -39,6 +40,48 @@ FUNCTION_WORDS = {
     "German": {"der", "die", "das", "ein", "eine", "ist", "sind", "und", "nicht", "ich", "du", "wir", "ihr",
                "mit", "für", "auf", "mein", "meine", "sehr", "auch", "heute", "wo", "wann", "habe", "hat"},
 }
+
+
+# Markup and control characters are not text the model can read: they are taken out before
+# tokenising (clean_input). Script and style elements go with their content (code, not words).
+MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?(</\1\s*>|$)|<!--.*?(-->|$)|</?[A-Za-z][^<>]*>|<![^<>]*>",
+                    re.IGNORECASE | re.DOTALL)
+ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")  # terminal colour codes and the like
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # and bidi overrides
+# a word that reads as English-like text: letters (joined by ' . -), with punctuation around
+WORDLIKE = re.compile(r"[(\"'“‘\[]*[^\W\d_]+(?:[.'’-][^\W\d_]+)*[.,!?;:)\"'”’\]…]*")
+MOSTLY_NOT_WORDS = 0.5  # under this share of word-like words, the text is code, numbers or symbols
+
+
+def clean_input(text: str) -> tuple[str, str]:
+    """``text`` with markup (HTML tags, comments, script and style elements) and control
+    characters (terminal escape codes, bidi overrides) taken out and the spaces left behind
+    collapsed, and the notice that says what was taken out; text with none of them comes
+    back as it is, with notice "". Raises ValueError when nothing readable is left, in words
+    for the visitor."""
+    taken = []
+    unescaped = html.unescape(text) if "&" in text else text
+    without_markup = MARKUP.sub(" ", unescaped)
+    if without_markup != unescaped:
+        taken.append("markup (HTML tags)")
+    without_controls = CONTROL.sub(" ", ANSI.sub(" ", without_markup))
+    if without_controls != without_markup:
+        taken.append("control characters")
+    if not taken:
+        return text, ""  # text with nothing to take out is read exactly as typed
+    clean = " ".join(without_controls.split())  # the spaces left where things were taken out
+    if not clean:
+        raise ValueError(f"That text is only {' and '.join(taken)}: there is no English sentence in it to translate.")
+    return clean, f"Taken out before translating: {' and '.join(taken)}. What the model read: “{clean}”"
+
+
+def word_share(text: str) -> float:
+    """The share of ``text``'s words (runs without spaces) that read as words: letters,
+    maybe joined by an apostrophe, a hyphen or a dot, with punctuation around. Code, numbers,
+    addresses and symbols score low; a sentence in any alphabet scores high (its language is
+    :func:`language_guess`'s or the tokenizer's business)."""
+    words = text.split()
+    return sum(bool(WORDLIKE.fullmatch(w)) for w in words) / len(words) if words else 0.0
 
 
 def display_token(tok: str) -> str:
@@ -106,6 +149,9 @@ def notices(trace: Trace, max_source_tokens: int, dropped: str = "") -> list[str
     elif lang:
         notes.append(f"⚠️ This model reads English only, and this text looks like {lang}. It translates English into "
                      "Italian, so the translation below is meaningless: type an English sentence.")
+    elif word_share(trace.src_text) < MOSTLY_NOT_WORDS:
+        notes.append("⚠️ This model reads English sentences, and most of this text is not words (code, numbers, "
+                     "symbols or markup), so the translation below is meaningless: type an English sentence.")
     elif UNK in trace.src_tokens:
         notes.append("Some characters are unknown to the tokenizer and were read as [UNK].")
     if not trace.finished:

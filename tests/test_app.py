@@ -59,7 +59,8 @@ def test_translate_returns_outputs_keyed_by_component(app):
     ("   \n ", "Please type an English sentence"),
     (None, "Please type an English sentence"),
     ("x" * (explorer_app.MAX_CHARS + 1), f"{explorer_app.MAX_CHARS + 1:,} characters"),
-    ("\x00\x01\x02", "empty sentence"),
+    ("\x00\x01\x02", "only control characters"),
+    ("<b></b>", "only markup"),
 ])
 def test_bad_input_clears_the_previous_results(app, text, message):
     out = app.translate(text)
@@ -99,13 +100,21 @@ def test_text_in_another_language_is_told_plainly_that_the_model_reads_english(a
     assert "English only" not in app.translate("the black cat sleeps.")[app.notice]
 
 
-@pytest.mark.parametrize("text", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "the cat 😺",
-                                  "שלום עולם", "a\u202eb\x07c"])
-def test_markup_emoji_rtl_and_control_characters_are_inert(app, text):
+@pytest.mark.parametrize("text, read", [("the cat 😺", "the cat 😺"), ("שלום עולם", "שלום עולם"),
+                                        ("a\u202eb\x07c", "a b c"), ("<b>the</b> cat", "the cat"),
+                                        ("\x1b[31mthe cat\x1b[0m", "the cat")])
+def test_emoji_and_rtl_reach_the_model_and_markup_and_control_characters_do_not(app, text, read):
     out = app.translate(text)
     assert out[app.trace_state] is not None
     assert "<" not in out[app.viewer]  # the payload carries no markup at all
-    assert payload(out, app)["src_text"] == text
+    assert payload(out, app)["src_text"] == read
+    assert ("Taken out before translating" in out[app.notice]) == (read != text)
+
+
+@pytest.mark.parametrize("text", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"])
+def test_text_that_is_only_markup_is_refused_in_words(app, text):
+    out = app.translate(text)
+    assert out[app.trace_state] is None and "only markup" in out[app.notice]
 
 
 def test_mostly_unknown_text_says_the_output_is_meaningless(app):

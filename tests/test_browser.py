@@ -174,11 +174,14 @@ def row_labels(page, fig: str = "#attn-plot") -> list:
     return page.eval_on_selector_all(f"{fig} .ax-rowlabel", "ls => ls.map(l => [l.textContent, l.classList.contains('future')])")
 
 
-def translate(page, text: str):
+def translate(page, text: str, read: str | None = None):
+    """Type ``text``, press Translate and wait until the viewer shows the sentence the model
+    read (``read``: ``text`` itself unless markup or control characters were taken out)."""
     page.locator("#src-text textarea").fill(text)
     before = page.evaluate("() => window.__explorer && window.__explorer.getState().sentence")
     page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
+    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t",
+                           arg=text if read is None else read)
     painted(page, 1)
     return before
 
@@ -407,13 +410,14 @@ def test_markup_is_inserted_as_text_and_bad_input_clears(server, page):
     page.wait_for_selector("#viewer .ax-root")
     page.evaluate("() => { window.__xss = false; }")
     text = "<img src=x onerror=\"window.__xss=true\"><script>window.__xss=true</script> the cat"
-    translate(page, text)
+    translate(page, text, read="the cat")  # the tags and the script are taken out before tokenising
+    assert "Taken out before translating: markup" in page.inner_text("#notice")
     assert page.evaluate("() => window.__xss") is False
     assert page.locator("#viewer img, #viewer script").count() == 0
     src = state(page)["trace"]["src"]
     chips = page.eval_on_selector_all("#src-chips > *", "cs => cs.map(c => [c.tagName, c.textContent])")
     assert chips == [["SPAN", t] for t in src]  # every token became the text of one chip, nothing else
-    assert state(page)["sentence"] == text
+    assert state(page)["sentence"] == "the cat"
     # bad input clears the old results instead of leaving them looking current
     page.locator("#src-text textarea").fill("   ")
     page.click("#translate-btn")
@@ -424,6 +428,17 @@ def test_markup_is_inserted_as_text_and_bad_input_clears(server, page):
     # text in another script: the notice says plainly that the output is meaningless
     translate(page, "😺😺 שלום עולם")
     page.wait_for_function("() => document.querySelector('#notice').innerText.includes('meaningless')")
+
+
+def test_control_characters_and_markup_are_taken_out_and_only_markup_is_refused(server, page):
+    url, _ = server
+    page.goto(url)
+    page.wait_for_selector("#viewer .ax-root")
+    translate(page, "\x1b[31mThe <b>black</b> cat sleeps.\x1b[0m", read="The black cat sleeps.")
+    assert "markup (HTML tags) and control characters" in page.inner_text("#notice")
+    page.locator("#src-text textarea").fill("<script>alert(1)</script>")
+    page.click("#translate-btn")
+    page.wait_for_function("() => document.querySelector('#notice').innerText.includes('only markup')")
 
 
 def on_screen(page, sel: str) -> bool:

@@ -44,3 +44,51 @@ def test_notices_speak_in_tokens(translator):
     ("My sister is tall.", None), ("Die Hard is a movie.", None), ("Hello!", None)])
 def test_language_guess_tells_neighbouring_languages_from_english(text, language):
     assert viewer.language_guess(text) == language
+
+
+# --- typed text: markup and control characters out, and what is not words -----------------------
+
+@pytest.mark.parametrize("text, clean, taken", [
+    ("I have a red car.", "I have a red car.", ""),
+    ("3 < 5 and 7 > 2", "3 < 5 and 7 > 2", ""),  # comparisons are not tags
+    ("The cat sleeps.  ", "The cat sleeps.  ", ""),  # nothing to take out: read exactly as typed
+    ("<p>My sister is <b>tall</b>.</p>", "My sister is tall .", "markup (HTML tags)"),
+    ("<script>alert(1)</script> The cat sleeps.", "The cat sleeps.", "markup (HTML tags)"),  # code goes with its tags
+    ("Tom &amp; Jerry &lt;b&gt;are&lt;/b&gt; friends.", "Tom & Jerry are friends.", "markup (HTML tags)"),
+    ("<!-- a comment -->Hi there", "Hi there", "markup (HTML tags)"),
+    ("\x1b[31mThe cat\x1b[0m sleeps.", "The cat sleeps.", "control characters"),
+    ("The\x00 cat\x07 sleeps.\u202e", "The cat sleeps.", "control characters"),
+    ("<i>The</i> cat\x1b[1m sleeps.", "The cat sleeps.", "markup (HTML tags) and control characters"),
+])
+def test_clean_input_takes_markup_and_control_characters_out_and_says_so(text, clean, taken):
+    got, notice = viewer.clean_input(text)
+    assert got == clean
+    if taken:
+        assert notice.startswith(f"Taken out before translating: {taken}.") and f"“{clean}”" in notice
+    else:
+        assert notice == ""
+
+
+@pytest.mark.parametrize("text", ["<script>alert(1)</script>", "\x1b[31m\x1b[0m", "<br><hr/>  \x07"])
+def test_clean_input_refuses_text_with_nothing_left_to_read(text):
+    with pytest.raises(ValueError, match="no English sentence in it"):
+        viewer.clean_input(text)
+
+
+@pytest.mark.parametrize("text", ["alert(1)", "1234 5678 9012", "%%% $$$ ###", "function f(x) { return x * 2; }",
+                                  "https://example.com/a?b=c"])
+def test_text_that_is_mostly_not_words_is_told_its_translation_is_meaningless(translator, text):
+    assert viewer.word_share(text) < viewer.MOSTLY_NOT_WORDS
+    notes = " ".join(viewer.notices(translator.trace(text), translator.max_source_tokens))
+    assert "meaningless" in notes  # (the tiny test model may read it as [UNK] first, which says so too)
+
+
+def test_no_english_sentence_of_the_test_set_is_told_it_is_not_words():
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "data" / "tatoeba-en-it" / "test.jsonl"
+    lines = [json.loads(line)["translation"]["en"] for line in path.open(encoding="utf-8")]
+    assert len(lines) >= 100
+    assert [t for t in lines if viewer.word_share(t) < viewer.MOSTLY_NOT_WORDS] == []
+    assert viewer.word_share("It costs $5,000 in 2019.") >= viewer.MOSTLY_NOT_WORDS  # numbers in a sentence are fine

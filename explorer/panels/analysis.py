@@ -25,8 +25,10 @@ Named endpoints (also usable with ``gradio_client``)
     alone is silenced: ``{"text", "translation", "tokens", "logprob", "heads", "layers": {kind: L},
     "importance": {kind: L x H}, "per_step": {kind: L x H x n}, "ranking": [10 largest]}``.
 
-On bad input neither endpoint raises: ``translation`` is ``""`` and ``data`` is
-``{"error": "<what is wrong>", "text": ...}`` (empty or over-long text, bad heads).
+On bad input (empty or over-long text, bad heads) both raise ``gr.Error`` with a message
+that says what is wrong, as every endpoint of the app does (:func:`explorer.serving.api_answer`):
+``gradio_client`` raises it as ``AppError``. The page's own requests get ``{"error": ...}``
+in their answer instead, which its view shows in place.
 
 Heads format
 ------------
@@ -55,6 +57,7 @@ from transformer import analysis
 
 from ..errors import GENERIC_ERROR, answer
 from ..host import message, view_host
+from ..serving import api_answer
 from .base import Panel
 
 log = logging.getLogger("app.analysis")
@@ -102,23 +105,27 @@ class AnalysisPanel(Panel):
 
     def knockout(self, text: str | None, heads: str | None) -> tuple[str, dict]:
         """``/knockout``: see the module docstring."""
-        def run() -> tuple[str, dict]:
-            checked = self._text(text)
-            try:
-                parsed = analysis.parse_heads(heads if heads is not None else "", self.app.tr.cfg)
-            except ValueError as exc:
-                raise ValueError(f"{exc}. {HEADS_HELP}") from None
-            if not parsed:
-                raise ValueError(f"{NO_HEADS} {HEADS_HELP}")
-            data = analysis.knockout(self.app.tr, checked, parsed)
-            return data["knockout"]["translation"], {"text": checked, **data}
-
-        return answer(log, "knockout", run, lambda msg: ("", {"error": msg, "text": text if isinstance(text, str) else ""}))
+        return api_answer(log, "/knockout", lambda: self.knockout_data(text, heads))
 
     def head_importance(self, text: str | None) -> dict:
         """``/head_importance``: see the module docstring."""
-        return answer(log, "head importance", lambda: {"text": self._text(text), **analysis.head_importance(self.app.tr, text)},
-                      lambda msg: {"error": msg, "text": text if isinstance(text, str) else ""})
+        return api_answer(log, "/head_importance", lambda: self.importance_data(text))
+
+    def knockout_data(self, text, heads) -> tuple[str, dict]:
+        """(knocked-out translation, data) of ``/knockout``; bad input raises ``ValueError``."""
+        checked = self._text(text)
+        try:
+            parsed = analysis.parse_heads(heads if heads is not None else "", self.app.tr.cfg)
+        except ValueError as exc:
+            raise ValueError(f"{exc}. {HEADS_HELP}") from None
+        if not parsed:
+            raise ValueError(f"{NO_HEADS} {HEADS_HELP}")
+        data = analysis.knockout(self.app.tr, checked, parsed)
+        return data["knockout"]["translation"], {"text": checked, **data}
+
+    def importance_data(self, text) -> dict:
+        """The data of ``/head_importance``; bad input raises ``ValueError``."""
+        return {"text": self._text(text), **analysis.head_importance(self.app.tr, text)}
 
     # --- the page -------------------------------------------------------------------------------
     def request(self, trace, evt: gr.EventData) -> str:
@@ -134,7 +141,8 @@ class AnalysisPanel(Panel):
             data = answer(log, "knockout", lambda: self.knock_out_selected(trace.src_text, asked.get("heads")),
                           lambda msg: {"error": msg})
         elif action == "importance":
-            data = self.head_importance(trace.src_text)
+            data = answer(log, "head importance", lambda: self.importance_data(trace.src_text),
+                          lambda msg: {"error": msg})
         else:
             data = {"error": GENERIC_ERROR}
             log.warning("unknown analysis request %r", action)
@@ -147,12 +155,13 @@ class AnalysisPanel(Panel):
         try:
             parsed = analysis.parse_heads(list(heads), self.app.tr.cfg)
         except (TypeError, ValueError, KeyError):
-            raise ValueError("The selected heads do not fit this model; clear the selection and pick them again.") from None
+            raise ValueError("The selected heads do not fit this model; clear the selection and pick them "
+                             "again.") from None
         return {"text": text, **analysis.knockout(self.app.tr, text, parsed)}
 
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the viewer and What-if."""
-        with gr.Accordion("Why did it say that? Head diagnostics, knock-out and importance", open=False,
+        with gr.Accordion("Head diagnostics, knock-out and importance", open=False,
                           elem_id="analysis-panel"):
             gr.Markdown(
                 "Which heads matter for this translation? **Knock out** silences the selected heads (their output "
