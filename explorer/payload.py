@@ -22,6 +22,10 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
   (P = the longer of source and target, at least 16, at most max_positions).
 - optional (present when the trace has them): ``logit_lens`` ``{"ids": A (T,L,5),
   "probs": A (T,L,5)}``, ``encoder_rollout`` A (S,S), ``rollout`` A (T,S), ``head_stats`` (JSON).
+- optional ``focus``: the cross-attention head a new sentence opens on (:func:`focus_head`),
+  ``{"kind": "cross", "layer", "head" (1-based), "entropy", "sink", "source": "test" | "sentence",
+  "n_sentences"}``: chosen from the checkpoint's test-set diagnostics when the caller passes them
+  (``head_stats.json``), else from this sentence's own.
 
 Every array ``A`` is encoded with the project's one array codec, ``transformer/wire.py``
 (attention as ``u8row``/``u8tril``, deflated, the positional encoding as ``u8lin``,
@@ -84,8 +88,35 @@ def has_logit_lens(trace) -> bool:
     return all(getattr(trace, f"logit_lens_{x}", None) is not None for x in ("ids", "tokens", "probs"))
 
 
-def encode_trace(trace, origin: str = "translate") -> dict:
-    """A :class:`~transformer.trace.Trace` -> the JSON-ready payload described above."""
+def focus_head(stats: dict | None) -> dict | None:
+    """The cross-attention head that aligns best by a head-stats dict (``analysis.head_stats``
+    of one sentence, or their test-set average): the one whose attention is both sharp (low
+    normalised entropy) and on words rather than on [SOS], [EOS] or punctuation (low sink
+    share), i.e. the largest (1 − entropy)·(1 − sink). Layers and heads 1-based; None
+    without cross-attention stats."""
+    cross = ((stats or {}).get("kinds") or {}).get("cross") or {}
+    entropy, sink = cross.get("entropy"), cross.get("sink")
+    if not entropy or not sink:
+        return None
+    best = None
+    for l, (row_e, row_s) in enumerate(zip(entropy, sink)):
+        for h, (e, k) in enumerate(zip(row_e, row_s)):
+            if e is None or k is None:
+                continue
+            score = (1 - e) * (1 - k)
+            if best is None or score > best[0]:
+                best = (score, l, h, e, k)
+    if best is None:
+        return None
+    _, l, h, e, k = best
+    return {"kind": "cross", "layer": l + 1, "head": h + 1, "entropy": round(float(e), 4), "sink": round(float(k), 4),
+            "n_sentences": int(stats.get("n_sentences") or 1)}
+
+
+def encode_trace(trace, origin: str = "translate", test_stats: dict | None = None) -> dict:
+    """A :class:`~transformer.trace.Trace` -> the JSON-ready payload described above.
+    ``test_stats``: the checkpoint's test-set head diagnostics (``head_stats.json``), which
+    choose the head a new sentence opens on; without them the sentence's own choose it."""
     S, T = len(trace.src_tokens), trace.steps
     pe_rows = int(min(trace.positional_encoding.shape[0], max(S, T + 1, MIN_PE_POSITIONS)))
     out = {
@@ -117,6 +148,10 @@ def encode_trace(trace, origin: str = "translate") -> dict:
     head_stats = getattr(trace, "head_stats", None)
     if head_stats is not None:
         out["head_stats"] = head_stats
+    from_test = focus_head(test_stats)
+    focus = from_test or focus_head(head_stats)
+    if focus is not None:
+        out["focus"] = {**focus, "source": "test" if from_test else "sentence"}
     return out
 
 

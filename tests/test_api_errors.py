@@ -4,57 +4,24 @@ the server logs one line for it, never a traceback (a traceback in the log means
 
 from __future__ import annotations
 
-import os
 import re
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import serve_app
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "the black cat sleeps."
 pytestmark = pytest.mark.slow  # starts a server
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, tiny_checkpoint):
     """``python app.py`` on the tiny checkpoint and a free port: (url, log file)."""
-    port, log = free_port(), tmp_path_factory.mktemp("api-app") / "app.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    with log.open("w") as f:
-        proc = subprocess.Popen([sys.executable, "app.py", "--checkpoint", str(tiny_checkpoint), "--port", str(port),
-                                 "--torch-threads", "1"], cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited early:\n{log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"app.py did not serve within 180 s:\n{log.read_text()[-3000:]}")
-                time.sleep(0.25)
-        yield url, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serve_app(tiny_checkpoint, tmp_path_factory.mktemp("api-app") / "app.log", extra=("--torch-threads", "1")) as app:
+        yield app.url, app.log
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import tiny_config
+from tests.helpers import tiny_config
 from transformer import arithmetic
-from transformer.arithmetic import AttentionRow, attention_arithmetic
+from transformer.arithmetic import attention_arithmetic
 from transformer.decoding import greedy_decode
 from transformer.model import build_model
 from transformer.translator import Translator

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import PAIRS, tiny_config, write_jsonl
+from tests.helpers import PAIRS, tiny_config, write_jsonl
 from transformer.backtranslate import (
     METHODS, BacktranslateError, backtranslate, fingerprint, held_out, main, noise_words, normalize,
     read_fingerprints, read_testsets, sample_decode, select_monolingual, synthetic_pairs, write_fingerprints,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import PAIRS, tiny_config
+from tests.helpers import PAIRS, tiny_config
 from transformer.beam import (
     TREE_SCHEMA,
     Candidate,

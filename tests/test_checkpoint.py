@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import tiny_config
+from tests.helpers import tiny_config
 from transformer import checkpoint as ckpt
 from transformer import load_translator
 from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint

@@ -14,13 +14,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import datasets
-import huggingface_hub
 import httpx
+import huggingface_hub
 import pytest
 
 import app as app_module
 import train
-from tests.conftest import PAIRS, tiny_main, write_jsonl
+from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
 from transformer import analyze, backtranslate, evaluate, tokenizer
 from transformer.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
 
@@ -34,21 +34,6 @@ def no_progress_bars():
     datasets.disable_progress_bars()
     yield
     datasets.enable_progress_bars()
-
-
-def lines_of(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.strip()]
-
-
-def exit_2(capfd, main, *args) -> str:
-    """Run ``main(*args)``, expect exit code 2 and exactly one line on stderr; return it."""
-    capfd.readouterr()
-    with pytest.raises(SystemExit) as exc:
-        main(*args)
-    assert exc.value.code == 2
-    lines = lines_of(capfd.readouterr().err)
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def not_called(what: str):
@@ -303,13 +288,13 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
     err = capfd.readouterr().err
     kept = "averaged" in json.loads((out / "best" / "metrics.json").read_text())
     said = re.search(r"^averaged epochs 1-2: chrF [\d.]+, (kept as best/|not kept: best/ keeps chrF [\d.]+ "
-                     r"\(epoch \d\))$", err, re.M)
+                     r"\(epoch \d\))$", err, re.MULTILINE)
     assert said, err
     assert said[1].startswith("kept") == kept
     assert tiny_main(data_dir, out, "--epochs", "3", "--resume", "--snapshots", "none") == 0
     err = capfd.readouterr().err
     last = re.escape(str(out / "epochs" / "epoch-002"))
-    assert re.search(rf"^resuming from epoch 2 \({last}\): epoch 3 to go$", err, re.M), err
+    assert re.search(rf"^resuming from epoch 2 \({last}\): epoch 3 to go$", err, re.MULTILINE), err
 
 
 def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):

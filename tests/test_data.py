@@ -3,11 +3,20 @@
 import datasets
 import pytest
 
-from tests.conftest import PAIRS, write_jsonl
+from tests.helpers import PAIRS, write_jsonl
 from transformer import data
 from transformer.data import (
-    DataError, EncodedPairs, encode_dataset, encode_pairs, load_extra_train, load_parallel, load_parallel_dataset,
-    load_split, make_batch, text_batches, token_budget_batches,
+    DataError,
+    EncodedPairs,
+    encode_dataset,
+    encode_pairs,
+    load_extra_train,
+    load_parallel,
+    load_parallel_dataset,
+    load_split,
+    make_batch,
+    text_batches,
+    token_budget_batches,
 )
 from transformer.tokenizer import train_tokenizer
 
@@ -72,7 +81,7 @@ def test_missing_and_broken_files(tmp_path):
 
 
 def test_token_budget_batches(data_dir, tokenizers_pair):
-    from tests.conftest import tiny_config
+    from tests.helpers import tiny_config
 
     src_tok, tgt_tok = tokenizers_pair
     cfg = tiny_config(src_tok, tgt_tok)
@@ -112,7 +121,7 @@ def test_hub_translation_feature_and_empty_pairs(monkeypatch, tmp_path):
 def test_arrow_path_matches_the_list_path(data_dir, tokenizers_pair):
     """load_parallel_dataset + text_batches + encode_dataset give exactly what the list
     functions give: same pairs, same tokenizer, same ids, same batches."""
-    from tests.conftest import tiny_config
+    from tests.helpers import tiny_config
 
     lists = load_parallel(str(data_dir / "train.jsonl"), seed=3)
     arrow = load_parallel_dataset(str(data_dir / "train.jsonl"), seed=3)
@@ -142,7 +151,7 @@ def test_arrow_path_matches_the_list_path(data_dir, tokenizers_pair):
 def test_encoding_is_cached_per_tokenizer(data_dir, tokenizers_pair):
     """The second encode of the same data with the same tokenizers reads the datasets cache;
     another tokenizer gets its own cache entry (never stale ids)."""
-    from tests.conftest import tiny_config
+    from tests.helpers import tiny_config
 
     src_tok, tgt_tok = tokenizers_pair
     cfg = tiny_config(src_tok, tgt_tok)

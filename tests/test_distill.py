@@ -14,7 +14,7 @@ from transformer.data import ParallelData, load_parallel
 from transformer.distill import DistillError, add_distilled, check_teacher, distill_pairs
 from transformer.trainer import FitResult, Trainer
 
-from conftest import PAIRS, tiny_main
+from tests.helpers import PAIRS, tiny_main
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import PAIRS, tiny_main, write_jsonl
+from tests.helpers import PAIRS, tiny_main, write_jsonl
 from transformer.data import load_extra_train
 from transformer.tokenizer import SYNTHETIC_TAG, train_tokenizer
 from transformer.trainer import forecast, load_run_data, run_tags_synthetic

@@ -8,29 +8,14 @@ from types import SimpleNamespace
 
 import gradio as gr
 import pytest
-import torch
 
 import app as app_module
 from explorer.panels import epochs as epoch_panel
 from explorer.payload import decode_payload
-from transformer.checkpoint import load_checkpoint, save_checkpoint
+from tests.helpers import make_snapshots
 from transformer.translator import load_translator
 
 SENTENCE = "the black cat sleeps."
-
-
-def make_snapshots(src, dst, epochs=(1, 2)):
-    """A copy of checkpoint `src` at `dst` with snapshots whose weights differ from the final model."""
-    shutil.copytree(src, dst)
-    model, *_ = load_checkpoint(src)
-    for e in epochs:
-        torch.manual_seed(e)
-        with torch.no_grad():
-            for p in model.parameters():
-                p.add_(0.5 * torch.randn_like(p))
-        save_checkpoint(dst / "snapshots" / f"epoch-{e:03d}", model, None, None, include_tokenizers=False,
-                        metrics={"validation": {"bleu": float(e), "chrf": 10.0 * e}, "val_loss": 5.0 - e, "epoch": e})
-    return dst
 
 
 @pytest.fixture(scope="module")

@@ -231,3 +231,36 @@ def test_token_ids_travel_as_two_bytes_and_large_vocabularies_as_four():
     np.testing.assert_array_equal(W.decode_array(W.encode_ids(big)), big)
     with pytest.raises(ValueError):
         W.encode_ids([-1])
+
+
+# --- the head a new sentence opens on ------------------------------------------------------------
+
+def cross_stats(entropy, sink, n=1) -> dict:
+    return {"n_sentences": n, "kinds": {"cross": {"entropy": entropy, "sink": sink}}}
+
+
+def test_focus_head_is_the_sharpest_head_that_looks_at_words():
+    # layer 1 head 2 is the sharpest but looks at [SOS] and punctuation; layer 2 head 1 is sharp and on words
+    stats = cross_stats([[0.6, 0.1], [0.2, None]], [[0.2, 0.9], [0.1, 0.0]], n=1000)
+    assert P.focus_head(stats) == {"kind": "cross", "layer": 2, "head": 1, "entropy": 0.2, "sink": 0.1,
+                                   "n_sentences": 1000}
+    assert P.focus_head(None) is None and P.focus_head({"kinds": {"encoder": {}}}) is None
+
+
+def test_the_payload_opens_on_the_test_sets_head_or_else_the_sentences():
+    tr = synthetic_trace(8, 6, L=2, H=2)
+    assert "focus" not in P.encode_trace(tr)  # no statistics at all: the viewer keeps its own settings
+    tr.head_stats = {"kinds": {"cross": {"entropy": [[0.1, 0.9], [0.9, 0.9]], "sink": [[0.1, 0.1], [0.1, 0.1]]}}}
+    assert P.encode_trace(tr)["focus"] == {"kind": "cross", "layer": 1, "head": 1, "entropy": 0.1, "sink": 0.1,
+                                           "n_sentences": 1, "source": "sentence"}
+    test = cross_stats([[0.9, 0.9], [0.9, 0.2]], [[0.1, 0.1], [0.1, 0.1]], n=1000)
+    focus = P.encode_trace(tr, test_stats=test)["focus"]
+    assert (focus["layer"], focus["head"], focus["source"], focus["n_sentences"]) == (2, 2, "test", 1000)
+    json.dumps(P.encode_trace(tr, test_stats=test))  # JSON-ready
+
+
+def test_the_shipped_model_opens_on_a_sharp_aligner_past_layer_one():
+    stats = json.loads((SHIPPED / "head_stats.json").read_text(encoding="utf-8"))
+    focus = P.focus_head(stats)
+    habit = stats["kinds"]["cross"]["habit"][focus["layer"] - 1][focus["head"] - 1]
+    assert focus["layer"] > 1 and habit in ("monotonic aligner", "focused"), (focus, habit)

@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import serve_app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -101,43 +100,11 @@ def failure(where: str, result: subprocess.CompletedProcess) -> str:
     return f"the Python block at {where} failed (exit {result.returncode}):\n{result.stderr[-3000:]}"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory):
     """``python app.py`` (the shipped model) on a free port, until the module's tests end."""
-    port, log = free_port(), tmp_path_factory.mktemp("readme-app") / "app.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    with log.open("w") as f:
-        proc = subprocess.Popen([sys.executable, "app.py", "--port", str(port), "--torch-threads", "1"],
-                                cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited early:\n{log.read_text()[-3000:]}")
-            if f"127.0.0.1:{port}" in log.read_text():  # our app says it serves (not another on the port)
-                try:
-                    urllib.request.urlopen(url + "/", timeout=2)
-                    break
-                except OSError:
-                    pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"app.py did not serve within 180 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.25)
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with serve_app(None, tmp_path_factory.mktemp("readme-app") / "app.log", extra=("--torch-threads", "1")) as app:
+        yield app.url.rstrip("/")
 
 
 @pytest.mark.parametrize("block", [

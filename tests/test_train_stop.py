@@ -24,7 +24,7 @@ import train
 from transformer import progress
 from transformer.trainer import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
 
-from conftest import tiny_main, write_jsonl
+from tests.helpers import tiny_main, write_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
 # the tiny preset on the fixture corpus (96 pairs) in small batches: 14 steps per epoch

@@ -25,7 +25,7 @@ from transformer.trainer import (
 )
 from transformer.training import PRESETS, average_checkpoints
 
-from conftest import tiny_main
+from tests.helpers import tiny_main
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

@@ -1,6 +1,10 @@
 // "Why did it say that?" (explorer/panels/analysis.py): head diagnostics maps, the
 // knock-out selection, and the knock-out and head-importance results.
 //
+// The diagnostics show one measure at a time (a menu picks it), large, one layers × heads map
+// per kind of attention with each head's value written in its cell, for this sentence or for
+// the whole test set.
+//
 // The server computes, the browser draws: the sentence's head diagnostics arrive in the
 // viewer's payload, the test-set diagnostics once with the page (this view's data), and a
 // knock-out or head importance comes back from one server call each. The selection lives
@@ -14,21 +18,24 @@ import { el } from "./draw.js";
 import { Figure } from "./figure.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
+import { share } from "./numbers.js";
 
 const KINDS = ["encoder", "decoder_self", "cross"];
 const TITLES = { encoder: "Encoder self-attention", decoder_self: "Decoder self-attention", cross: "Cross-attention" };
-// measure -> [title, lo, hi, signed]; only the ones a kind has are drawn
+// measure -> [title, lo, hi, signed, what it says]; a kind without a measure gets no map for it
 const MEASURES = {
-  entropy: ["entropy (0 sharp, 1 uniform)", 0, 1, false],
-  confidence: ["confidence (mean max weight)", 0, 1, false],
-  sink: ["sink share ([SOS] [EOS] punct.)", 0, 1, false],
-  prev: ["previous-token share", 0, 1, false],
-  same: ["same-token share", 0, 1, false],
-  next: ["next-token share", 0, 1, false],
-  monotonicity: ["monotonicity (rank corr.)", -1, 1, true],
+  entropy: ["entropy (0 sharp, 1 uniform)", 0, 1, false, "How spread out each head's attention is: 0 puts all of it on one token, 1 spreads it evenly."],
+  confidence: ["confidence (mean max weight)", 0, 1, false, "The largest weight of a row, on average: near 1, the head picks one token."],
+  sink: ["sink share ([SOS] [EOS] punct.)", 0, 1, false, "How much of the attention goes to [SOS], [EOS] and punctuation, where a head parks it when it has nothing better to look at."],
+  prev: ["previous-token share", 0, 1, false, "How much of the attention goes to the token just before (self-attention only)."],
+  same: ["same-token share", 0, 1, false, "How much of the attention goes to the token itself (in the decoder: the one just read)."],
+  next: ["next-token share", 0, 1, false, "How much of the attention goes to the token just after (encoder only)."],
+  monotonicity: ["monotonicity (rank corr.)", -1, 1, true, "Whether the steps read the English left to right (1) or right to left (−1): cross-attention only."],
 };
+const DIAG_CELL = [30, 52]; // the smallest and largest cell of a diagnostics map, in css px
 
-const fmt = (v) => (v === null || v === undefined ? "undefined here" : v.toFixed(3));
+/** A measure in a tooltip: a share as a person reads it, a negative one with its minus. */
+const fmt = (v) => (v === null || v === undefined ? "undefined here" : v < 0 ? `−${share(-v)}` : share(v));
 const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 export class Analysis {
@@ -37,6 +44,7 @@ export class Analysis {
     this.server = server;
     this.testStats = server.data && server.data.kinds ? server.data : null; // head_stats.json of the checkpoint
     this.source = "sentence"; // which diagnostics are shown
+    this.measure = "entropy"; // and which measure of them
     this.hits = new WeakMap(); // canvas -> hit(x, y) of its last drawing (maps are redrawn as new canvases)
     this.build(host);
     store.set({ selectable: true }); // the viewer's mosaic may now pick heads for knock-out
@@ -51,6 +59,9 @@ export class Analysis {
       el("option", { value: "test", text: this.testStats ? `whole test set (${this.testStats.n_sentences} sentences)` : "whole test set" }),
     ]);
     source.addEventListener("change", () => { this.source = source.value; this.drawDiagnostics(this.store.get()); });
+    const measure = el("select", { id: "diag-measure", "aria-label": "Measure" },
+      Object.entries(MEASURES).map(([m, [title]]) => el("option", { value: m, text: title })));
+    measure.addEventListener("change", () => { this.measure = measure.value; this.drawDiagnostics(this.store.get()); });
     this.koBtn = el("button", { id: "knockout-btn", type: "button", className: "ax-action primary", text: "Knock out the selected heads" });
     this.impBtn = el("button", { id: "importance-btn", type: "button", className: "ax-action", text: "Head importance for this sentence" });
     this.koBtn.addEventListener("click", () => this.knockOut());
@@ -59,11 +70,13 @@ export class Analysis {
       el("section", { id: "head-diagnostics", className: "ax-section" }, [
         el("div", { className: "ax-controls" }, [
           el("strong", { text: "Head diagnostics" }),
+          el("label", { className: "ax-field" }, [el("span", { text: "measure" }), measure]),
           el("label", { className: "ax-field", id: "diag-source-field", hidden: !this.testStats }, [el("span", { text: "of" }), source]),
         ]),
-        el("p", { className: "ax-note" }, words("One small map per measure (", ["entropy"], ", ", ["sink", "sink"], " share, ...): rows are ",
+        el("p", { id: "diag-about", className: "ax-diag-about" }),
+        el("p", { className: "ax-note" }, words("One map per kind of attention for the measure picked (", ["entropy"], ", ", ["sink", "sink"], " share, ...): rows are ",
           ["layers", "layer"], ", columns ", ["heads", "head"], ". Hover (or tap) a head to read its habit "
-          + "(e.g. “previous-token head”); click it to open it in the viewer above; shift-click (or select mode) adds it to the ", ["knock-out"], " selection.")),
+          + "(e.g. “previous-token head”) and its other measures; click it to open it in the viewer above; shift-click (or select mode) adds it to the ", ["knock-out"], " selection.")),
         el("p", { id: "diag-empty", className: "ax-note", text: "Translate a sentence to see what its heads do." }),
         el("div", { id: "diag-maps" }),
       ]),
@@ -138,38 +151,47 @@ export class Analysis {
     });
   }
 
+  /** One map per kind of attention for the measure picked, as large as the panel allows. */
   drawDiagnostics(s) {
     const stats = this.source === "test" && this.testStats ? this.testStats : s.trace && s.trace.headStats;
     this.el["diag-empty"].hidden = !!stats;
-    const maps = this.el["diag-maps"];
+    const maps = this.el["diag-maps"], m = this.measure, about = MEASURES[m][4];
+    this.el["diag-about"].textContent = about;
     if (!stats) { maps.replaceChildren(); return; }
     const what = stats === this.testStats ? `the whole test set (${stats.n_sentences} sentences)` : "this sentence";
-    maps.replaceChildren(...KINDS.filter((k) => stats.kinds[k]).map((kind) => {
-      const k = stats.kinds[kind];
-      const canvases = Object.keys(MEASURES).filter((m) => Array.isArray(k[m])).map((m) => {
-        const [title, lo, hi, signed] = MEASURES[m];
-        const canvas = el("canvas", { "data-kind": kind, "data-measure": m, role: "img", "aria-label": `${TITLES[kind]}: ${title}` });
-        this.hits.set(canvas, drawHeadMap(canvas, {
-          title, values: k[m], lo, hi, signed, cell: 16, marked: this.markedOf(s, kind), selected: this.openHeadOf(s, kind),
-          tip: (l, h) => [
-            `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${k.habit ? k.habit[l][h] : "?"}`,
-            `${title}: ${fmt(k[m][l][h])} (${what})`,
-            ...Object.keys(MEASURES).filter((o) => o !== m && Array.isArray(k[o])).map((o) => `${MEASURES[o][0]}: ${fmt(k[o][l][h])}`),
-            "click: open in the viewer · shift-click: select for knock-out",
-          ],
-        }));
-        this.bindMap(canvas, kind, (h, ev) => {
-          const now = this.store.get();
-          if (ev.shiftKey || ev.ctrlKey || ev.metaKey || now.selecting) this.store.toggleHead(h);
-          this.store.openHead(h);
-        });
-        return canvas;
-      });
-      return el("div", { className: "ax-diag-kind", "data-kind": kind }, [
-        el("h4", { text: `${TITLES[kind]} (${what})` }), el("div", { className: "ax-maps" }, canvases),
-      ]);
-    }));
+    const kinds = KINDS.filter((k) => stats.kinds[k] && Array.isArray(stats.kinds[k][m]));
+    const H = kinds.length ? stats.kinds[kinds[0]][m][0].length : 1, room = Math.max(300, (maps.clientWidth || 900) - 8);
+    const across = room >= 3 * (H * DIAG_CELL[0] + 60) ? kinds.length : 1; // side by side when they fit at a readable size
+    const cell = Math.max(DIAG_CELL[0], Math.min(DIAG_CELL[1], Math.floor((room / Math.max(1, across) - 60) / H)));
+    maps.replaceChildren(...kinds.map((kind) => el("div", { className: "ax-diag-kind", "data-kind": kind },
+      [this.diagnosticsMap(s, kind, stats.kinds[kind], m, cell, what)])));
     maps.dataset.source = stats === this.testStats ? "test" : "sentence";
+    maps.dataset.measure = m;
+    this.el["diag-about"].textContent = `${about} Values of ${what}.`;
+  }
+
+  /** The layers x heads map of measure `m` for one kind, each value in its cell. */
+  diagnosticsMap(s, kind, k, m, cell, what) {
+    const [title, lo, hi, signed] = MEASURES[m];
+    const canvas = el("canvas", { "data-kind": kind, "data-measure": m, role: "img", "aria-label": `${TITLES[kind]}: ${title}` });
+    const hit = drawHeadMap(canvas, {
+      title: TITLES[kind], values: k[m], lo, hi, signed, cell, numbers: true, font: 13,
+      marked: this.markedOf(s, kind), selected: this.openHeadOf(s, kind),
+      tip: (l, h) => [
+        `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${k.habit ? k.habit[l][h] : "?"}`,
+        `${title}: ${fmt(k[m][l][h])} (${what})`,
+        ...Object.keys(MEASURES).filter((o) => o !== m && Array.isArray(k[o])).map((o) => `${MEASURES[o][0]}: ${fmt(k[o][l][h])}`),
+        "click: open in the viewer · shift-click: select for knock-out",
+      ],
+    });
+    this.hits.set(canvas, hit);
+    canvas.dataset.grid = JSON.stringify(hit.geometry);
+    this.bindMap(canvas, kind, (h, ev) => {
+      const now = this.store.get();
+      if (ev.shiftKey || ev.ctrlKey || ev.metaKey || now.selecting) this.store.toggleHead(h);
+      this.store.openHead(h);
+    });
+    return canvas;
   }
 
   /** The selection chips, and the buttons: enabled only when they can do something. */
@@ -227,7 +249,8 @@ export class Analysis {
       fig.el,
     );
     const hit = drawProbChange(fig.canvas, { tokens: r.steps.token, before: r.steps.p_original, after: r.steps.p_knockout,
-      top: r.steps.top_knockout, width: Math.max(320, box.clientWidth - 8) });
+      top: r.steps.top_knockout, width: Math.max(240, box.clientWidth - 8) });
+    fig.canvas.dataset.captionWidth = String(hit.captionWidth);
     this.hits.set(fig.canvas, (x, y) => { const lines = hit(x, y); return lines && { lines }; });
     this.bindMap(fig.canvas, null, () => {});
   }

@@ -17,6 +17,7 @@
 import { VIEWS, VIEW_KIND, headName, quote } from "./attention.js";
 import { el, setup, paintMatrix, RDBU_LUT } from "./draw.js";
 import { Tooltip } from "./tooltip.js";
+import { weight as weightText } from "./numbers.js";
 
 const WAIT_MS = 150; // settings must rest this long before a row is asked for
 const PLAY_WAIT_MS = 700; // longer than a Play tick: no request per step while it plays
@@ -211,6 +212,7 @@ export class Arithmetic {
   draw(s, want, d) {
     const tr = s.trace, head = want.head - 1, q = want.query - 1;
     const heat = d.key_tokens.map((_, j) => tr.weight(s.view, want.layer - 1, head, q, j)); // what the heatmap paints
+    const below = tr.zeroBound(s.view, want.layer - 1, head, q);
     const mq = maxAbs(d.q), mv = maxAbs(d.v, d.out);
     const vScale = `±${fmt(mv, 2)}`;
     const rows = d.key_tokens.map((tok, j) => {
@@ -222,7 +224,7 @@ export class Arithmetic {
         el("td", { className: "ar-mask", text: masked ? d.mask_reasons[j] : "—" }),
         el("td", { text: masked ? "0" : d.exp_scores[j].toPrecision(3) }),
         el("td", { className: "ar-weight" }, [this.bar(w), el("span", { className: "ar-w", text: fmt(w, 4) })]),
-        el("td", { className: "ar-heat", text: fmt(heat[j]) }),
+        el("td", { className: "ar-heat", text: weightText(heat[j], below) }), // as the map's tooltip reads it
         el("td", {}, [this.strip(d.v[j], mv, `v${j + 1} (value of ${tok})`)]),
         el("td", {}, [this.strip(d.v[j].map((x) => w * x), mv, `w${j + 1}·v${j + 1}`)]),
       ]);

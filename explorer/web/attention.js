@@ -113,6 +113,34 @@ export function analysisMatrix({ shape: [, K], data }, rows, cols) {
   return out;
 }
 
+/** A source token that is punctuation or symbols only (".", ",", "?", ...): like the markers, a
+ * place a head parks its weight rather than a word it reads. */
+export const isPunct = (tok) => /^▁?[\p{P}\p{S}]+$/u.test(tok);
+
+/** Where cross-attention `layer` (0-based), `head` (index, "mean" or "max") looks clearly at a
+ * word: each step past step 1 (one row only) that writes a word (not a marker or punctuation)
+ * has its largest weight on one source word (not a marker or punctuation); of the steps within
+ * CLEAR of the clearest, the latest, so the map shows as many rows as it can while its last row
+ * is still sharp. {step (1-based), key (0-based), weight}, or null when there is no such step
+ * (a one-word translation, or a source of unknown characters only). */
+export function clearestStep(tr, layer, head) {
+  const peaks = [];
+  for (let t = 1; t < tr.steps; t++) {
+    const out = tr.tgt[t + 1];
+    if (tr.isSpecial(out) || isPunct(out)) continue;
+    let best = { step: t + 1, key: 0, weight: -1 };
+    for (let k = 0; k < tr.src.length; k++) {
+      if (tr.isSpecial(tr.src[k]) || isPunct(tr.src[k])) continue;
+      const w = tr.weight("cross", layer, head, t, k);
+      if (w > best.weight) best = { step: t + 1, key: k, weight: w };
+    }
+    peaks.push(best);
+  }
+  const top = Math.max(0, ...peaks.map((p) => p.weight));
+  return top > 0 ? peaks.filter((p) => p.weight >= CLEAR * top).pop() : null;
+}
+const CLEAR = 0.8; // a step whose peak is at least this share of the clearest step's counts as clear
+
 /** The largest value of a decoded array (1 if there is none), so a map's colour scale is
  * the sentence's and stepping never rescales it. */
 export function maxOf(a) {

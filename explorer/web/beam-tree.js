@@ -17,8 +17,8 @@ const COL_W = 96, ROW_H = 26, NODE_W = 80, NODE_H = 20, PAD = 14;
 const ZOOMS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2];
 
 const fmt = (x, d = 3) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
-/** A subword as shown in the tree: the word-start marker ▁ becomes a leading space mark. */
-const shown = (tok) => (tok === null || tok === undefined ? "?" : tok.replace(/^▁/, "␣").replace(/▁/g, " "));
+/** A subword as shown in the tree: as on every chip of the page, ▁ starts a word. */
+const shown = (tok) => (tok === null || tok === undefined ? "?" : tok);
 
 export class BeamTree {
   constructor(host, store, server) {

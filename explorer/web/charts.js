@@ -4,8 +4,9 @@
 // Each draw returns hit(x, y) -> [tooltip lines] | null.
 
 import {
-  FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest, tickEvery, colorBar,
+  FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest, tickEvery, colorBar, fontOf, wrap,
 } from "./draw.js";
+import { share, signed } from "./numbers.js";
 
 const SIGNED = { lut: RDBU_LUT, lo: -1, hi: 1 };
 
@@ -21,13 +22,15 @@ function axisTitles(ctx, x, xAt, y, yAt) {
   ctx.restore();
 }
 
-/** Horizontal bars of the top-k candidates; the emitted token is orange. */
-export function drawTopk(canvas, { cands, emitted, width }) {
-  const probe = measurer();
-  const labelW = widest(probe, cands.map((c) => c.token), 150) + 12;
-  const rowH = 22, top = 6, barW = Math.max(120, Math.min(360, width - labelW - 60));
-  const height = top + cands.length * rowH + 26;
-  const ctx = setup(canvas, labelW + barW + 56, height);
+/** Horizontal bars of the top-k candidates, labels `font` css px high; the emitted token is orange. */
+export function drawTopk(canvas, { cands, emitted, width, font = 11 }) {
+  const probe = measurer(fontOf(font));
+  const labelW = widest(probe, cands.map((c) => c.token), 14 * font) + 12;
+  const numW = Math.ceil(probe.measureText("< 0.001").width) + 8;
+  const rowH = Math.round(font * 2), top = 6, barW = Math.max(80, Math.min(360, width - labelW - numW));
+  const height = top + cands.length * rowH + Math.round(font * 2.4);
+  const ctx = setup(canvas, labelW + barW + numW, height);
+  ctx.font = fontOf(font);
   cands.forEach((c, i) => {
     const y = top + i * rowH;
     ctx.fillStyle = c.token === emitted ? HIGHLIGHT : "#4c78a8";
@@ -36,16 +39,16 @@ export function drawTopk(canvas, { cands, emitted, width }) {
     ctx.textAlign = "right";
     ctx.fillText(fit(ctx, c.token, labelW - 8), labelW - 6, y + rowH / 2);
     ctx.textAlign = "left";
-    ctx.fillText(c.prob.toFixed(2), labelW + c.prob * barW + 4, y + rowH / 2);
+    ctx.fillText(share(c.prob), labelW + c.prob * barW + 4, y + rowH / 2);
   });
   ctx.fillStyle = MUTED;
   ctx.textAlign = "center";
-  ctx.fillText("probability", labelW + barW / 2, height - 9);
+  ctx.fillText("probability", labelW + barW / 2, height - font * 0.8);
   return (x, y) => {
     const i = Math.floor((y - top) / rowH);
     if (i < 0 || i >= cands.length) return null;
     const c = cands[i];
-    return [`candidate ${i + 1}: ${c.token}`, `p = ${c.prob.toFixed(4)}`, c.token === emitted ? "emitted at this step" : ""]
+    return [`candidate ${i + 1}: ${c.token}`, `p = ${share(c.prob)}`, c.token === emitted ? "emitted at this step" : ""]
       .filter(Boolean);
   };
 }
@@ -194,8 +197,12 @@ export function drawProbChange(canvas, { tokens, before, after, top: topTok, wid
   const probe = measurer();
   const colH = widest(probe, tokens.map((t, i) => `${i + 1}: ${t}`), 120) + 12;
   const left = 40, top = 30, ph = 120;
-  const slot = Math.max(22, Math.min(48, Math.floor((Math.max(320, width) - left - 16) / Math.max(1, n))));
-  const w = left + n * slot + 16, h = top + ph + colH + 22;
+  const slot = Math.max(22, Math.min(48, Math.floor((Math.max(240, width) - left - 16) / Math.max(1, n))));
+  const w = Math.max(left + n * slot + 16, Math.min(width, 240));
+  // the caption wraps to the width on screen (a phone's is narrow; the bars may scroll), so none of it is cut
+  const captionW = Math.min(w, Math.max(200, width)) - 12;
+  const caption = wrap(probe, "step: original token (orange label: the knocked-out model's top-1 differs)", captionW);
+  const h = top + ph + colH + 8 + 14 * caption.length;
   const ctx = setup(canvas, w, h);
   ctx.fillStyle = "#9e9e9e";
   ctx.fillRect(left, 10, 12, 8);
@@ -230,15 +237,18 @@ export function drawProbChange(canvas, { tokens, before, after, top: topTok, wid
   }
   ctx.fillStyle = MUTED;
   ctx.textAlign = "center";
-  ctx.fillText("step: original token (orange label: the knocked-out model's top-1 differs)", left + (n * slot) / 2, h - 8);
-  return (x, y) => {
+  ctx.textAlign = "left";
+  caption.forEach((line, i) => ctx.fillText(line, 6, top + ph + colH + 8 + 14 * i + 6));
+  const hit = (x, y) => {
     const i = Math.floor((x - left) / slot);
     if (i < 0 || i >= n || y < top - 4 || y > top + ph + colH) return null;
-    const lines = [`step ${i + 1}: original token ${tokens[i]}`, `full model: p = ${before[i].toFixed(3)}`,
-      `heads knocked out: p = ${after[i].toFixed(3)} (${after[i] >= before[i] ? "+" : ""}${(after[i] - before[i]).toFixed(3)})`];
+    const lines = [`step ${i + 1}: original token ${tokens[i]}`, `full model: p = ${share(before[i])}`,
+      `heads knocked out: p = ${share(after[i])} (${signed(after[i] - before[i])})`];
     if (topTok && topTok[i] !== tokens[i]) lines.push(`knocked-out model's top-1 here: ${topTok[i]}`);
     return lines;
   };
+  hit.captionWidth = Math.ceil(Math.max(...caption.map((line) => probe.measureText(line).width))) + 6; // for tests
+  return hit;
 }
 
 /** The logit-lens table as an image, for the whole-view PNG: one row per decoder layer,
@@ -270,7 +280,7 @@ export function drawLensTable(canvas, { lens, emitted, caption }) {
         ctx.strokeRect(x + 0.5, y + 1.5, colW - 5, rowH - 3);
       }
       ctx.fillStyle = TEXT;
-      ctx.fillText(fit(ctx, `${c.token} ${c.prob.toFixed(2)}`, colW - 10), x + 4, y + rowH / 2);
+      ctx.fillText(fit(ctx, `${c.token} ${share(c.prob)}`, colW - 10), x + 4, y + rowH / 2);
     });
   });
 }

@@ -4,6 +4,8 @@
 // offline and in notebooks, and export to PNG with labels included.
 
 export const FONT = "11px 'DejaVu Sans', system-ui, sans-serif";
+/** The charts' font at `px` css pixels (FONT is 11 px; the main view draws larger). */
+export const fontOf = (px) => `${px}px 'DejaVu Sans', system-ui, sans-serif`;
 export const TITLE_FONT = "bold 13px 'DejaVu Sans', system-ui, sans-serif";
 export const HIGHLIGHT = "#e4572e";
 export const MASKED = "#d9d9d9";
@@ -66,9 +68,9 @@ const WHITE = [255, 255, 255];
 const scratch = document.createElement("canvas");
 const measure = document.createElement("canvas").getContext("2d");
 
-/** A 2D context for measuring label widths without touching a visible canvas. */
-export function measurer() {
-  measure.font = FONT;
+/** A 2D context for measuring label widths without touching a visible canvas (in `font`). */
+export function measurer(font = FONT) {
+  measure.font = font;
   return measure;
 }
 

@@ -16,6 +16,7 @@ import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./figure.js";
 import { el } from "./draw.js";
 import { Tooltip } from "./tooltip.js";
+import { count, weight as weightText } from "./numbers.js";
 
 export const SCHEMA = "attention-explorer-epochs/1";
 const VIEW_NAMES = { cross: "cross-attention", decoder: "decoder self-attention", encoder: "encoder self-attention" };
@@ -124,7 +125,9 @@ export class Epochs {
         failed ? `⚠️ ${failed}` : e.pending === key ? "tracing the snapshots on the server…" : "", failed ? "error" : "");
       return;
     }
-    this.status(`traced ${entry.snapshots.length} snapshots` + (entry.ms ? ` (server ${Math.round(entry.ms)} ms, cached for next time)` : ""));
+    // how long the server took is for the curious (and the benchmarks): an attribute, not text
+    this.status(`${count(entry.snapshots.length, "training snapshot")} and the final model`);
+    if (entry.ms) this.el["epoch-status"].dataset.serverMs = String(Math.round(entry.ms));
     const drawKey = [key, s.view, s.layer, s.head, s.step, s.hide, s.epoch].join("|");
     if (drawKey === this.lastDrawn) return; // nothing this panel shows has changed
     this.lastDrawn = drawKey;
@@ -146,6 +149,7 @@ export class Epochs {
   status(text, kind = "") {
     this.el["epoch-status"].textContent = text;
     this.el["epoch-status"].className = `ep-status ${kind}`.trim();
+    delete this.el["epoch-status"].dataset.serverMs;
   }
 
   describe(entry, selected) {
@@ -181,7 +185,7 @@ export class Epochs {
           if (row.future) return [`${it.title}: step ${row.index + 1} not generated yet`];
           const w = matrix[r * lay.cols.length + c];
           return [`${it.title}`, view === "encoder" ? `query: ${row.label}` : `step ${row.index + 1}, emits “${row.label}”`,
-            `key: ${col.label}`, w !== w ? "masked (a later position)" : `weight: ${w.toFixed(3)}`];
+            `key: ${col.label}`, w !== w ? "masked (a later position)" : `weight: ${weightText(w, it.trace.zeroBound(view, layer - 1, head, row.index))}`];
         },
       });
       this.tip.bind(fig.canvas, (x, y) => hit(x, y));

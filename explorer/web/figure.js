@@ -9,7 +9,7 @@
 //
 // Each figure holds exactly one <canvas>: tests and benchmarks find a chart as "#id canvas".
 
-import { el, setup, composite, colorBar, FONT, TEXT, MUTED, BLUES_CSS, blue, fit } from "./draw.js";
+import { el, setup, composite, colorBar, TEXT, MUTED, BLUES_CSS, blue, fit, fontOf } from "./draw.js";
 
 export class Figure {
   /** `label` names the chart for screen readers and the PNG button. */
@@ -52,8 +52,10 @@ export function labelledRows(rows, every) {
 }
 
 export class HeatFigure extends Figure {
-  constructor(id, label, { legend = true, ...options } = {}) {
-    super(id, label, { ...options, className: "ax-heat" });
+  /** `beside`: the colour legend stands upright beside the map (the main view), not under it
+   * (it goes under it again on a narrow screen, viewer.css). */
+  constructor(id, label, { legend = true, beside = false, ...options } = {}) {
+    super(id, label, { ...options, className: beside ? "ax-heat ax-beside" : "ax-heat" });
     this.rows = el("div", { className: "ax-rows", "aria-hidden": "true" });
     this.stage.prepend(this.rows);
     this.axes = el("span", { className: "ax-axes" });
@@ -64,7 +66,12 @@ export class HeatFigure extends Figure {
     bar.style.background = BLUES_CSS;
     this.legend = el("span", { className: "ax-legend", hidden: !legend, "aria-hidden": "true" },
       [this.legendTitle, this.legendLo, bar, this.legendHi]);
-    this.el.append(el("div", { className: "ax-figfoot" }, [this.axes, this.legend]));
+    if (beside) {
+      const body = el("div", { className: "ax-heatbody" });
+      this.el.replaceChild(body, this.scroll);
+      body.append(this.scroll, this.legend);
+      this.el.append(el("div", { className: "ax-figfoot" }, [this.axes]));
+    } else this.el.append(el("div", { className: "ax-figfoot" }, [this.axes, this.legend]));
     this.drawn = null; // what the last drawing put where, for export: {rows, rowW, cell, top, hi, scaleTitle}
   }
 
@@ -75,12 +82,14 @@ export class HeatFigure extends Figure {
     this.drawn = null;
   }
 
-  /** Row labels as HTML, beside the canvas grid that starts `top` px down, `cell` px per row. */
-  setRowLabels(rows, every, cell, top, width) {
+  /** Row labels as HTML, `px` css px high, beside the canvas grid that starts `top` px down,
+   * `cell` px per row. */
+  setRowLabels(rows, every, cell, top, width, px = 11) {
     this.rows.style.width = `${width}px`;
+    this.rows.style.fontSize = `${px}px`;
     this.rows.replaceChildren(...labelledRows(rows, every).map((i) => {
       const r = rows[i];
-      const span = Math.max(cell, 12);
+      const span = Math.max(cell, px + 1);
       const label = el("div", { className: `ax-rowlabel${r.current ? " current" : ""}${r.future ? " future" : ""}`, text: r.label });
       Object.assign(label.style, { top: `${top + (i + 0.5) * cell - span / 2}px`, height: `${span}px`, lineHeight: `${span}px` });
       return label;
@@ -105,7 +114,7 @@ export class HeatFigure extends Figure {
     for (const i of labelledRows(d.rows, d.every)) {
       const r = d.rows[i];
       ctx.fillStyle = r.future ? MUTED : TEXT;
-      ctx.font = r.current ? `bold ${FONT}` : FONT;
+      ctx.font = r.current ? `bold ${fontOf(d.px)}` : fontOf(d.px);
       ctx.fillText(fit(ctx, r.label, d.rowW - 8), d.rowW - 6, d.top + (i + 0.5) * d.cell);
     }
     ctx.drawImage(grid, d.rowW, 0, gw, gh);

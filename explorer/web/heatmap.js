@@ -4,7 +4,7 @@
 // long inputs thin out their tick labels, and each draw returns a hit-test function so the
 // tooltip can name every cell.
 
-import { FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest, tickEvery } from "./draw.js";
+import { FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest, tickEvery, fontOf } from "./draw.js";
 
 const MIN_CELL = 14; // the smallest cell that still fits every label of a short sentence
 const GRID_TOP = 4; // px above the grid inside the canvas
@@ -20,37 +20,49 @@ export function cellSize(n) {
  *        matrix: Float32Array rows x cols (NaN = masked, -Infinity = not generated yet),
  *        tip(r, c) -> [lines], hi (top of the colour scale, default 1), scaleTitle,
  *        lo (bottom of the scale, default 0) and lut (draw.js, default Blues: RDBU_LUT for signed maps),
- *        maxWidth (css px the figure may take before it scrolls), cell (optional)}
+ *        maxWidth (css px the figure may take before it scrolls), cell (optional),
+ *        font (label size in css px, default 11: the main view passes a projector's size),
+ *        maxHeight, minCell, maxCell (the main view: cells fill maxWidth x maxHeight within these),
+ *        rowShare (the most of maxWidth the row labels may take, default 0.35)}
  * Returns hit(x, y) -> [lines] | null, in css pixels of the canvas; hit.cellAt(x, y) ->
  * {r, c, row, col} | null names the cell there; hit.geometry says where the grid is (for
  * tests and exports).
  */
 export function drawHeatmap(fig, spec) {
   const { rows, cols } = spec;
-  const probe = measurer();
+  const px = spec.font || 11, font = fontOf(px);
+  const probe = measurer(font);
   const maxWidth = spec.maxWidth || 800;
   // row labels take at most a third of a narrow figure (they are cut with an ellipsis)
-  const rowW = Math.min(widest(probe, rows.map((r) => r.label), 230) + 22, Math.max(90, Math.round(maxWidth * 0.35)));
+  const rowW = Math.min(widest(probe, rows.map((r) => r.label), 21 * px) + 2 * px, Math.max(90, Math.round(maxWidth * (spec.rowShare || 0.35))));
   const natural = spec.cell || cellSize(Math.max(rows.length, cols.length));
   const fitting = Math.floor((maxWidth - rowW - 12) / Math.max(1, cols.length));
-  const cell = Math.max(Math.min(natural, MIN_CELL), Math.min(natural, fitting)); // shrink to fit, not below MIN_CELL
-  const colH = widest(probe, cols.map((c) => c.label), 120) + 10;
+  let cell = Math.max(Math.min(natural, MIN_CELL), Math.min(natural, fitting)); // shrink to fit, not below MIN_CELL
+  if (spec.maxHeight) {
+    // the main view: cells as big as the width and height allow (a short sentence gets big
+    // cells, a long one small ones), never below a readable size (then the map scrolls)
+    const fitH = Math.floor(spec.maxHeight / Math.max(1, rows.length));
+    cell = Math.max(spec.minCell || MIN_CELL, Math.min(spec.maxCell || 64, fitting, fitH));
+  }
+  const colH = widest(probe, cols.map((c) => c.label), 11 * px) + 10;
   const gw = cols.length * cell, gh = rows.length * cell;
-  const width = gw + 8, height = GRID_TOP + gh + colH;
+  // room left of the first column for its label, which stands upright across its centre
+  const left = Math.max(0, Math.ceil(0.7 * px - cell / 2)), top = GRID_TOP;
+  const width = left + gw + 8, height = GRID_TOP + gh + colH;
   const ctx = setup(fig.canvas, width, height);
   const hi = spec.hi || 1; // weights use 0..1; rollout maps pass their own maximum
-  const left = 0, top = GRID_TOP;
   paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell, { hi, lo: spec.lo || 0, lut: spec.lut });
   if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cell);
-  const every = tickEvery(cell);
+  const every = tickEvery(cell, px + 1);
+  ctx.font = font;
   columnLabels(ctx, cols, every, left, top + gh + 6, cell, colH);
   markRows(ctx, rows, left, top, gw, cell);
 
   fig.setCaption(spec.title);
-  fig.setRowLabels(rows, every, cell, top, rowW);
+  fig.setRowLabels(rows, every, cell, top, rowW, px);
   fig.setLegend(spec.scaleTitle || "weight", spec.lo || 0, hi);
   fig.axes.textContent = `rows: ${spec.yTitle} · columns: ${spec.xTitle}`;
-  fig.drawn = { rows, every, rowW, cell, top, hi, scaleTitle: spec.scaleTitle || "weight" };
+  fig.drawn = { rows, every, rowW, cell, top, hi, px, scaleTitle: spec.scaleTitle || "weight" };
 
   // the cell under a point, for the tooltip and for clicks on the map (hit.cellAt)
   const cellAt = (x, y) => {
@@ -63,7 +75,7 @@ export function drawHeatmap(fig, spec) {
     return at && spec.tip(at.r, at.c);
   };
   hit.cellAt = cellAt;
-  hit.geometry = { left, top, cell, rows: rows.length, cols: cols.length, rowW };
+  hit.geometry = { left, top, cell, rows: rows.length, cols: cols.length, rowW, font: px };
   return hit;
 }
 
@@ -77,9 +89,8 @@ function gridLines(ctx, left, top, R, C, cell) {
   ctx.stroke();
 }
 
-/** Column labels (keys), vertical, below the grid; every `every`-th one. */
+/** Column labels (keys), vertical, below the grid, in the context's font; every `every`-th one. */
 function columnLabels(ctx, cols, every, left, y, cell, colH) {
-  ctx.font = FONT;
   ctx.fillStyle = TEXT;
   cols.forEach((c, j) => {
     if (j % every) return;
@@ -110,25 +121,32 @@ function markRows(ctx, rows, left, top, gw, cell) {
 
 /**
  * Every layer x head of one attention type as small tiles, painted as ONE image (tiles
- * separated by one blank cell), so even 3 x 8 tiles of 128 x 128 cost one drawImage.
+ * separated by blank cells), so even 3 x 8 tiles of 128 x 128 cost one drawImage. When the
+ * heads of a layer do not fit the width at 3 px a cell (a phone), they wrap into bands of
+ * half as many, each band with its own head numbers, so every head is on screen.
  * spec: {layers: L, heads: H, rows, cols, matrix(l, h) -> Float32Array, tip(l, h, r, c),
  *        selected: {layer, head} (0-based; head may be "mean"/"max"), marked: Set of
  *        "layer:head" (0-based; heads picked for knock-out), maxWidth}
- * Returns hit(x, y) -> {layer, head, lines} | null, layer and head 0-based.
+ * Returns hit(x, y) -> {layer, head, lines} | null, layer and head 0-based; hit.geometry puts
+ * tile (l, h) at left + (h % perRow) * stepX, top + (l * bands + floor(h / perRow)) * stepY.
  */
 export function drawMosaic(canvas, spec) {
   const { rows, cols, layers: L, heads: H } = spec;
   const Q = rows.length, K = cols.length;
-  const labelW = 58, top = 22;
-  // cells shrink to fit the panel, but never below 3 px (then the mosaic scrolls sideways)
-  const m = Math.max(3, Math.min(10, Math.floor((spec.maxWidth - labelW - 16) / Math.max(1, H * (K + 1)))));
-  const gridR = L * (Q + 1) - 1, gridC = H * (K + 1) - 1;
+  const narrow = spec.maxWidth < 480, labelW = narrow ? 30 : 58;
+  const fitting = (n) => Math.floor((spec.maxWidth - labelW - 16) / Math.max(1, n * (K + 1)));
+  let perRow = H;
+  while (fitting(perRow) < 3 && perRow > 1) perRow = Math.ceil(perRow / 2);
+  const m = Math.max(3, Math.min(10, fitting(perRow))), bands = Math.ceil(H / perRow);
+  // above each band of a wrapped layer, blank cells for its head numbers; else one header line on top
+  const lead = bands > 1 ? Math.ceil(16 / m) : 0, top = bands > 1 ? 0 : 22, bandRows = lead + Q + 1;
+  const gridR = L * bands * bandRows - 1, gridC = perRow * (K + 1) - 1;
   const width = labelW + gridC * m + 12, height = top + gridR * m + 8;
   const ctx = setup(canvas, width, height);
   const all = new Float32Array(gridR * gridC).fill(GAP_VALUE);
   for (let l = 0; l < L; l++) {
     for (let h = 0; h < H; h++) {
-      const tile = spec.matrix(l, h), r0 = l * (Q + 1), c0 = h * (K + 1);
+      const tile = spec.matrix(l, h), r0 = (l * bands + Math.floor(h / perRow)) * bandRows + lead, c0 = (h % perRow) * (K + 1);
       for (let r = 0; r < Q; r++) all.set(tile.subarray(r * K, (r + 1) * K), (r0 + r) * gridC + c0);
     }
   }
@@ -136,26 +154,31 @@ export function drawMosaic(canvas, spec) {
   ctx.font = FONT;
   ctx.fillStyle = TEXT;
   ctx.textAlign = "center";
-  const tw = K * m, th = Q * m, step = (K + 1) * m, band = (Q + 1) * m;
-  const short = ctx.measureText("head 88").width + 4 > step; // narrow tiles: "h1", "h2", ...
-  for (let h = 0; h < H; h++) ctx.fillText(short ? `h${h + 1}` : `head ${h + 1}`, labelW + h * step + tw / 2, top - 10);
+  const tw = K * m, th = Q * m, stepX = (K + 1) * m, stepY = bandRows * m, y0 = (l, b) => top + (l * bands + b) * stepY + lead * m;
+  const short = ctx.measureText("head 88").width + 4 > stepX; // narrow tiles: "h1", "h2", ...
+  const headLabel = (h) => (short ? `h${h + 1}` : `head ${h + 1}`);
+  for (let h = 0; h < H; h++) {
+    const x = labelW + (h % perRow) * stepX + tw / 2;
+    if (bands === 1) ctx.fillText(headLabel(h), x, top - 10);
+    else for (let l = 0; l < L; l++) ctx.fillText(headLabel(h), x, y0(l, Math.floor(h / perRow)) - 7);
+  }
   const cur = rows.findIndex((r) => r.current);
   ctx.textAlign = "left";
   for (let l = 0; l < L; l++) {
-    const y0 = top + l * band;
     ctx.fillStyle = TEXT;
-    // the label is centred on its own band, from the same y0 as the tiles, so they always line up
-    ctx.fillText(`layer ${l + 1}`, 4, y0 + th / 2);
-    for (let h = 0; h < H; h++) markTile(ctx, spec, l, h, labelW + h * step, y0, tw, th, cur, m);
+    // the label is centred on its layer's first band, from the same y0 as the tiles, so they always line up
+    ctx.fillText(narrow ? `L${l + 1}` : `layer ${l + 1}`, 4, y0(l, 0) + th / 2);
+    for (let h = 0; h < H; h++) markTile(ctx, spec, l, h, labelW + (h % perRow) * stepX, y0(l, Math.floor(h / perRow)), tw, th, cur, m);
   }
   const hit = (x, y) => {
-    const h = Math.floor((x - labelW) / step), l = Math.floor((y - top) / band);
-    if (h < 0 || l < 0 || h >= H || l >= L) return null;
-    const c = Math.floor((x - labelW - h * step) / m), r = Math.floor((y - top - l * band) / m);
+    const g = Math.floor((y - top) / stepY), col = Math.floor((x - labelW) / stepX);
+    const l = Math.floor(g / bands), h = (g % bands) * perRow + col;
+    if (g < 0 || col < 0 || col >= perRow || l >= L || h >= H) return null;
+    const c = Math.floor((x - labelW - col * stepX) / m), r = Math.floor((y - y0(l, g % bands)) / m);
     if (r < 0 || c < 0 || r >= Q || c >= K) return null;
     return { layer: l, head: h, lines: spec.tip(l, h, r, c) };
   };
-  hit.geometry = { left: labelW, top, tileW: tw, tileH: th, stepX: step, stepY: band }; // where tiles are, for tests
+  hit.geometry = { left: labelW, top: top + lead * m, tileW: tw, tileH: th, stepX, stepY, perRow, bands }; // where tiles are, for tests
   return hit;
 }
 
@@ -182,20 +205,24 @@ function markTile(ctx, spec, l, h, x0, y0, tw, th, cur, m) {
   }
 }
 
+/** A head map's number as printed in its cell: two decimals, a zero without a sign. */
+const cellNumber = (v) => (Math.abs(v) < 0.005 ? "0" : `${v < 0 ? "−" : ""}${Math.abs(v).toFixed(2)}`);
+
 /**
- * A small (layers x heads) map of one number per head: head diagnostics and head importance.
+ * A (layers x heads) map of one number per head: head diagnostics and head importance.
  * spec: {title, values: [[number|null]] L x H, lo, hi, signed (diverging colours around 0),
- *        cell, tip(l, h) -> [lines], marked: Set of "layer:head", selected: {layer, head} | null}
+ *        cell, tip(l, h) -> [lines], marked: Set of "layer:head", selected: {layer, head} | null,
+ *        numbers (print each value in its cell: the diagnostics' large maps), font (label px)}
  * (layer and head 0-based). null values are drawn grey (undefined for that head).
- * Returns hit(x, y) -> {layer, head, lines} | null.
+ * Returns hit(x, y) -> {layer, head, lines} | null, with hit.geometry where the grid is.
  */
 export function drawHeadMap(canvas, spec) {
   const L = spec.values.length, H = L ? spec.values[0].length : 0, cell = spec.cell || 18;
-  const left = 24, top = 34, gw = H * cell, gh = L * cell;
+  const px = spec.font || 11, left = spec.numbers ? 3 * px + 4 : 24, top = spec.numbers ? 2 * px + 24 : 34, gw = H * cell, gh = L * cell;
   const probe = measurer();
   probe.font = TITLE_FONT;
   const width = Math.max(left + gw + 8, Math.ceil(probe.measureText(spec.title).width) + 8);
-  const height = top + gh + 22;
+  const height = top + gh + 2 * px;
   const ctx = setup(canvas, width, height);
   ctx.font = TITLE_FONT;
   ctx.fillStyle = TEXT;
@@ -205,14 +232,21 @@ export function drawHeadMap(canvas, spec) {
   const { lo, hi } = spec;
   const flat = new Float32Array(L * H);
   spec.values.forEach((row, l) => row.forEach((v, h) => { flat[l * H + h] = v === null || v === undefined ? NaN : v; }));
-  paintMatrix(ctx, flat, L, H, left, top, cell, cell, { lut: spec.signed ? RDBU_LUT : BLUES_LUT, lo, hi });
+  const lut = spec.signed ? RDBU_LUT : BLUES_LUT;
+  paintMatrix(ctx, flat, L, H, left, top, cell, cell, { lut, lo, hi });
+  ctx.font = fontOf(px);
+  if (spec.numbers) {
+    ctx.font = fontOf(Math.min(px, Math.floor(cell / 2.7))); // "0.52" fits its cell
+    printValues(ctx, flat, L, H, left, top, cell, lut, lo, hi);
+    ctx.font = fontOf(px);
+  }
   ctx.fillStyle = MUTED;
   ctx.textAlign = "center";
-  for (let h = 0; h < H; h++) ctx.fillText(String(h + 1), left + (h + 0.5) * cell, top - 7);
+  for (let h = 0; h < H; h++) ctx.fillText(spec.numbers ? `h${h + 1}` : String(h + 1), left + (h + 0.5) * cell, top - px * 0.7);
   ctx.textAlign = "right";
-  for (let l = 0; l < L; l++) ctx.fillText(String(l + 1), left - 5, top + (l + 0.5) * cell);
+  for (let l = 0; l < L; l++) ctx.fillText(spec.numbers ? `L${l + 1}` : String(l + 1), left - 5, top + (l + 0.5) * cell);
   ctx.textAlign = "left";
-  ctx.fillText(fit(ctx, `scale ${+lo.toFixed(2)} … ${+hi.toFixed(2)}`, width - 8), 4, top + gh + 11);
+  ctx.fillText(fit(ctx, `scale ${+lo.toFixed(2)} … ${+hi.toFixed(2)}`, width - 8), 4, top + gh + px);
   for (let l = 0; l < L; l++) {
     for (let h = 0; h < H; h++) {
       const x = left + h * cell, y = top + l * cell;
@@ -235,4 +269,16 @@ export function drawHeadMap(canvas, spec) {
   };
   hit.geometry = { left, top, cell, rows: L, cols: H };
   return hit;
+}
+
+/** Each value of a head map written in its cell, dark on light colours and white on dark ones. */
+function printValues(ctx, flat, L, H, left, top, cell, lut, lo, hi) {
+  ctx.textAlign = "center";
+  for (let i = 0; i < L * H; i++) {
+    const v = flat[i];
+    if (v !== v) continue;
+    const [r, g, b] = lut[Math.max(0, Math.min(255, Math.round(((v - lo) / (hi - lo)) * 255)))];
+    ctx.fillStyle = 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : TEXT;
+    ctx.fillText(cellNumber(v), left + ((i % H) + 0.5) * cell, top + (Math.floor(i / H) + 0.5) * cell);
+  }
 }

@@ -4,22 +4,30 @@
 // its example: typing another sentence, or a trace of another sentence in the viewer, hides it.
 //
 // The view's data is the list of [sentence, hint] examples (explorer/app.py EXAMPLES).
+//
+// The sentence box of a fresh page shows a grey example sentence (its placeholder), which
+// looks typed: pressing Translate (or Enter) with the box empty translates that sentence,
+// put in the box as if typed, instead of answering that nothing was typed. Text of spaces
+// hides the placeholder, so it is sent as it is (and refused).
 
 import { el } from "./draw.js";
 
 /** Put `text` in the Gradio sentence box (#src-text) as typing would, so Translate sends it. */
 function fillSentenceBox(text) {
-  const box = document.querySelector("#src-text textarea, #src-text input");
+  const box = sentenceBox();
   if (!box) return;
   box.value = text;
   box.dispatchEvent(new Event("input", { bubbles: true }));
 }
 
+/** The sentence box's text area, once Gradio has drawn it. */
+const sentenceBox = () => document.querySelector("#src-text textarea, #src-text input");
+
 export class Hint {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
-    const examples = server.data || [];
+    const examples = (this.examples = server.data || []);
     this.text = el("p", { className: "ax-hint-text" });
     this.box = el("div", { className: "ax-hint", hidden: true }, [el("span", { className: "ax-label", text: "What to look for" }), this.text]);
     const buttons = examples.map(([sentence, hint], i) => {
@@ -36,6 +44,11 @@ export class Hint {
       const h = store.get().hint;
       if (box && h && ev.target.value.trim() !== h.sentence) this.drop();
     });
+    // before Gradio's own handlers read the box (capture phase): an empty box means the placeholder
+    document.addEventListener("click", (ev) => { if (ev.target.closest && ev.target.closest("#translate-btn")) this.takePlaceholder(); }, true);
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && ev.target.closest && ev.target.closest("#src-text")) this.takePlaceholder();
+    }, true);
     store.subscribe((s, changed) => {
       if (changed.has("trace") && s.trace && s.hint && s.trace.srcText !== s.hint.sentence) this.drop();
       if (changed.has("hint")) this.render(s.hint);
@@ -48,6 +61,16 @@ export class Hint {
     fillSentenceBox(sentence);
     this.store.set({ hint: { text: hint, sentence } });
     this.server.ask({ text: sentence });
+  }
+
+  /** An empty sentence box gets the sentence its placeholder shows (and that example's hint). */
+  takePlaceholder() {
+    const box = sentenceBox();
+    if (!box || box.value !== "" || !box.placeholder) return;
+    const sentence = box.placeholder;
+    fillSentenceBox(sentence);
+    const example = this.examples.find(([text]) => text === sentence);
+    if (example) this.store.set({ hint: { text: example[1], sentence } });
   }
 
   drop() {

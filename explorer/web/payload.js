@@ -124,6 +124,7 @@ export class Trace {
     this.lensTokens = p.logit_lens ? tokenNames(p.logit_lens.ids, p.vocab) : null; // [step][layer][rank]
     this.lensProbs = p.logit_lens ? decodeArray(p.logit_lens.probs) : null; // (T, L_dec, 5)
     this.headStats = p.head_stats || null; // analysis.head_stats of this sentence (JSON)
+    this.focus = p.focus || null; // the cross-attention head a new sentence opens on (explorer/payload.py focus_head)
   }
 
   /** Logit lens at step index t: one entry per decoder layer, each the top-5 {token, prob}. */
@@ -146,6 +147,21 @@ export class Trace {
   weight(view, layer, head, q, k) {
     const { shape: [, H, Q, K], data } = this.attn[view];
     return headValue(data, layer * H * Q * K + q * K + k, H, Q * K, head);
+  }
+
+  /** The largest weight that reads as 0 in row q (0-based) of (layer, head): the 8-bit
+   * codec rounds against each row's maximum, so weights below half a step of 1/255 of it
+   * come out as zeros (mean and max over heads: the mean and max of the heads' bounds). */
+  zeroBound(view, layer, head, q) {
+    const { shape: [, H, Q, K], data } = this.attn[view];
+    const bound = (h) => {
+      let m = 0;
+      for (let k = 0, p = ((layer * H + h) * Q + q) * K; k < K; k++, p++) m = Math.max(m, data[p]);
+      return m / 510;
+    };
+    if (head !== "mean" && head !== "max") return bound(head);
+    const all = Array.from({ length: H }, (_, h) => bound(h));
+    return head === "mean" ? all.reduce((a, b) => a + b, 0) / H : Math.max(...all);
   }
 
   /** Top-k candidates for step index t (0-based). */

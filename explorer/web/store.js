@@ -27,6 +27,8 @@ export const SENTENCE_STATE = Object.freeze({
   // only in the view it was clicked in, and a new step (STEP_STATE) forgets it too
   cell: null,
   arithmetic: null, // rows of the arithmetic panel by "view:layer:head:query": {status, ...attention-row/1 | error}
+  // the head and step the sentence opened on, and why (viewer.js): {layer, head, step, key, weight, source, n, ...} or null
+  focus: null,
 });
 
 /** Keys that belong to the step: a new step starts from these. */
@@ -41,6 +43,10 @@ const INITIAL = Object.freeze({
   layer: 1,
   head: "mean",
   hide: false,
+  picture: "map", // how the main view draws attention: "map" (heatmap.js) or "lines" (lines.js)
+  presenting: false, // presentation mode: the main view alone, full screen, in large type (present.js)
+  explain: false, // the arithmetic of attention beside the main view (viewer-main.js; its panel is arithmetic.js)
+  focused: null, // {view, layer, head} the viewer last opened a sentence on: while they stay, the next one opens on its own
   playing: false,
   speed: 4, // Play, steps per second
   peLen: 12, // positional encoding: positions shown, and the one followed (0-based, as in the formula)

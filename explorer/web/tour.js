@@ -13,14 +13,15 @@
 // Every text of the tour is in STEPS, here.
 
 import { el } from "./draw.js";
-import { quote } from "./attention.js";
+import { quote, headIndex } from "./attention.js";
 import { words } from "./glossary.js";
 
 export const SEEN_KEY = "explorer-tour-seen";
 const word = (tok) => quote(tok.replace(/▁/g, ""));
 const pct = (p) => `${Math.round(p * 100)}%`;
 
-/** The source token step `t` (0-based) looks at most, mean over the heads of `layer`: [index, weight]. */
+/** The source token step `t` (0-based) looks at most in cross-attention, `layer` 0-based and
+ * `head` an index, "mean" or "max": [index, weight]. */
 function strongest(tr, layer, head, t) {
   let best = [0, -1];
   for (let k = 0; k < tr.src.length; k++) {
@@ -30,18 +31,32 @@ function strongest(tr, layer, head, t) {
   return best;
 }
 
-/** The steps: a target (CSS selector), a viewer section to open first (its name in the store's `open`), a title
- * and the text, made from the trace on screen (`tr`) and the store (`s`). */
+/** The tokens of `tokens` that are not markers ([SOS], [EOS], ...). */
+const words_ = (tr, tokens) => tokens.filter((t) => !tr.isSpecial(t));
+
+/** A step with several rows on the map for the steps that talk about it: the viewer's own
+ * step when it already has a few, else one a little past the middle of the translation. */
+const severalRows = (tr, s) => (s.step >= Math.min(3, tr.steps) ? s.step : Math.min(tr.steps, Math.max(3, Math.ceil(tr.steps * 0.6))));
+
+/** "head 5 of layer 3" or "the mean of the heads of layer 3": the map's layer and head in words. */
+const mapHead = (s) => (s.head === "mean" || s.head === "max" ? `the ${s.head} of the heads of layer ${s.layer}` : `head ${s.head} of layer ${s.layer}`);
+
+/** The steps: a target (CSS selector), a viewer section to open first (its name in the store's
+ * `open`), the view settings to show first (`show(tr, s)`, a store patch), a title and the
+ * text, made from the trace on screen (`tr`) and the store as it is then (`s`). */
 export const STEPS = [
   {
     target: "#viewer .ax-tokens", title: "1. Tokens",
-    text: (tr) => words(`The model does not read words: your sentence became ${tr.src.length} `, ["tokens", "token"],
-      `, from ${word(tr.src[1] || tr.src[0])} to ${word(tr.src[tr.src.length - 2] || tr.src[0])}, between the markers `,
-      ["[SOS]", "sos"], " and ", ["[EOS]", "eos"], ". ▁ starts a new word; a chip without it continues the one before."),
+    text: (tr) => {
+      const real = words_(tr, tr.src);
+      return words(`The model does not read words: your sentence became ${real.length} `, ["tokens", "token"],
+        `, from ${word(real[0] || tr.src[0])} to ${word(real[real.length - 1] || tr.src[0])}, and the model adds the markers `,
+        ["[SOS]", "sos"], " and ", ["[EOS]", "eos"], " around them. ▁ starts a new word; a chip without it continues the one before.");
+    },
   },
   {
     target: "#src-chips", title: "2. The encoder reads everything at once",
-    text: (tr) => words("The ", ["encoder"], ` reads all ${tr.src.length} English tokens together, in one pass through its `,
+    text: (tr) => words("The ", ["encoder"], ` reads all ${words_(tr, tr.src).length} English tokens together, in one pass through its `,
       `${tr.layers("encoder")} `, ["layers", "layer"], ": every token can look at every other one. It never changes after that."),
   },
   {
@@ -51,26 +66,30 @@ export const STEPS = [
   },
   {
     target: "#attn-plot", title: "4. Cross-attention: where each new word looks",
+    show: (tr, s) => ({ view: "cross", step: severalRows(tr, s) }),
     text: (tr, s) => {
-      const t = Math.min(s.step, tr.steps) - 1, [k, w] = strongest(tr, 0, "mean", t);
+      const t = s.step - 1, [k, w] = strongest(tr, s.layer - 1, headIndex(s.head), t);
       return words("This map is ", ["cross-attention"], ": one row per step, one column per English token. At step ",
-        `${t + 1}, writing ${word(tr.tgt[t + 1])}, the model looked most at ${word(tr.src[k])} (${pct(w)} of its attention, `,
-        "mean of the ", ["heads", "head"], " of layer 1).");
+        `${t + 1}, writing ${word(tr.tgt[t + 1])}, the model looked most at ${word(tr.src[k])} (${pct(w)} of the attention of `,
+        `${mapHead(s)}; the map shows it).`);
     },
   },
   {
     target: "#mosaic", open: "views", title: "5. Heads differ",
+    show: (tr, s) => ({ view: "cross", step: severalRows(tr, s) }),
     text: (tr, s) => {
-      const t = Math.min(s.step, tr.steps) - 1, L = tr.layers("cross") - 1;
+      const t = s.step - 1, L = s.layer - 1;
       const peaks = Array.from({ length: tr.heads }, (_, h) => [h, ...strongest(tr, L, h, t)]);
       const sharp = peaks.reduce((a, b) => (b[2] > a[2] ? b : a)), flat = peaks.reduce((a, b) => (b[2] < a[2] ? b : a));
-      return words(`Each layer has ${tr.heads} `, ["heads", "head"], " that look in their own way; the map above averages them. ",
-        `Here, layer ${L + 1} at step ${t + 1}: head ${sharp[0] + 1} puts ${pct(sharp[2])} on ${word(tr.src[sharp[1]])}, `,
+      return words(`Each layer has ${tr.heads} `, ["heads", "head"], ` that look in their own way: one row of tiles here per layer. `,
+        `The map above shows ${s.head === "mean" || s.head === "max" ? `the ${s.head} of` : "one of"} the heads of layer ${L + 1}; `,
+        `at step ${t + 1}, head ${sharp[0] + 1} of that layer puts ${pct(sharp[2])} on ${word(tr.src[sharp[1]])}, `,
         `while head ${flat[0] + 1} spreads out (at most ${pct(flat[2])} anywhere). Click a tile to open that head.`);
     },
   },
   {
     target: "#topk", title: "6. The candidates",
+    show: (tr, s) => ({ step: severalRows(tr, s) }),
     text: (tr, s) => {
       const t = Math.min(s.step, tr.steps) - 1, [a, b] = tr.topk(t);
       return words(`At every step the model scores every word it knows. At step ${t + 1} it gave ${word(a.token)} `,
@@ -140,11 +159,14 @@ export class Tour {
 
   /** Show step `i`: open its section, point at its target, tell its text. */
   go(i) {
-    const s = this.store.get(), tr = s.trace;
+    let s = this.store.get();
+    const tr = s.trace;
     if (!tr || i < 0 || i >= STEPS.length) return;
     const step = STEPS[i];
     this.i = i;
     if (step.open && !(s.open || []).includes(step.open)) this.store.set({ open: [...(s.open || []), step.open] });
+    if (step.show) this.store.set({ ...step.show(tr, this.store.get()), playing: false });
+    s = this.store.get(); // the text speaks of what is on screen now
     this.unmark();
     const target = document.querySelector(step.target);
     room(true);

@@ -2,6 +2,7 @@
 //
 // The fragment holds the sentence and the view settings, 1-based as on screen:
 //   #text=I%20have%20a%20red%20car.&step=3&view=cross&layer=1&head=mean&hide=0
+// (and &picture=lines when the main view draws lines instead of the map)
 // and, for a version that is not the greedy one (What-if, a beam hypothesis), the forced
 // target token ids and what forced them: &forced=12.845.7&origin=whatif. Opening such a
 // link traces the same version again. A minimal pair adds its second sentence,
@@ -11,7 +12,7 @@
 // sentence. The collapsible sections open on screen (viewer sections, panel accordions) go
 // in as &open=lens.beam-panel, so a link opens them again.
 
-const VIEW_KEYS = ["step", "view", "layer", "head", "hide"];
+const VIEW_KEYS = ["step", "view", "layer", "head", "hide", "picture"];
 
 /** The link in `loc`: {text, forced: [ids], origin, settings: {step, view, ...}} or null.
  * The fragment wins over the query. */
@@ -46,6 +47,7 @@ export function linkFor(s, loc = window.location) {
     return url.href.replace(/#$/, "");
   }
   const frag = new URLSearchParams({ text: tr.srcText, step: s.step, view: s.view, layer: s.layer, head: s.head, hide: s.hide ? 1 : 0 });
+  if (s.picture === "lines") frag.set("picture", "lines");
   if (tr.forcedPrefix.length && (s.origin === "whatif" || s.origin === "beam")) {
     frag.set("forced", tr.forcedPrefix.join("."));
     frag.set("origin", s.origin);

@@ -4,6 +4,7 @@
 // the result in the viewer. The result belongs to its sentence: a new one clears it.
 
 import { el } from "./draw.js";
+import { share } from "./numbers.js";
 
 export class WhatIf {
   constructor(host, store, server) {
@@ -48,7 +49,7 @@ export class WhatIf {
   render(s) {
     const tr = s.trace, w = s.whatif;
     const cands = tr ? tr.topk(s.step - 1) : [];
-    this.select.replaceChildren(...cands.map((c, k) => el("option", { value: k, text: `${k + 1}. ${c.token}  (p=${c.prob.toFixed(2)})` })));
+    this.select.replaceChildren(...cands.map((c, k) => el("option", { value: k, text: `${k + 1}. ${c.token}  (p = ${share(c.prob)})` })));
     this.select.value = String(Math.min(s.candidate, Math.max(0, cands.length - 1)));
     this.select.disabled = !tr;
     this.decodeBtn.disabled = !tr || (w && w.status === "pending");

@@ -1,5 +1,5 @@
 """The texts the Python side still writes about a trace (explorer/texts.py); every chart
-is drawn in the browser (tests/test_browser.py)."""
+is drawn in the browser (tests/browser/)."""
 
 import pytest
 
@@ -92,3 +92,4 @@ def test_no_english_sentence_of_the_test_set_is_told_it_is_not_words():
     assert len(lines) >= 100
     assert [t for t in lines if viewer.word_share(t) < viewer.MOSTLY_NOT_WORDS] == []
     assert viewer.word_share("It costs $5,000 in 2019.") >= viewer.MOSTLY_NOT_WORDS  # numbers in a sentence are fine
+

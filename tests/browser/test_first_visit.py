@@ -1,8 +1,8 @@
 """A first visit, on a desktop (1366×900) and on a phone (390×844): one screen to start, the
 sections that open when asked for (and a link that opens them again), one-click examples,
 the guided tour and the glossary. The app is a real `python app.py` (started as in
-tests/test_browser.py) in headless Chromium. Run alone with
-`python -m pytest -m browser tests/test_browser_first_visit.py`.
+tests/browser/test_viewer.py) in headless Chromium. Run alone with
+`python -m pytest -m browser tests/browser/test_first_visit.py`.
 """
 
 import contextlib
@@ -10,14 +10,13 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
-    DEVICES, app_server, browser, device_page, state, translate,
-)
+from tests.helpers import DEVICES, device_page, go_to_step, state, translate
 
 pytestmark = pytest.mark.browser
 
 DESKTOP, PHONE = DEVICES["desktop"]["viewport"], DEVICES["phone"]["viewport"]
 SENTENCE = "I have a red car."
+LAKE = "My parents live in a small house near the lake."
 TOUR_STEPS = 7
 
 
@@ -62,7 +61,7 @@ def open_sections(page) -> dict:
 
 
 def toggle_section(page, name: str):
-    page.locator(f"#sec-{name} > summary").click()
+    page.locator(f"#sec-{name} > summary").click(position={"x": 10, "y": 10})  # the marker: the words may be terms
 
 
 def toggle_panel(page, elem_id: str):
@@ -74,7 +73,7 @@ def toggle_panel(page, elem_id: str):
 @pytest.mark.parametrize("device,limit", [("desktop", 1440), ("phone", 2532)])
 def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, app_server, device, limit):
     ctx, page = open_page(browser, app_server, device)
-    translate(page, SENTENCE)
+    translate(page, LAKE, step=None)  # a 10-word sentence: 14 steps, 14 source tokens
     page.wait_for_timeout(300)
     sections = open_sections(page)
     assert sections["viewer"] == [] and sections["panels"] == [], sections
@@ -84,8 +83,9 @@ def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, ap
     # what stays out of the way until asked for: no mosaic, lens, diagnostics, beam or PE on show
     for sel in ("#mosaic", "#logit-lens", "#pe-heat", "#diag-maps", "#beam-tree", "#view-select"):
         assert not page.locator(sel).is_visible(), sel
-    # the one attention map: cross-attention, mean over heads, with its caption
-    assert page.get_attribute("#attn-plot", "data-view") == "cross" and page.get_attribute("#attn-plot", "data-head") == "mean"
+    # the one attention map: cross-attention, one head (tests/browser/test_picture.py says which), with its caption
+    plot = page.evaluate("() => ({...document.querySelector('#attn-plot').dataset})")
+    assert plot["view"] == "cross" and plot["head"] not in ("mean", "max"), plot
     assert "English sentence" in page.inner_text("#attn-caption")
     ctx.close()
     assert not page.errors, page.errors
@@ -93,13 +93,37 @@ def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, ap
 
 def test_the_first_desktop_screen_shows_translation_steps_prefix_candidates_and_attention(desktop):
     page = desktop
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     page.evaluate("() => window.scrollTo(0, 0)")
     assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
-    for sel in ("#translation", "#step-slider", "#next-btn", "#prefix-chips", "#topk canvas", "#attn-plot canvas", "#attn-caption"):
+    for sel in ("#translation", "#step-slider", "#next-btn", "#prefix-chips", "#attn-caption"):
         r = box(page, sel)
         assert 0 <= r["top"] and r["bottom"] <= DESKTOP["height"] and r["right"] <= DESKTOP["width"], (sel, r)
         assert page.locator(sel).first.is_visible(), sel
+    # the picture (sized for a projector) and the candidates beside it start on the first screen
+    # and fit on one screen of their own: one scroll shows the whole picture
+    for sel in ("#topk canvas", "#attn-plot canvas"):
+        r = box(page, sel)
+        assert 0 <= r["top"] < DESKTOP["height"] and r["bottom"] - r["top"] <= DESKTOP["height"], (sel, r)
+
+
+@pytest.mark.parametrize("device", ["desktop", "phone"])
+def test_translate_on_a_fresh_page_translates_the_sentence_it_shows(browser, app_server, device):
+    ctx, page = open_page(browser, app_server, device)
+    box_ = page.locator("#src-text textarea")
+    shown = box_.get_attribute("placeholder")
+    assert shown and box_.input_value() == ""  # grey text that looks typed
+    if device == "desktop":
+        page.click("#translate-btn")
+    else:
+        box_.tap()
+        box_.press("Enter")
+    page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=shown)
+    assert box_.input_value() == shown  # now really in the box
+    assert "Please type" not in page.inner_text("#notice")
+    assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
+    ctx.close()
+    assert not page.errors, page.errors
 
 
 # --- 2. examples ---------------------------------------------------------------------------------
@@ -116,7 +140,7 @@ def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, ap
         assert button.evaluate("b => b.scrollWidth <= b.clientWidth + 1")
         button.click()  # one click, no Translate
         page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=sentence)
-        page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
+        page.wait_for_selector("#attn-plot[data-step]", state="attached")
         assert page.input_value("#src-text textarea") == sentence
         shown = page.locator("#hint .ax-hint-text")
         assert shown.is_visible() and shown.inner_text() == hint and "…" not in shown.inner_text()
@@ -129,7 +153,8 @@ def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, ap
 
 def test_sections_keep_their_state_and_a_link_opens_them_again(desktop, browser, app_server):
     page = desktop
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
+    go_to_step(page, 1)
     # the viewer's "more views" section: drawn only once opened
     assert page.get_attribute("#mosaic", "data-step") is None
     toggle_section(page, "views")
@@ -182,14 +207,15 @@ def in_viewport(page, r: dict) -> bool:
 def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(browser, app_server, device):
     ctx, page = open_page(browser, app_server, device)
     assert page.is_disabled("#tour-btn")  # it needs a sentence of the visitor's own
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     page.wait_for_selector("#tour-offer", state="visible")  # offered after the first translation
     page.click("#tour-btn")
     tr = state(page)["trace"]
-    seen_text = []
+    seen_text, shown = [], {}
     for i in range(1, TOUR_STEPS + 1):
         page.wait_for_selector(f"#tour-bubble[data-step='{i}']")
         page.wait_for_timeout(100)
+        shown[i] = {"step": state(page)["step"], "layer": page.get_attribute("#attn-plot", "data-layer")}
         bubble = box(page, "#tour-bubble")
         assert in_viewport(page, bubble), (i, bubble)  # the whole bubble fits the screen
         for b in ("#tour-next", "#tour-skip"):
@@ -202,15 +228,22 @@ def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(
         page.click("#tour-next")
     page.wait_for_selector("#tour-bubble", state="hidden")
     assert page.locator(".tour-target").count() == 0
-    # it speaks of this sentence: its token count, what step 1 wrote, its candidates
-    assert f"became {len(tr['src'])} tokens" in seen_text[0]
+    # it speaks of this sentence: its token count (the words' tokens, not the markers), what
+    # step 1 wrote, its candidates
+    assert f"became {len(tr['src']) - 2} tokens" in seen_text[0]
+    # the map, the heads and the candidates are shown at a step with several rows, and the
+    # text names the layer the map beside it shows
+    for i in (4, 5, 6):
+        assert shown[i]["step"] >= min(3, tr["steps"]), (i, shown[i])
+    for i in (4, 5):
+        assert f"layer {shown[i]['layer']}" in seen_text[i - 1] and f"step {shown[i]['step']}" in seen_text[i - 1], (i, shown)
     assert tr["tgt"][1].replace("▁", "") in seen_text[2]
     assert state(page)["trace"]["translation"] and "%" in seen_text[5]
     assert page.evaluate("() => localStorage.getItem('explorer-tour-seen')") == "1"
     # remembered: a new translation on a new visit offers nothing
     page.goto(app_server.url)
     page.wait_for_selector("#viewer .ax-root")
-    translate(page, "My sister is tall.")
+    translate(page, "My sister is tall.", step=None)
     page.wait_for_timeout(300)
     assert not page.is_visible("#tour-offer") and not page.is_visible("#tour-bubble")
     ctx.close()
@@ -219,12 +252,12 @@ def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(
 
 def test_the_tour_can_be_skipped_and_declined(desktop):
     page = desktop
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     page.wait_for_selector("#tour-offer", state="visible")
     page.click("#tour-no")  # declined
     page.wait_for_selector("#tour-offer", state="hidden")
     assert page.evaluate("() => localStorage.getItem('explorer-tour-seen')") == "1"
-    translate(page, "My sister is tall.")
+    translate(page, "My sister is tall.", step=None)
     page.wait_for_timeout(300)
     assert not page.is_visible("#tour-offer")  # offered once only
     page.click("#tour-btn")  # and still there to take later
@@ -260,7 +293,7 @@ def show_term(page, term: str, where: str, how: str) -> str:
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_glossary_terms_explain_themselves_on_hover_and_on_tap(browser, app_server, device):
     ctx, page = open_page(browser, app_server, device)
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     toggle_panel(page, "analysis-panel")
     toggle_panel(page, "beam-panel")
     page.wait_for_selector("#analysis .gl-term[data-term='nats']")

@@ -7,202 +7,31 @@ the page's test handle `window.__explorer.getState()` shows it), so a retrained 
 with other translations still passes.
 """
 
-import contextlib
 import json
-import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers import (
+    attn,
+    grid,
+    open_panel,
+    open_section,
+    painted,
+    row_labels,
+    state,
+    steps,
+    translate,
+)
+
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-SHIPPED = ROOT / "checkpoints" / "en-it"
 SCREENSHOT_DIR = Path(tempfile.gettempdir()) / "attention-explorer-screenshots"
-CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-quic", "--no-first-run", "--disable-sync"]
 SENTENCE = "The black cat is sleeping on the red chair."
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def serve_app(checkpoint, log: Path):
-    """Run ``python app.py`` on a free port until the block ends; yields (url, log). Other
-    browser test files start their app the same way (with their own checkpoints)."""
-    port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    start = time.perf_counter()
-    with log.open("w") as f:
-        proc = subprocess.Popen([sys.executable, "app.py", "--checkpoint", str(checkpoint), "--port", str(port)],
-                                cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        for _ in range(480):
-            if proc.poll() is not None:
-                pytest.fail(f"app.py exited early:\n{log.read_text()[-3000:]}")
-            try:
-                urllib.request.urlopen(url, timeout=2)
-                break
-            except OSError:
-                time.sleep(0.25)
-        else:
-            pytest.fail(f"app.py did not serve within 120 s:\n{log.read_text()[-3000:]}")
-        print(f"\napp.py serving after {time.perf_counter() - start:.1f} s (checkpoint {checkpoint})")
-        yield url, log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
-    assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, request):
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
-def app_server(tmp_path_factory, request):
-    """A real app on the shipped checkpoint (or the tiny test one), for the other browser
-    test files: its url, log file and checkpoint."""
-    checkpoint = SHIPPED if (SHIPPED / "config.json").is_file() else request.getfixturevalue("tiny_checkpoint")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as (url, log):
-        yield SimpleNamespace(url=url, log=log, checkpoint=Path(checkpoint))
-
-
-# the two viewports every view is checked on
-DEVICES = {"desktop": {"viewport": {"width": 1366, "height": 900}},
-           "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
-
-
-def device_page(browser, device: str, timeout_ms: int = 60_000, **options):
-    """A fresh context and page on ``device`` ("desktop" or "phone"); the page's script
-    errors collect in ``page.errors`` (the fixtures assert there are none)."""
-    ctx = browser.new_context(**DEVICES[device], **options)
-    pg = ctx.new_page()
-    pg.set_default_timeout(timeout_ms)
-    pg.device = device
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    return ctx, pg
-
-
-@contextlib.contextmanager
-def opened_page(browser, url: str, device: str, init_script: str | None = None, **options):
-    """``device_page`` at ``url`` once the viewer has mounted; closes the context afterwards
-    and fails if the page raised a script error."""
-    ctx, pg = device_page(browser, device, **options)
-    if init_script:
-        ctx.add_init_script(init_script)
-    try:
-        pg.goto(url)
-        pg.wait_for_selector("#viewer .ax-root")
-        yield pg
-    finally:
-        ctx.close()
-    assert not pg.errors, pg.errors
-
-
-def state(page) -> dict:
-    """The store, through the page's test handle."""
-    return page.evaluate("() => window.__explorer.getState()")
-
-
-def server_calls(page) -> list:
-    """Requests that reach the app's Python side from now on (static module files excluded)."""
-    calls = []
-    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
-    return calls
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROME_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    ctx = browser.new_context(viewport={"width": 1440, "height": 900}, accept_downloads=True)
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    errors = []
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    yield pg
-    ctx.close()
-    assert not errors, errors
-
-
-def painted(page, step: int | None = None):
-    """Wait until the heatmap for `step` (1-based; any step if None) has been drawn."""
-    sel = "#attn-plot[data-step]" if step is None else f"#attn-plot[data-step='{step}']"
-    page.wait_for_selector(sel, state="attached")
-
-
-def attn(page) -> dict:
-    return page.evaluate("() => ({...document.querySelector('#attn-plot').dataset})")
-
-
-def grid(page, fig: str = "#attn-plot") -> dict:
-    """Where the last drawing of a figure put its grid, in css px of its canvas."""
-    return page.evaluate("(sel) => JSON.parse(document.querySelector(sel).dataset.grid)", fig)
-
-
-def row_labels(page, fig: str = "#attn-plot") -> list:
-    """The row labels a person reads beside a heatmap: [text, is it a row not generated yet]."""
-    return page.eval_on_selector_all(f"{fig} .ax-rowlabel", "ls => ls.map(l => [l.textContent, l.classList.contains('future')])")
-
-
-def translate(page, text: str, read: str | None = None):
-    """Type ``text``, press Translate and wait until the viewer shows the sentence the model
-    read (``read``: ``text`` itself unless markup or control characters were taken out)."""
-    page.locator("#src-text textarea").fill(text)
-    before = page.evaluate("() => window.__explorer && window.__explorer.getState().sentence")
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t",
-                           arg=text if read is None else read)
-    painted(page, 1)
-    return before
-
-
-def steps(page) -> int:
-    return state(page)["trace"]["steps"]
-
-
-def open_section(page, name: str):
-    """Open the viewer's collapsible section `name` (views, lens, pe): closed until asked for."""
-    if not page.eval_on_selector(f"#sec-{name}", "d => d.open"):
-        page.locator(f"#sec-{name} > summary").click()
-    page.wait_for_function("(n) => document.querySelector('#sec-' + n).open", arg=name)
-
-
-def open_panel(page, elem_id: str):
-    """Open a panel's section (its gr.Accordion, e.g. "whatif-panel"): its view mounts when it first opens."""
-    label = page.locator(f"#{elem_id} > .label-wrap")
-    if "open" not in (label.get_attribute("class") or "").split():
-        label.click()
-    page.wait_for_selector(f"#{elem_id} > .label-wrap.open")
 
 
 def test_every_control_draws_in_the_browser_without_server_requests(server, page):

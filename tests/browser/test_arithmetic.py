@@ -1,18 +1,24 @@
 """The arithmetic of one attention row as a person uses it, on a desktop (1366×900) and a
-phone (390×844): a real `python app.py` (started as in tests/test_browser.py) in headless
+phone (390×844): a real `python app.py` (started once for every browser test, tests/browser/conftest.py) in headless
 Chromium. The drawn softmax column must be the heatmap's row (the model's own trace, and
 the payload's rounded copy the heatmap paints) for encoder, decoder self and cross
 attention; a click on a heatmap cell highlights its key; a closed section asks the server
 nothing while stepping; a new sentence clears it. Run alone with
-`python -m pytest -m browser tests/test_browser_arithmetic.py`.
+`python -m pytest -m browser tests/browser/test_arithmetic.py`.
 """
 
 
 import numpy as np
 import pytest
 
-from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
-    DEVICES, app_server, browser, opened_page, server_calls, state, translate,
+from tests.helpers import (
+    DEVICES,
+    go_to_step,
+    opened_page,
+    press,
+    server_calls,
+    state,
+    translate,
 )
 
 pytestmark = pytest.mark.browser
@@ -42,20 +48,8 @@ def page(request, browser, app_server):
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def press(page, sel: str, **where):
-    """A click on a desktop, a tap on a phone (at `position`, if given)."""
-    loc = page.locator(sel).first
-    loc.scroll_into_view_if_needed()
-    loc.tap(**where) if page.device == "phone" else loc.click(**where)
-
-
 def toggle_section(page):
     press(page, "#arithmetic-panel > button.label-wrap")
-
-
-def go_to_step(page, step: int):
-    page.eval_on_selector("#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step))
-    page.wait_for_selector(f"#attn-plot[data-step='{step}']", state="attached")
 
 
 def set_view(page, view: str):
@@ -63,6 +57,14 @@ def set_view(page, view: str):
         press(page, "#sec-views > summary", position={"x": 6, "y": 6})  # the viewer's "more attention views"
     page.select_option("#view-select", view)
     page.wait_for_selector(f"#attn-plot[data-view='{view}']", state="attached")
+
+
+def show_mean_of_heads(page):
+    """The main map as the mean over heads (a new sentence opens on one head, its focus)."""
+    if not page.evaluate("() => document.querySelector('#sec-views').open"):
+        press(page, "#sec-views > summary", position={"x": 6, "y": 6})
+    page.select_option("#head-select", "mean")
+    page.wait_for_selector("#attn-plot[data-head='mean']", state="attached")
 
 
 def shown_row(page, key: str) -> dict:
@@ -91,8 +93,9 @@ def click_cell(page, row: int, col: int):
 def test_the_softmax_row_is_the_heatmaps_row_for_every_kind(page, reference):
     translate(page, SENTENCE)
     trace = reference[SENTENCE]
+    show_mean_of_heads(page)
     toggle_section(page)
-    # mean over heads (the default) has no single row: one click picks a head
+    # mean over heads has no single row: one click picks a head
     page.wait_for_selector("#arithmetic .ar-root[data-state='head']", state="attached")
     assert "pick one head to see its arithmetic" in page.inner_text("#arithmetic")
     press(page, "#arith-choices button[data-head='2']")
@@ -126,6 +129,7 @@ def test_the_softmax_row_is_the_heatmaps_row_for_every_kind(page, reference):
 def test_a_heatmap_click_highlights_its_key_and_rows_come_back_without_asking(page, reference):
     translate(page, SENTENCE)
     trace = reference[SENTENCE]
+    show_mean_of_heads(page)
     toggle_section(page)
     press(page, "#arith-choices button[data-head='3']")
     go_to_step(page, 3)
@@ -158,6 +162,7 @@ def test_a_heatmap_click_highlights_its_key_and_rows_come_back_without_asking(pa
 
 def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, reference):
     translate(page, SENTENCE)
+    show_mean_of_heads(page)
     toggle_section(page)
     press(page, "#arith-choices button[data-head='1']")
     layer = state(page)["layer"]

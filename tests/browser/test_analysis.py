@@ -1,14 +1,23 @@
 """The analysis features as a person uses them: a real `python app.py` in headless Chromium.
 Rollout view, logit lens, head diagnostics, knock-out and head importance.
 
-Run alone with `python -m pytest -m browser tests/test_browser_analysis.py`; the app and the
-browser are started as in tests/test_browser.py. Checks are structural (ids, data-*
+Run alone with `python -m pytest -m browser tests/browser/test_analysis.py`; the app and the
+browser are started once for every browser test (tests/browser/conftest.py). Checks are structural (ids, data-*
 attributes, the store through the page's test handle), so a retrained checkpoint still passes.
 """
 
 import pytest
-from test_browser import (browser, grid, open_panel, open_section, page, painted, row_labels, server, state,  # noqa: F401
-                          steps, translate)
+
+from tests.helpers import (
+    grid,
+    open_panel,
+    open_section,
+    painted,
+    row_labels,
+    state,
+    steps,
+    translate,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -72,10 +81,13 @@ def test_diagnostics_hover_names_the_habit_and_click_opens_the_head(server, page
     page.goto(url)
     translate(page, SENTENCE)
     open_panel(page, "analysis-panel")
-    canvas = page.locator("#head-diagnostics canvas[data-kind='decoder_self'][data-measure='prev']")
+    page.select_option("#diag-measure", "prev")  # one measure at a time
+    sel = "#head-diagnostics canvas[data-kind='decoder_self'][data-measure='prev']"
+    canvas = page.locator(sel)
     canvas.scroll_into_view_if_needed()
     box = canvas.bounding_box()
-    left, top, cell = 24, 34, 16  # drawHeadMap's grid (heatmap.js), cell 16 in the diagnostics
+    g = grid(page, sel)  # where drawHeadMap put its grid (heatmap.js)
+    left, top, cell = g["left"], g["top"], g["cell"]
     page.mouse.move(box["x"] + left + 2.5 * cell, box["y"] + top + 1.5 * cell)  # layer 2, head 3
     tip = page.locator("#analysis-tooltip")
     assert tip.is_visible()
@@ -99,9 +111,10 @@ def test_select_heads_and_knock_them_out(server, page):
     # shift-click a tile of the all-heads mosaic (cross-attention, layer 1, head 2)
     g = grid(page, "#mosaic")
     mosaic = page.locator("#mosaic canvas")
+    shown = page.get_attribute("#attn-plot", "data-head")
     mosaic.click(position={"x": g["left"] + g["stepX"] + 2, "y": g["top"] + 2}, modifiers=["Shift"])
     page.wait_for_selector("#ko-selection .chip[data-head='cross:1:2']")
-    assert page.get_attribute("#attn-plot", "data-head") == "mean"  # shift-click selects, does not open
+    assert page.get_attribute("#attn-plot", "data-head") == shown  # shift-click selects, does not open
     assert not page.is_disabled("#knockout-btn")
     # select mode: a plain click on layer 2, head 1 adds it too; a second click removes it
     page.check("#select-mode")

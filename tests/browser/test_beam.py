@@ -10,10 +10,16 @@ import os
 
 import pytest
 
-from tests.test_browser import (  # noqa: F401 (browser is a fixture)
-    browser, open_panel, open_section, opened_page, serve_app, server_calls, state, translate,
+from tests.helpers import (
+    make_snapshots,
+    open_panel,
+    open_section,
+    opened_page,
+    serve_app,
+    server_calls,
+    state,
+    translate,
 )
-from tests.test_panel_beam import make_snapshots
 
 pytestmark = pytest.mark.browser
 SENTENCE = "the black cat sleeps."
@@ -23,8 +29,8 @@ SENTENCE = "the black cat sleeps."
 def server(tmp_path_factory, request):
     checkpoint = os.environ.get("BEAM_CHECKPOINT") or make_snapshots(
         request.getfixturevalue("tiny_checkpoint"), tmp_path_factory.mktemp("snap") / "tiny")
-    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as served:
-        yield served
+    with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as app:
+        yield app.url, app.log
 
 
 @pytest.fixture
@@ -154,5 +160,5 @@ def test_panels_follow_the_sentence(page):
     assert page.inner_text("#epoch-caption") == "" and page.inner_text("#epoch-status") == ""
     assert page.inner_text("#epoch-translation").startswith("Translate a sentence")
     assert "text=" not in page.url  # a reload does not bring the old sentence back
-    state = page.evaluate("() => window.__explorer.getState()")
-    assert state["sentence"] is None and state["beam"] is None and state["whatif"] is None
+    store = page.evaluate("() => window.__explorer.getState()")
+    assert store["sentence"] is None and store["beam"] is None and store["whatif"] is None

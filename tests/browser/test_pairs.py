@@ -10,10 +10,7 @@ import urllib.parse
 
 import pytest
 
-from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
-    app_server, browser, opened_page, server_calls, state, translate,
-)
-from tests.test_panel_pairs import lcs_length
+from tests.helpers import NO_TOUR, lcs_length, opened_page, server_calls, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -22,22 +19,15 @@ FIGURES = ("#pair-a-plot", "#pair-b-plot", "#pair-diff")
 
 
 # a returning visitor: the guided tour (web/tour.js) is not offered over the page
-TOUR_SEEN = "try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}"
 
 
 @pytest.fixture(params=["desktop", "phone"])
 def page(browser, app_server, request):
-    with opened_page(browser, app_server.url, request.param, TOUR_SEEN, timeout_ms=90_000) as pg:
+    with opened_page(browser, app_server.url, request.param, NO_TOUR, timeout_ms=90_000) as pg:
         yield pg
 
 
-@pytest.fixture
-def desktop(browser, app_server):
-    with opened_page(browser, app_server.url, "desktop", TOUR_SEEN, timeout_ms=90_000) as pg:
-        yield pg
-
-
-def open_section(page):
+def open_pairs_panel(page):
     page.click("#pairs-panel > .label-wrap")
     page.wait_for_selector("#pairs-view .pr-root")
 
@@ -67,7 +57,7 @@ def fragment(page) -> dict:
 
 
 def test_compare_draws_both_and_the_difference_and_steps_both_without_requests(page):
-    open_section(page)
+    open_pairs_panel(page)
     assert page.is_disabled("#pair-btn")  # nothing to compare with yet
     translate(page, A)
     assert page.input_value("#pair-text") == B  # a curated pair's first sentence: its second is offered
@@ -86,13 +76,15 @@ def test_compare_draws_both_and_the_difference_and_steps_both_without_requests(p
         assert page.locator(f"{sel} .chip").count() == len(mine)
         assert page.locator(f"{sel} .chip.pr-diff").count() == only_in(mine, other), sel
     if {"▁brother", "▁sister"} <= set(ta["src"]) ^ set(tb["src"]):  # the shipped tokenizer: one word apart
-        titles = lambda sel: page.eval_on_selector_all(sel, "cs => cs.map(c => c.title)")  # noqa: E731
+        titles = lambda sel: page.eval_on_selector_all(sel, "cs => cs.map(c => c.title)")
         assert titles("#pair-a-src .chip.pr-diff") == [f"token {ta['src'].index('▁brother') + 1}: ▁brother (only in A)"]
         assert titles("#pair-b-src .chip.pr-diff") == [f"token {tb['src'].index('▁sister') + 1}: ▁sister (only in B)"]
-    # the difference map: one column per source token of either sentence, the unshared ones as gaps
+    # the difference map: shared tokens once, a word swapped for another in the same place paired
+    # with it ("brother / sister"), and only what is left over as gaps
     diff = page.evaluate("() => ({...document.querySelector('#pair-diff').dataset})")
-    assert int(diff["gapCols"]) == only_in(ta["src"], tb["src"]) + only_in(tb["src"], ta["src"])
-    assert "only one sentence has" in page.inner_text("#pair-diff-note")
+    a_only, b_only = only_in(ta["src"], tb["src"]), only_in(tb["src"], ta["src"])
+    assert int(diff["swapped"]) >= 1 and int(diff["gapCols"]) == a_only + b_only - 2 * int(diff["swapped"])
+    assert "Swapped words are compared with each other" in page.inner_text("#pair-diff-note")
     assert page.locator("#pair-cands tbody tr").count() >= 2
 
     # the viewer's layer and head: every map follows, with no request
@@ -129,7 +121,7 @@ def test_compare_draws_both_and_the_difference_and_steps_both_without_requests(p
 
 
 def test_a_curated_pair_is_one_click_and_shows_its_hint(page):
-    open_section(page)
+    open_pairs_panel(page)
     page.click("#pairs-curated button[data-pair='2']")
     a = page.eval_on_selector("#pairs-curated button[data-pair='2']", "b => b.textContent").split("  /  ")
     page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=a[0])
@@ -145,7 +137,7 @@ def test_a_curated_pair_is_one_click_and_shows_its_hint(page):
 
 def test_the_link_restores_the_pair_and_a_new_sentence_clears_it(desktop):
     page = desktop
-    open_section(page)
+    open_pairs_panel(page)
     translate(page, A)
     page.fill("#pair-text", "My sister is very tall.")
     page.press("#pair-text", "Enter")
@@ -171,7 +163,7 @@ def test_the_link_restores_the_pair_and_a_new_sentence_clears_it(desktop):
 
 def test_a_b_the_model_cannot_read_gets_one_plain_message(desktop):
     page = desktop
-    open_section(page)
+    open_pairs_panel(page)
     translate(page, A)
     page.fill("#pair-text", "   ")
     assert page.is_disabled("#pair-btn")

@@ -1,9 +1,9 @@
 """Why this word? as a person uses it, on a desktop (1366×900) and a phone (390×844): a real
-`python app.py` (started as in tests/test_browser.py) in headless Chromium. Nothing is computed
+`python app.py` (started once for every browser test, tests/browser/conftest.py) in headless Chromium. Nothing is computed
 until asked; the logit attribution grids show the model's own terms and a head cell opens that
 head in the viewer; patching takes B from the minimal pairs; saliency draws one row per source
 token; and the named endpoints refuse bad input with gradio_client's AppError and one log line.
-Run alone with `python -m pytest -m browser tests/test_browser_attribution.py`.
+Run alone with `python -m pytest -m browser tests/browser/test_attribution.py`.
 """
 
 import re
@@ -12,13 +12,14 @@ import time
 import numpy as np
 import pytest
 
-from tests.test_browser import (  # noqa: F401 (app_server and browser are fixtures)
+from tests.helpers import (
     DEVICES,
-    app_server,
-    browser,
+    go_to_step,
     open_panel,
     opened_page,
+    press,
     state,
+    translate,
 )
 
 pytestmark = pytest.mark.browser
@@ -46,35 +47,9 @@ def page(request, browser, app_server):
         yield pg
 
 
-@pytest.fixture
-def desktop(browser, app_server):
-    with opened_page(browser, app_server.url, "desktop", timeout_ms=90_000) as pg:
-        yield pg
-
-
-def translate(page, text: str):
-    """Type ``text``, press Translate and wait until the viewer has painted it (at whatever
-    step the viewer opens a new sentence on)."""
-    page.locator("#src-text textarea").fill(text)
-    page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text)
-    page.wait_for_selector("#attn-plot[data-step]", state="attached")
-
-
-def press(page, sel: str):
-    loc = page.locator(sel).first
-    loc.scroll_into_view_if_needed()
-    loc.tap() if page.device == "phone" else loc.click()
-
-
 def open_view(page):
     open_panel(page, "attribution-panel")
     page.wait_for_selector("#attribution .at-root")
-
-
-def go_to_step(page, step: int):
-    page.eval_on_selector("#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step))
-    page.wait_for_selector(f"#attn-plot[data-step='{step}']", state="attached")
 
 
 def done(page, section: str, key: str):
@@ -95,7 +70,7 @@ def no_signed_zero(page, sel: str):
 # --- tests ------------------------------------------------------------------------------------
 
 def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     open_view(page)
     # nothing is asked until the visitor presses the button
     assert page.get_attribute("#attr-dla", "data-state") == "idle"
@@ -128,17 +103,22 @@ def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
     page.select_option("#attr-versus", "runner-up")
     done(page, "dla", "attribution:3:runner-up")
     assert " − logit “" in page.inner_text("#attr-dla-status")
-    # wide grids scroll inside their own box: the page never gets wider than the screen
+    # wide grids scroll inside their own box, with an edge that shows: the page never gets wider than the screen
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
+    for look in page.eval_on_selector_all("#attr-dla-body .at-scroll", """bs => bs.map((b) => {
+        const cs = getComputedStyle(b); return {overflow: cs.overflowX, border: parseFloat(cs.borderTopWidth),
+        image: cs.backgroundImage, right: b.getBoundingClientRect().right}; })"""):
+        assert look["overflow"] in ("auto", "scroll") and look["border"] >= 1 and "gradient" in look["image"], look
+        assert look["right"] <= page.viewport_size["width"] + 0.5, look
     # a new sentence forgets every answer
-    translate(page, OTHER)
+    translate(page, OTHER, step=None)
     page.wait_for_selector("#attr-dla[data-state='idle']", state="attached")
     assert page.locator("#attr-dla-body td").count() == 0
 
 
 def test_patching_takes_b_from_minimal_pairs_and_a_cell_shows_both_rows(desktop, reference):
     page = desktop
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     open_panel(page, "pairs-panel")
     page.wait_for_selector("#pairs-view .pr-root")
     page.fill("#pair-text", OTHER)
@@ -170,7 +150,7 @@ def test_patching_takes_b_from_minimal_pairs_and_a_cell_shows_both_rows(desktop,
 
 def test_saliency_draws_one_row_per_source_token_with_its_rank_correlation(desktop, reference):
     page = desktop
-    translate(page, SENTENCE)
+    translate(page, SENTENCE, step=None)
     open_view(page)
     go_to_step(page, 4)
     page.click("#attr-sal-btn")

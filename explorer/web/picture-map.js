@@ -1,0 +1,103 @@
+// The main view's map: the attention of one view, layer and head (or the mean or max over
+// heads) as a heatmap, rows the queries and columns the keys, or the rollout's source
+// relevance. Its cells fill the space the main view gives it (viewer-main.js), so a short
+// sentence gets big cells and a long one small ones, in the main view's type size. A click
+// on a cell names it in the store (`cell`) for the panels that explain one cell.
+
+import { VIEWS, AXES, headName, headIndex, attentionMatrix, analysisMatrix, maxOf } from "./attention.js";
+import { drawHeatmap } from "./heatmap.js";
+import { HeatFigure } from "./figure.js";
+import { share } from "./numbers.js";
+import { words } from "./glossary.js";
+
+const ROLLOUT_TITLE = "Source relevance of each step: Chefer et al. 2021, attention-only rules (all layers, mean of heads)";
+
+export const label = "Map";
+
+/** The one-line caption of the map, per view. */
+export const CAPTIONS = {
+  cross: () => words("Where each new Italian token (row, the ", ["query"], ") looks in the English sentence (columns, the ", ["keys", "key"], ")."),
+  decoder: () => words("Which Italian tokens written so far each step (row) looks at; later ones are hidden by the ", ["mask"], "."),
+  encoder: () => words("How each English token (row) looks at every other one while the ", ["encoder"], " reads them all at once."),
+  rollout: () => words(["Rollout", "rollout"], ": how much each English token feeds each step, through every ", ["layer"], "."),
+};
+
+export class MapPicture {
+  /** `ctx`: {store, tip, hits, cellTip, mark} of the viewer. */
+  constructor(slot, ctx) {
+    this.ctx = ctx;
+    this.fig = new HeatFigure("attn-plot", "attention heatmap", { beside: true });
+    this.fig.el.setAttribute("data-needs-trace", "");
+    slot.append(this.fig.el);
+    this.fig.canvas.addEventListener("click", (ev) => this.cellClick(ev));
+    ctx.tip.bind(this.fig.canvas, (x, y) => {
+      const hit = ctx.hits.get("attn-plot"), lines = hit && hit(x, y);
+      return lines && (Array.isArray(lines) ? lines : lines.lines);
+    });
+  }
+
+  clear() {
+    this.fig.clear();
+  }
+
+  caption(view) {
+    return CAPTIONS[view]();
+  }
+
+  /** The cell size for `size` ({width, height, font}): room for the legend beside the map. */
+  spec(size) {
+    return { maxWidth: Math.max(240, size.width - (size.narrow ? 0 : 4 * size.font + 20)), maxHeight: size.height,
+      font: size.font, minCell: Math.max(14, size.font + 2), maxCell: Math.round(4 * size.font), rowShare: size.narrow ? 0.3 : 0.4 };
+  }
+
+  /** Rows as labelled on a phone: the step and what it writes ("12: go"), a number for a step to come. */
+  static short(tr, rows) {
+    return rows.map((r) => ({ ...r, label: r.future ? String(r.index + 1) : `${r.index + 1}: ${tr.tgt[r.index + 1]}` }));
+  }
+
+  draw(s, tr, lay, size) {
+    // a phone's narrow label column: steps named by what they write (the tooltip says the rest)
+    const shown = size.narrow && s.view !== "encoder" ? { ...lay, rows: MapPicture.short(tr, lay.rows) } : lay;
+    if (s.view === "rollout") this.drawRollout(s, tr, shown, size); else this.drawAttention(s, tr, shown, size);
+  }
+
+  drawAttention(s, tr, lay, size) {
+    const where = `layer ${s.layer}, ${headName(s.head)}`, head = headIndex(s.head);
+    const stepPart = s.view === "encoder" ? ` (the same at every step; now step ${s.step})` : ` · step ${s.step} of ${tr.steps}`;
+    const masked = (q, k) => lay.causal && k > q;
+    const hit = drawHeatmap(this.fig, {
+      title: `${VIEWS[s.view]} · ${where}${stepPart}`, xTitle: AXES[s.view][1], yTitle: AXES[s.view][0],
+      rows: lay.rows, cols: lay.cols, ...this.spec(size),
+      matrix: attentionMatrix(tr, s.view, s.layer - 1, head, lay),
+      tip: (r, c) => this.ctx.cellTip(s, lay.rows[r], lay.cols[c], masked, s.layer - 1, head, where),
+    });
+    this.ctx.hits.set("attn-plot", hit);
+    this.ctx.mark("attn-plot", s, { grid: JSON.stringify(hit.geometry) });
+  }
+
+  /** The rollout view: source relevance of each generated step (future rows hidden). */
+  drawRollout(s, tr, lay, size) {
+    const K = tr.rollout.shape[1];
+    const hit = drawHeatmap(this.fig, {
+      title: `${ROLLOUT_TITLE} · step ${s.step} of ${tr.steps}`, xTitle: AXES.rollout[1], yTitle: AXES.rollout[0],
+      rows: lay.rows, cols: lay.cols, ...this.spec(size), matrix: analysisMatrix(tr.rollout, lay.rows, lay.cols),
+      hi: maxOf(tr.rollout), scaleTitle: "relevance",
+      tip: (r, c) => (lay.rows[r].future ? [`${lay.rows[r].tip} is not generated yet (now at step ${s.step})`]
+        : [`${lay.rows[r].tip}`, `source: ${lay.cols[c].tip}`, `relevance: ${share(tr.rollout.data[lay.rows[r].index * K + lay.cols[c].index])} (row sums to 1)`,
+          "Chefer et al. 2021, attention-only rules"]),
+    });
+    this.ctx.hits.set("attn-plot", hit);
+    this.ctx.mark("attn-plot", s, { grid: JSON.stringify(hit.geometry) });
+  }
+
+  /** A click (or tap) on an attention cell names it in the store (`cell`: 1-based trace
+   * indices, with the view and step it was clicked at), for the panels that explain one
+   * cell; rows not generated yet have nothing to explain. */
+  cellClick(ev) {
+    const store = this.ctx.store, s = store.get(), hit = this.ctx.hits.get("attn-plot");
+    if (!s.trace || s.view === "rollout" || !hit || !hit.cellAt) return;
+    const r = ev.currentTarget.getBoundingClientRect(), at = hit.cellAt(ev.clientX - r.left, ev.clientY - r.top);
+    if (!at || at.row.future) return;
+    store.set({ cell: { view: s.view, step: s.step, row: at.row.index + 1, col: at.col.index + 1 } });
+  }
+}

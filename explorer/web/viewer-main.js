@@ -1,0 +1,135 @@
+// The viewer's main view: the one attention picture a visitor came for, sized for a
+// projector. It takes the content width (the candidates stand in a column beside it, under it
+// on a phone), its type grows with the screen (at least 14 px on a 1366×900 desktop) and its
+// cells with the room the sentence leaves them; the legend stands beside the map. One button
+// per picture of pictures.js (the map, the lines) picks how attention is drawn (the store's
+// `picture`); a note says why a new sentence opened on the head and step it shows.
+
+import { layout, headName, quote } from "./attention.js";
+import { drawTopk } from "./charts.js";
+import { el } from "./draw.js";
+import { Figure } from "./figure.js";
+import { share } from "./numbers.js";
+import { PICTURES } from "./pictures.js";
+
+const word = (tok) => quote(tok.replace(/▁/g, ""));
+// the panel whose section opens beside the picture as its explanation (explorer/panels/arithmetic.py,
+// web/arithmetic.js): a side drawer on a wide screen, a sheet under the picture on a phone (app.css)
+export const EXPLAIN_PANEL = "arithmetic-panel";
+
+/** Type size of the main view in css px: large in presentation mode, at least 14 on a desktop. */
+export function mainFont(presenting, narrow) {
+  const vh = window.innerHeight || 800;
+  if (presenting) return Math.max(18, Math.round(vh * 0.024));
+  return narrow ? 13 : Math.max(14, Math.min(22, Math.round(vh * 0.018)));
+}
+
+export class MainView {
+  constructor() {
+    this.topk = new Figure("topk", "next-token candidates");
+    this.topk.el.setAttribute("data-needs-trace", "");
+    this.caption = el("p", { id: "attn-caption", className: "ax-caption" });
+    this.note = el("p", { id: "focus-note", className: "ax-focus", hidden: true });
+    this.col = el("div", { id: "attn-col", className: "ax-attncol" });
+    this.slots = {};
+    const buttons = Object.entries(PICTURES).map(([name, p]) => {
+      this.slots[name] = name === "map" ? this.col : el("div", { id: `attn-${name}`, className: "ax-picture-slot", hidden: true });
+      if (name !== "map") this.col.append(this.slots[name]);
+      return el("button", { id: `picture-${name}`, type: "button", "data-picture": name, "aria-pressed": "false", text: p.label });
+    });
+    this.picker = el("div", { id: "picture-picker", className: "ax-picker", role: "group", "aria-label": "Draw attention as" }, buttons);
+    this.explain = el("button", { id: "explain-btn", type: "button", className: "ax-explain-btn", "aria-pressed": "false", hidden: true,
+      title: "The arithmetic of one row of this map, beside it: click a cell to pick the row", text: "Explain a row" });
+    this.el = el("section", { id: "main-view", className: "ax-main", "data-needs-trace": true, "aria-label": "Attention" }, [
+      el("div", { className: "ax-mainhead" }, [this.caption, this.explain, this.picker]),
+      this.note,
+      el("div", { className: "ax-toprow" }, [this.col, el("div", { className: "ax-side" }, [this.topk.el])]),
+    ]);
+  }
+
+  /** Make the pictures, once the viewer's context (tooltip, hits, marks) exists; `explains`:
+   * whether the page has the explanation panel (not in a notebook). */
+  mount(ctx, explains) {
+    this.ctx = ctx;
+    this.explain.hidden = !explains;
+    this.explain.addEventListener("click", () => {
+      const s = ctx.store.get(), open = (s.open || []).filter((x) => x !== EXPLAIN_PANEL);
+      ctx.store.set(s.explain ? { explain: false, open } : { explain: true, open: [...open, EXPLAIN_PANEL] });
+    });
+    this.pictures = Object.fromEntries(Object.entries(PICTURES).map(([name, p]) => [name, new p.Picture(this.slots[name], ctx)]));
+    this.picker.addEventListener("click", (ev) => {
+      const b = ev.target.closest && ev.target.closest("button[data-picture]");
+      if (b) ctx.store.set({ picture: b.dataset.picture });
+    });
+    ctx.tip.bind(this.topk.canvas, (x, y) => { const hit = ctx.hits.get("topk"); return hit && hit(x, y); });
+  }
+
+  /** The explanation beside the picture while the store asks for it and its section is open
+   * (closing the section in the drawer ends it). Returns whether it is shown. */
+  followExplain(s) {
+    const on = !!(s.explain && s.trace && (s.open || []).includes(EXPLAIN_PANEL));
+    if (s.explain && !on && s.trace) this.ctx.store.set({ explain: false });
+    this.explain.setAttribute("aria-pressed", String(on));
+    this.explain.textContent = on ? "Hide the explanation" : "Explain a row";
+    const page = document.documentElement, before = page.classList.contains("ax-explaining"), narrow = (window.innerWidth || 1000) < 600;
+    page.classList.toggle("ax-explaining", on);
+    page.classList.toggle("ax-narrow", narrow); // a drawer on the right, or on a phone a sheet at the bottom (app.css)
+    // the picture and its explanation on one screen: the picture goes to the top (on a phone, above the sheet)
+    if (on && !before) requestAnimationFrame(() => (narrow ? this.col : this.el).scrollIntoView({ block: "start" }));
+    return on;
+  }
+
+  get map() {
+    return this.pictures.map;
+  }
+
+  clear() {
+    for (const p of Object.values(this.pictures)) p.clear();
+    this.topk.clear();
+    this.caption.replaceChildren();
+    this.note.hidden = true;
+  }
+
+  /** The room the picture has: {width, height (for its grid), font, narrow, touch}. */
+  size(s) {
+    const narrow = (window.innerWidth || 1000) < 600;
+    const font = mainFont(s.presenting, narrow), vh = window.innerHeight || 800;
+    const width = Math.max(260, (this.col.clientWidth || this.el.clientWidth || 800) - 4);
+    const height = Math.max(8 * font, Math.round(vh * (s.presenting ? 0.62 : 0.38)));
+    return { width, height, font, narrow, touch: window.matchMedia ? window.matchMedia("(hover: none)").matches : false };
+  }
+
+  draw(s, tr) {
+    const name = PICTURES[s.picture] ? s.picture : "map";
+    for (const b of this.picker.children) b.setAttribute("aria-pressed", String(b.dataset.picture === name));
+    for (const [n, slot] of Object.entries(this.slots)) if (n !== "map") slot.hidden = n !== name;
+    this.pictures.map.fig.el.hidden = name !== "map";
+    const picture = this.pictures[name];
+    this.caption.replaceChildren(...picture.caption(s.view));
+    this.focusNote(s, tr);
+    if (!s.presenting) this.drawTopk(s, tr); // drawn first: the column beside it takes the rest of the width
+    picture.draw(s, tr, layout(tr, s), this.size(s));
+    this.el.dataset.picture = name;
+  }
+
+  drawTopk(s, tr) {
+    const narrow = (window.innerWidth || 1000) < 600, t = s.step - 1, font = narrow ? 11 : mainFont(false, false);
+    const width = Math.min(Math.round(font * 17), Math.max(260, (this.el.clientWidth || 800) - 4));
+    // a phone shows the five most likely (What if? lists all of them)
+    const cands = narrow ? tr.topk(t).slice(0, 5) : tr.topk(t);
+    this.topk.setCaption(narrow ? "Next-token candidates (top 5)" : "Next-token candidates (top-k probabilities)");
+    this.ctx.hits.set("topk", drawTopk(this.topk.canvas, { cands, emitted: tr.tgt[t + 1], width, font }));
+    this.topk.el.dataset.step = String(t + 1);
+  }
+
+  /** Why a new sentence opened where it did, while the picture still shows that head. */
+  focusNote(s, tr) {
+    const f = s.focus, on = f && s.view === "cross" && s.layer === f.layer && s.head === String(f.head);
+    this.note.hidden = !on;
+    if (!on) return;
+    const over = f.source === "test" ? `over ${f.n.toLocaleString("en")} test sentences` : "in this sentence";
+    this.note.textContent = `Opened on layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of English words (${over})`
+      + (f.key === null ? "." // no step writes a word while looking at one (unknown characters, say)
+        : `: at step ${f.step}, writing ${word(tr.tgt[f.step])}, it gives ${word(tr.src[f.key])} ${share(f.weight)}.`);
+  }
+}

@@ -1,0 +1,68 @@
+// The viewer's page template: what a first visit needs is always on show (the tokens, the
+// step control, the prefix, and the main view of viewer-main.js: one attention picture with
+// its caption and the candidates beside it); everything else sits in closed sections
+// (section-*.js), drawn only while open. No behaviour here: viewer.js and its parts bind to
+// these elements by id.
+
+import { el, icon } from "./draw.js";
+import { term } from "./glossary.js";
+import { count } from "./numbers.js";
+
+export const SPEEDS = [1, 2, 4, 8, 12];
+
+/** A <label> with a text (or nodes) and a <select> of [value, text] options. */
+export const select = (id, label, options = []) => el("label", { className: "ax-field" }, [
+  el("span", {}, [].concat(label)),
+  el("select", { id }, options.map(([v, t]) => el("option", { value: v, text: t }))),
+]);
+
+const chipRow = (label, id) => el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label" }, [].concat(label)), el("div", { id, className: "ax-chips" })]);
+
+/** A closed section named `name` (its name in the store's `open`): a <details> whose summary is `summary` (nodes). */
+export function section(name, summary, children) {
+  return el("details", { id: `sec-${name}`, className: "ax-fold", "data-section": name, "data-needs-trace": true }, [
+    el("summary", {}, summary), el("div", { className: "ax-fold-body" }, children)]);
+}
+
+function tokenRows() {
+  return el("div", { className: "ax-tokens", "data-needs-trace": true }, [
+    chipRow(["Source ", term("tokens", "token")], "src-chips"),
+    chipRow(["Target ", term("tokens", "token")], "tgt-chips"),
+  ]);
+}
+
+function stepControls() {
+  const prev = el("button", { id: "prev-btn", type: "button", "aria-label": "Previous step", title: "Previous step (←)" }, [icon("prev")]);
+  const next = el("button", { id: "next-btn", type: "button", "aria-label": "Next step", title: "Next step (→)" }, [icon("next")]);
+  const play = el("button", { id: "play-btn", type: "button", title: "Play / pause (space)", "aria-pressed": "false" });
+  const speed = select("play-speed", "speed", SPEEDS.map((s) => [s, `${count(s, "step")}/s`]));
+  return el("div", { className: "ax-controls ax-stepbar" }, [
+    prev,
+    el("input", { id: "step-slider", type: "range", min: 1, max: 1, value: 1, step: 1, "aria-label": "Step" }),
+    next, play, speed,
+    el("span", { id: "step-label", className: "ax-steplabel", text: "Step – of –" }),
+    el("button", { id: "present-btn", type: "button", className: "ax-present-btn", "aria-pressed": "false",
+      title: "Presentation mode: this picture alone, full screen, in large type (Esc leaves)", text: "Present" }),
+    el("button", { id: "download-view-png", type: "button", className: "ax-download", title: "Download this view as a PNG image" },
+      [el("span", { className: "ax-long", text: "Download this view " }), "(PNG)"]),
+  ]);
+}
+
+/** The whole viewer: `main` is the main view's element (viewer-main.js), `sections` the closed sections'. */
+export function viewerPage(main, sections) {
+  return el("div", { className: "ax-root", tabindex: "-1" }, [
+    el("p", { id: "viewer-empty", className: "ax-empty", text: "Translate a sentence to step through its decoding here." }),
+    el("p", { id: "viewer-forced", className: "ax-forced", hidden: true }),
+    el("p", { id: "present-sentence", className: "ax-present-sentence", "data-needs-trace": true }),
+    tokenRows(),
+    stepControls(),
+    // what is written so far and what this step does, side by side where there is room
+    el("div", { className: "ax-steprow", "data-needs-trace": true }, [
+      el("div", { className: "ax-tokrow ax-prefixrow" }, [
+        el("span", { className: "ax-label", text: "Generated so far" }), el("div", { id: "prefix-chips", className: "ax-chips" })]),
+      el("p", { id: "step-text", className: "ax-steptext" }),
+    ]),
+    main,
+    el("div", { className: "ax-folds" }, sections),
+  ]);
+}

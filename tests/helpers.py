@@ -1,0 +1,272 @@
+"""Helpers the tests share (fixtures are in tests/conftest.py and tests/browser/conftest.py).
+
+Plain functions and constants, imported by the test modules that need them, so no test
+module imports another: the tiny corpus and config, snapshots of a checkpoint, the one-line
+CLI error check, and the browser helpers that drive the real app as a person would (type,
+translate, step, open a section) and read what it drew (the store through the page's test
+handle ``window.__explorer``, the data-* attributes set after each paint).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from explorer.launch import AppDidNotStart, running_app
+from transformer.checkpoint import load_checkpoint, save_checkpoint
+from transformer.config import TransformerConfig
+from transformer.tokenizer import special_ids
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "checkpoints" / "en-it"
+
+# --- the tiny corpus, config and checkpoints ---------------------------------------------------
+
+# Hand-written for the tests (not taken from any corpus).
+PAIRS = [
+    ("the cat sleeps.", "il gatto dorme."),
+    ("the black cat sleeps.", "il gatto nero dorme."),
+    ("the dog eats.", "il cane mangia."),
+    ("the white dog eats.", "il cane bianco mangia."),
+    ("i see the cat.", "vedo il gatto."),
+    ("i see the dog.", "vedo il cane."),
+    ("we see a house.", "vediamo una casa."),
+    ("you have a red car.", "hai una macchina rossa."),
+    ("she reads a book.", "lei legge un libro."),
+    ("he writes a letter.", "lui scrive una lettera."),
+    ("the house is big.", "la casa è grande."),
+    ("the car is small.", "la macchina è piccola."),
+    ("i like coffee.", "mi piace il caffè."),
+    ("i do not like tea.", "non mi piace il tè."),
+    ("where is the station?", "dov'è la stazione?"),
+    ("the book is on the table.", "il libro è sul tavolo."),
+    ("my sister is tall.", "mia sorella è alta."),
+    ("my brother is tall.", "mio fratello è alto."),
+    ("we are happy.", "siamo felici."),
+    ("they are tired.", "sono stanchi."),
+    ("the children play outside.", "i bambini giocano fuori."),
+    ("it is raining today.", "oggi piove."),
+    ("i am going home.", "vado a casa."),
+    ("open the window, please.", "apri la finestra, per favore."),
+]
+
+
+def write_jsonl(path: Path, pairs) -> Path:
+    with path.open("w", encoding="utf-8") as f:
+        for i, (en, it) in enumerate(pairs):
+            f.write(json.dumps({"id": str(i), "translation": {"en": en, "it": it}}, ensure_ascii=False) + "\n")
+    return path
+
+
+def tiny_main(data_dir, out, *extra):
+    """``train.main`` with the tiny preset cut to the fixture corpus (one thread)."""
+    import train
+
+    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
+                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
+
+
+def tiny_config(tok_src, tok_tgt, **overrides) -> TransformerConfig:
+    ids = {f"src_{k}_id": v for k, v in special_ids(tok_src).items()}
+    ids.update({f"tgt_{k}_id": v for k, v in special_ids(tok_tgt).items()})
+    kw = dict(d_model=32, h=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1, attn_dropout=0.1,
+              max_positions=40, src_vocab_size=tok_src.get_vocab_size(), tgt_vocab_size=tok_tgt.get_vocab_size(),
+              tie_embeddings="decoder", **ids)
+    kw.update(overrides)
+    return TransformerConfig(**kw)
+
+
+def make_snapshots(src, dst, epochs=(1, 2)):
+    """A copy of checkpoint `src` at `dst` with snapshots whose weights differ from the final model."""
+    shutil.copytree(src, dst)
+    model, *_ = load_checkpoint(src)
+    for e in epochs:
+        torch.manual_seed(e)
+        with torch.no_grad():
+            for p in model.parameters():
+                p.add_(0.5 * torch.randn_like(p))
+        save_checkpoint(dst / "snapshots" / f"epoch-{e:03d}", model, None, None, include_tokenizers=False,
+                        metrics={"validation": {"bleu": float(e), "chrf": 10.0 * e}, "val_loss": 5.0 - e, "epoch": e})
+    return dst
+
+
+@contextlib.contextmanager
+def single_thread():
+    """torch on one thread inside the block: bit-for-bit comparisons need the same kernels every time."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def lcs_length(a, b) -> int:
+    """The length of a longest common subsequence: the oracle the alignment must reach."""
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+# --- command-line tools: bad input is one line and exit code 2 --------------------------------
+
+def lines_of(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def exit_2(capfd, main, *args) -> str:
+    """Run ``main(*args)``, expect exit code 2 and exactly one line on stderr; return it."""
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(*args)
+    assert exc.value.code == 2
+    lines = lines_of(capfd.readouterr().err)
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --- the browser ---------------------------------------------------------------------------------
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-quic", "--no-first-run", "--disable-sync"]
+# set before a page loads: the first-visit tour stays closed (tests of the tour leave it out)
+NO_TOUR = "try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}"
+
+
+@contextlib.contextmanager
+def serve_app(checkpoint, log: Path, extra: tuple[str, ...] = ()):
+    """``python app.py`` on ``checkpoint`` (None: the app's default) with ``extra`` flags until
+    the block ends (an ``explorer.launch.RunningApp``); the test fails if it does not start, or
+    if it logged a traceback by the end."""
+    try:
+        with running_app(checkpoint, log, extra) as app:
+            print(f"\napp.py serving after {app.seconds:.1f} s (checkpoint {checkpoint})")
+            yield app
+    except AppDidNotStart as exc:
+        pytest.fail(str(exc))
+    text = log.read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in text, text[-3000:]
+
+
+# the two viewports every view is checked on
+DEVICES = {"desktop": {"viewport": {"width": 1366, "height": 900}},
+           "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
+
+
+def device_page(browser, device: str, timeout_ms: int = 60_000, **options):
+    """A fresh context and page on ``device`` ("desktop" or "phone"); the page's script
+    errors collect in ``page.errors`` (the fixtures assert there are none)."""
+    ctx = browser.new_context(**DEVICES[device], **options)
+    pg = ctx.new_page()
+    pg.set_default_timeout(timeout_ms)
+    pg.device = device
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    return ctx, pg
+
+
+@contextlib.contextmanager
+def opened_page(browser, url: str, device: str, init_script: str | None = None, **options):
+    """``device_page`` at ``url`` once the viewer has mounted; closes the context afterwards
+    and fails if the page raised a script error."""
+    ctx, pg = device_page(browser, device, **options)
+    if init_script:
+        ctx.add_init_script(init_script)
+    try:
+        pg.goto(url)
+        pg.wait_for_selector("#viewer .ax-root")
+        yield pg
+    finally:
+        ctx.close()
+    assert not pg.errors, pg.errors
+
+
+def state(page) -> dict:
+    """The store, through the page's test handle."""
+    return page.evaluate("() => window.__explorer.getState()")
+
+
+def server_calls(page) -> list:
+    """Requests that reach the app's Python side from now on (static module files excluded)."""
+    calls = []
+    page.on("request", lambda r: calls.append(r.url) if "/gradio_api/" in r.url and "/file=" not in r.url else None)
+    return calls
+
+
+def painted(page, step: int | None = None):
+    """Wait until the heatmap for `step` (1-based; any step if None) has been drawn."""
+    sel = "#attn-plot[data-step]" if step is None else f"#attn-plot[data-step='{step}']"
+    page.wait_for_selector(sel, state="attached")
+
+
+def attn(page) -> dict:
+    return page.evaluate("() => ({...document.querySelector('#attn-plot').dataset})")
+
+
+def grid(page, fig: str = "#attn-plot") -> dict:
+    """Where the last drawing of a figure put its grid, in css px of its canvas."""
+    return page.evaluate("(sel) => JSON.parse(document.querySelector(sel).dataset.grid)", fig)
+
+
+def row_labels(page, fig: str = "#attn-plot") -> list:
+    """The row labels a person reads beside a heatmap: [text, is it a row not generated yet]."""
+    return page.eval_on_selector_all(f"{fig} .ax-rowlabel", "ls => ls.map(l => [l.textContent, l.classList.contains('future')])")
+
+
+def go_to_step(page, step: int):
+    """Move the step slider to `step` (1-based) as a drag does, and wait for the map."""
+    page.eval_on_selector("#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step))
+    painted(page, step)
+
+
+def translate(page, text: str, read: str | None = None, step: int | None = 1):
+    """Type ``text``, press Translate and wait until the viewer shows the sentence the model
+    read (``read``: ``text`` itself unless markup or control characters were taken out), then
+    go to ``step`` (None: stay on the step the viewer opened it on, its focus)."""
+    page.locator("#src-text textarea").fill(text)
+    before = page.evaluate("() => window.__explorer && window.__explorer.getState().sentence")
+    page.click("#translate-btn")
+    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t",
+                           arg=text if read is None else read)
+    painted(page)  # a new sentence opens on its own focus step
+    if step is not None:
+        go_to_step(page, step)
+    return before
+
+
+def steps(page) -> int:
+    return state(page)["trace"]["steps"]
+
+
+def open_section(page, name: str):
+    """Open the viewer's collapsible section `name` (views, lens, pe): closed until asked for."""
+    if not page.eval_on_selector(f"#sec-{name}", "d => d.open"):
+        # on its marker: the summary's words may be glossary terms, which explain themselves instead
+        page.locator(f"#sec-{name} > summary").click(position={"x": 10, "y": 10})
+    page.wait_for_function("(n) => document.querySelector('#sec-' + n).open", arg=name)
+
+
+def open_panel(page, elem_id: str):
+    """Open a panel's section (its gr.Accordion, e.g. "whatif-panel"): its view mounts when it first opens."""
+    label = page.locator(f"#{elem_id} > .label-wrap")
+    if "open" not in (label.get_attribute("class") or "").split():
+        label.click()
+    page.wait_for_selector(f"#{elem_id} > .label-wrap.open")
+
+
+def press(page, sel: str, **where):
+    """A click on a desktop, a tap on a phone (at `position`, if given)."""
+    loc = page.locator(sel).first
+    loc.scroll_into_view_if_needed()
+    loc.tap(**where) if page.device == "phone" else loc.click(**where)
