@@ -114,7 +114,8 @@ class App:
             self.trace_state: trace,
             self.translation: gr.Textbox(value=trace.translation, label=label or (
                 f"Italian translation ({forced})" if forced else GREEDY_LABEL)),
-            self.notice: "\n\n".join([*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped)]),
+            self.notice: "\n\n".join([*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped,
+                                                                self.tr.metrics.get("test"))]),
             self.viewer: message(encode_trace(trace, origin=origin)),
             # the full-precision file is written by prepare_download, chained after this
             # event, so the views paint without waiting for it (about 0.4 s at 126 tokens)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 import re
 
+from transformer.metrics import LONG_SENTENCE_WORDS, word_count
 from transformer.trace import Trace
 
 from .payload import unk_fraction
@@ -46,8 +47,9 @@ FUNCTION_WORDS = {
 # tokenising (clean_input). Script and style elements go with their content (code, not words).
 MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?(</\1\s*>|$)|<!--.*?(-->|$)|</?[A-Za-z][^<>]*>|<![^<>]*>",
                     re.IGNORECASE | re.DOTALL)
-ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")  # terminal colour codes and the like
-CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # and bidi overrides
+# terminal colour codes and the like; other control characters, and the bidi overrides
+ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 # a word that reads as English-like text: letters (joined by ' . -), with punctuation around
 WORDLIKE = re.compile(r"[(\"'“‘\[]*[^\W\d_]+(?:[.'’-][^\W\d_]+)*[.,!?;:)\"'”’\]…]*")
 MOSTLY_NOT_WORDS = 0.5  # under this share of word-like words, the text is code, numbers or symbols
@@ -133,12 +135,33 @@ def truncation_notice(trace: Trace, max_source_tokens: int, dropped: str) -> str
             f"dropped{where}).")
 
 
-def notices(trace: Trace, max_source_tokens: int, dropped: str = "") -> list[str]:
+def long_sentence_notice(text: str, test: dict | None) -> str | None:
+    """A warning for a sentence as long as the ones the model was measured to translate badly,
+    with that measurement: ``test`` is the checkpoint's ``metrics.json`` test entry, whose
+    ``long`` slice ``python -m transformer.evaluate --save`` records. None for a shorter text."""
+    long = (test or {}).get("long")
+    least = long["min_words"] if long else LONG_SENTENCE_WORDS
+    words = word_count(text)
+    if words < least:
+        return None
+    head = f"⚠️ A long sentence ({words} words). This model learned from short everyday sentences"
+    if not long:
+        return head + ", so expect mistakes in this translation."
+    return (f"{head}: on the {long['n']} test sentences of {least} words or more it scores {long['bleu']:.1f} BLEU "
+            f"(chrF {long['chrf']:.1f}), against {test['bleu']:.1f} on the whole test set, so expect mistakes in "
+            "this translation.")
+
+
+def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict | None = None) -> list[str]:
     """Warnings that belong next to the translation, in the units the model works in
-    (tokens). ``dropped``: the text that truncation cut off (:func:`dropped_text`)."""
+    (tokens). ``dropped``: the text that truncation cut off (:func:`dropped_text`); ``test``:
+    the checkpoint's test scores (``metrics.json``), for the long-sentence warning."""
     notes = []
     if trace.truncated:
         notes.append(truncation_notice(trace, max_source_tokens, dropped))
+    long = long_sentence_notice(trace.src_text, test)
+    if long:
+        notes.append(long)
     share = unk_fraction(trace.src_tokens, trace.special_tokens, UNK)
     lang = language_guess(trace.src_text)
     if share >= MEANINGLESS_UNK_SHARE:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -40,6 +41,7 @@ TOM = "Tom gave Mary a beautiful present for her birthday."
 LAKE = "My parents live in a small house near the lake."
 TWO_CARS = "I have two red cars."
 MILK = "We need to buy bread, milk and eggs."
+JOHN = "Tom gave John a beautiful present for his birthday."
 
 
 def r2(x) -> float:
@@ -378,8 +380,8 @@ def test_pair_doctor_she_he(tr, trace_of):
     'stanca'. The model is less sure with 'she': at step 7 'stanco' has 0.77 against 0.91, and 'st'
     (the start of 'stanca') 0.22 against 0.07, while cross-attention (layer 1, mean of heads) puts
     0.20 on 'she' and 0.01 on 'he'. Force 'st' in A with What if? and it says 'stanca'. The
-    difference map shows 'she' and 'he' as gaps: they are the tokens the two sentences do not
-    share"."""
+    difference map pairs 'she' with 'he' in one column: the only word the two sentences do
+    not share"."""
     a, b = trace_of(DOCTOR_SHE), trace_of(DOCTOR_HE)
     assert a.translation == b.translation == "Il dottore ha detto che era stanco."
     assert a.tgt_tokens[7] == b.tgt_tokens[7] == "▁stanco"
@@ -394,4 +396,79 @@ def test_pair_doctor_she_he(tr, trace_of):
     assert [t for t in b.src_tokens if t not in a.src_tokens] == ["▁he"]
     hint = pair_hint(DOCTOR_SHE)
     assert all(x in hint for x in ("Il dottore ha detto che era stanco.", "0.77 against 0.91", "0.22 against 0.07",
-                                   "0.20", "0.01", "stanca"))
+                                   "0.20", "0.01", "stanca", "'she' with 'he'"))
+
+
+# ----------------------------------------------------------------------------- why this word?
+@pytest.fixture(scope="module")
+def tom_why(tr):
+    """The three analyses of "Why this word?" at step 4 of the Tom sentence, as the app asks
+    for them (explorer/panels/attribution.py; steps 0-based here): direct logit attribution
+    against the runner-up, patching with the John sentence, and gradient attribution at 64
+    integration steps beside cross-attention at the last layer, mean of the heads."""
+    from transformer.attribution import activation_patching, direct_logit_attribution
+    from transformer.saliency import saliency
+    return SimpleNamespace(dla=direct_logit_attribution(tr, TOM, 3, versus="runner-up"),
+                           patch=activation_patching(tr, TOM, JOHN, 3),
+                           grad=saliency(tr, TOM, 3, n_steps=64))
+
+
+def test_direct_logit_attribution_of_a_against_un(tom_why):
+    """README "What a head adds to a word": ""a" beats "un" by 0.85 in the logits. Split against the
+    runner-up, cross-attention layer 4 head 3 adds 0.79 and head 4 adds 0.62, while layer 4 head 5
+    takes 0.83 away. Layer 1 head 1 [...] adds only 0.16 directly"."""
+    d = tom_why.dla
+    assert words([d.token, d.versus]) == ["a", "un"] and r2(d.value) == 0.85
+    assert abs(d.total() - d.value) < 1e-3
+    assert [r2(d.cross[3, h]) for h in (2, 3, 4)] == [0.79, 0.62, -0.83]
+    top = d.ranking(3)
+    assert {(x["kind"], x["layer"] + 1, x["head"] + 1) for x in top} == {("cross", 4, 3), ("cross", 4, 4),
+                                                                          ("cross", 4, 5)}
+    assert r2(d.cross[0, 0]) == 0.16
+
+
+def test_patching_john_moves_little_through_the_knockout_head(trace_of, tom_why):
+    """README "Patching does not always find the knock-out head": the John sentence's translation;
+    "Every component together turns "a" into "un" [...]. cross-attention layer 4 head 3 moves 0.58
+    of the way and layer 3 head 4 0.55, while layer 1 head 1 moves −0.10: at step 4 it looks at the
+    name in both sentences ("Mary" 0.82, "John" 0.79)"."""
+    p = tom_why.patch
+    assert trace_of(JOHN).translation == "Tom ha dato un bel regalo per il suo compleanno."
+    assert words([p.token_a, p.token_b]) == ["a", "un"]
+    assert p.fraction("all") == pytest.approx(1.0, abs=1e-3)
+    cross = p.fraction("cross")
+    assert (r2(cross[3, 2]), r2(cross[2, 3]), r2(cross[0, 0])) == (0.58, 0.55, -0.10)
+    best = p.ranking(1)[0]
+    assert (best["kind"], best["layer"], best["head"]) == ("cross", 3, 2)
+    for text, name in ((TOM, "Mary"), (JOHN, "John")):
+        t = trace_of(text)
+        row = t.cross_attn[0, 0, 3]  # layer 1, head 1, step 4
+        assert words(t.src_tokens)[int(row.argmax())] == name
+    assert [r2(trace_of(x).cross_attn[0, 0, 3].max()) for x in (TOM, JOHN)] == [0.82, 0.79]
+
+
+def test_gradients_and_attention_disagree_on_beautiful(tom_why):
+    """README "Where attention and gradients disagree": "integrated gradients put the most weight,
+    in size, on "beautiful" (−2.52 [...]), then on "Mary" (1.95); cross-attention (layer 4, mean
+    of the heads) gives "beautiful" 0.02. Their rank correlation over the words is 0.54"."""
+    g = tom_why.grad
+    assert words([g.token]) == ["a"] and g.attention == {"layer": 3, "head": "mean"}
+    src = words(g.src_tokens)
+    order = np.argsort(-np.abs(g.ig_src))
+    assert [src[i] for i in order[:2]] == ["beautiful", "Mary"]
+    assert (r2(g.ig_src[src.index("beautiful")]), r2(g.ig_src[src.index("Mary")])) == (-2.52, 1.95)
+    assert r2(g.cross_attn[src.index("beautiful")]) == 0.02
+    assert r2(g.spearman()["src"]["integrated_gradients"]) == 0.54
+    assert abs(g.completeness_gap) < 0.05  # at 64 steps the scores add up to f(x) - f(baseline) closely
+
+
+# ----------------------------------------------------------------------------- the model's scores
+def test_readme_scores_are_the_checkpoints_own():
+    """README "The model": the test scores, and those of the long sentences the app warns about,
+    are the ones ``python -m transformer.evaluate --save`` recorded in ``metrics.json``."""
+    test = json.loads((SHIPPED / "metrics.json").read_text(encoding="utf-8"))["test"]
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert f"BLEU {test['bleu']} / chrF {test['chrf']} greedy" in readme
+    long = test["long"]
+    assert (f"on the {long['n']} test sentences of {long['min_words']} words or more it scores "
+            f"{long['bleu']} / {long['chrf']}") in readme

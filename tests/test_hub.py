@@ -19,7 +19,12 @@ from transformer import CheckpointError, load_translator
 from transformer.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, save_checkpoint
 from transformer.config import TransformerConfig
 from transformer.hub import HubError, push_checkpoint
-from transformer.modelcard import beam_section, build_model_card, model_card, with_section
+from transformer.modelcard import (
+    beam_section,
+    build_model_card,
+    model_card,
+    with_section,
+)
 
 SENTENCE = "the black cat sleeps."
 METRICS = {"validation": {"bleu": 30.62, "chrf": 52.65}, "test": {"bleu": 26.35, "chrf": 51.18},
@@ -199,6 +204,12 @@ def test_model_card_without_test_scores_and_from_a_hub_dataset():
     # an explicit test score overrides; the card round-trips through its own YAML
     card = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books",
                             test_scores={"bleu": 9.5, "chrf": 29.0})
+    assert "words (" not in card.text  # no long-sentence slice measured, no row for it
+    # the long sentences' own row, from the slice evaluate --save records; not a model-index result
+    long = {"bleu": 9.5, "chrf": 29.0, "long": {"min_words": 15, "n": 14, "bleu": 6.15, "chrf": 27.68}}
+    sliced = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books", test_scores=long)
+    assert "| test | 9.5 | 29.0 |\n| test, sentences of 15+ words (14) | 6.15 | 27.68 |" in sliced.text
+    assert len(sliced.data.eval_results) == len(card.data.eval_results)
     again = ModelCard(str(card))
     assert {(r.dataset_split, r.metric_type): r.metric_value for r in again.data.eval_results}[("test", "bleu")] == 9.5
     assert json.loads(json.dumps(again.data.to_dict()))["pipeline_tag"] == "translation"
@@ -236,7 +247,7 @@ def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkp
     """``python -m transformer.evaluate --save`` records test scores in metrics.json, and
     ``python -m transformer.modelcard`` rebuilds README.md from the folder: scores and
     model-index with the test split, snapshots, history, samples, and credit for added corpora."""
-    from tests.test_panel_beam import make_snapshots
+    from tests.helpers import make_snapshots
     from transformer import evaluate, modelcard
 
     ckpt = make_snapshots(tiny_checkpoint, tmp_path / "ckpt", epochs=(1, 2))
@@ -271,7 +282,7 @@ def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkp
 
 
 def test_card_and_save_flags_fail_in_one_line(capfd, tmp_path, tiny_checkpoint, data_dir):
-    from tests.test_cli import exit_2
+    from tests.helpers import exit_2
     from transformer import evaluate, modelcard
 
     test_file = str(data_dir / "test.jsonl")

@@ -93,3 +93,28 @@ def test_no_english_sentence_of_the_test_set_is_told_it_is_not_words():
     assert [t for t in lines if viewer.word_share(t) < viewer.MOSTLY_NOT_WORDS] == []
     assert viewer.word_share("It costs $5,000 in 2019.") >= viewer.MOSTLY_NOT_WORDS  # numbers in a sentence are fine
 
+
+TEST_SCORES = {"bleu": 37.75, "chrf": 58.87, "n": 1000, "long": {"min_words": 15, "n": 14, "bleu": 6.15, "chrf": 27.68}}
+
+
+def test_a_long_sentence_is_warned_with_the_measured_figure():
+    fourteen = " ".join(["word"] * 14)
+    assert viewer.long_sentence_notice(fourteen, TEST_SCORES) is None
+    note = viewer.long_sentence_notice(fourteen + " more", TEST_SCORES)
+    assert note.startswith("⚠️ A long sentence (15 words).")
+    assert "on the 14 test sentences of 15 words or more it scores 6.2 BLEU (chrF 27.7)" in note
+    assert "against 37.8 on the whole test set" in note
+    # a checkpoint measured without the slice still warns, without a figure it does not have
+    bare = viewer.long_sentence_notice(fourteen + " more", {"bleu": 37.75, "chrf": 58.87})
+    assert bare.startswith("⚠️ A long sentence (15 words).") and "BLEU" not in bare
+    assert viewer.long_sentence_notice(fourteen + " more", None) == bare
+    # the threshold is the measured slice's
+    assert viewer.long_sentence_notice("a b c d e", {**TEST_SCORES, "long": {**TEST_SCORES["long"], "min_words": 5}})
+
+
+def test_the_app_warns_beside_a_long_translation(translator):
+    long = translator.trace("the black cat sleeps on the red chair while my sister reads a long book today.")
+    notes = viewer.notices(long, translator.max_source_tokens, test=TEST_SCORES)
+    assert any(n.startswith("⚠️ A long sentence (16 words)") for n in notes), notes
+    short = viewer.notices(translator.trace("the cat sleeps."), translator.max_source_tokens, test=TEST_SCORES)
+    assert not any("long sentence" in n for n in short)

@@ -73,6 +73,12 @@ def test_evaluate_cli_prints_a_json_last_line(tiny_run, data_dir):
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["n"] == 4 and 0 <= result["bleu"] <= 100 and 0 <= result["chrf"] <= 100 and result["seconds"] >= 0
+    assert result["long"] is None  # the fixture's sentences are all short
+    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
+            "--long-words", "5")
+    long = json.loads(r.stdout.strip().splitlines()[-1])["long"]
+    n = sum(len(json.loads(line)["translation"]["en"].split()) >= 5 for line in (data_dir / "test.jsonl").open())
+    assert 0 < n < 6 and long["n"] == n and long["min_words"] == 5 and 0 <= long["bleu"] <= 100
     r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir))
     assert json.loads(r.stdout.strip().splitlines()[-1])["n"] == 6  # a directory: its test split
     r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir), "--limit", "3",

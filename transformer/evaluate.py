@@ -5,7 +5,9 @@
     python -m transformer.evaluate --checkpoint runs/base/best --data data/tatoeba-en-it/test.jsonl --save
 
 Progress goes to stderr; the last stdout line is one JSON object with at least
-``bleu``, ``chrf``, ``n`` and ``seconds``. ``benchmarks/beam_eval.py`` decodes greedily
+``bleu``, ``chrf``, ``n`` and ``seconds``, and ``long``: the same scores on the pairs whose
+source has at least ``--long-words`` words (None if there are none), the sentences the model
+was trained on least. ``benchmarks/beam_eval.py`` decodes greedily
 through :func:`translate_all` too, so both report the same greedy scores.
 """
 
@@ -30,7 +32,7 @@ from .cli import (
     whole_number,
 )
 from .data import DataError, load_split
-from .metrics import corpus_scores
+from .metrics import LONG_SENTENCE_WORDS, corpus_scores, long_slice_scores
 from .modelcard import display_source
 
 
@@ -46,10 +48,12 @@ def parse_args(argv=None):
     p.add_argument("--limit", type=whole_number(1), default=None, help="score only the first N pairs")
     p.add_argument("--batch-size", type=whole_number(1), default=64, help="sentences per decoding batch")
     p.add_argument("--beam-size", type=whole_number(1), default=1, help="beam width k (1: greedy decoding)")
+    p.add_argument("--long-words", type=whole_number(1), default=LONG_SENTENCE_WORDS,
+                   help="also score apart the pairs whose source has at least this many words (the 'long' slice)")
     p.add_argument("--output", default=None, help="write the hypotheses here, one per line")
     p.add_argument("--save", action="store_true",
-                   help="record the greedy scores in the checkpoint's metrics.json as its 'test' entry, which its "
-                        "model card shows once rebuilt (python -m transformer.modelcard); local folders only")
+                   help="record the greedy scores (and the long slice's) in the checkpoint's metrics.json as its 'test' "
+                        "entry, which its model card and the app's long-sentence notice show; local folders only")
     return p.parse_args(argv)
 
 
@@ -115,18 +119,20 @@ def main(argv=None) -> int:
         except ValueError as exc:
             fail(f"{path}: {exc}")
     seconds = time.perf_counter() - start
-    scores = corpus_scores(hyps, [t for _, t in pairs])
+    refs = [t for _, t in pairs]
+    scores = corpus_scores(hyps, refs)
+    long = long_slice_scores([s for s, _ in pairs], hyps, refs, args.long_words)
     try:
         if args.output:
             Path(args.output).expanduser().write_text("\n".join(hyps) + "\n", encoding="utf-8")
         if args.save:
             metrics_path = Path(args.checkpoint) / METRICS_FILE
             metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
-            metrics["test"] = {**scores, "n": len(pairs), "data": display_source(str(data_file))}
+            metrics["test"] = {**scores, "n": len(pairs), "data": display_source(str(data_file)), "long": long}
             write_file_atomic(metrics_path, json.dumps(metrics, indent=2) + "\n")
     except OSError as exc:  # checked at the start; the disk can still fill up or change since
         fail(f"could not write the results: {exc}")
-    print(json.dumps({**scores, "n": len(pairs), "beam_size": args.beam_size, "seconds": round(seconds, 2),
+    print(json.dumps({**scores, "n": len(pairs), "long": long, "beam_size": args.beam_size, "seconds": round(seconds, 2),
                       "checkpoint": str(args.checkpoint), "data": str(data_file), "src": src, "tgt": tgt}))
     return 0
 

@@ -181,6 +181,9 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
     shape = (f"d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers} encoder + "
              f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm")
     score_rows = "\n".join(f"| {split} | {s.get('bleu')} | {s.get('chrf')} |" for split, s in scores.items())
+    long = (test or {}).get("long")
+    if long:  # the long sentences apart: they are rare in training, and the scores above hide them
+        score_rows += f"\n| test, sentences of {long['min_words']}+ words ({long['n']}) | {long['bleu']} | {long['chrf']} |"
     sample_lines = "\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |" for s, r, h in samples)
     detail_rows = "".join(f"\n| {_cell(k)} | {_cell(v)} |" for k, v in (details or []))
     sections = dict(sections or {})

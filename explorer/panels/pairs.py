@@ -45,8 +45,8 @@ PAIRS = [
      "hint": "The pronoun changes nothing in the translation: both are 'Il dottore ha detto che era stanco.', though "
              "'she' needs 'stanca'. The model is less sure with 'she': at step 7 'stanco' has 0.77 against 0.91, and "
              "'st' (the start of 'stanca') 0.22 against 0.07, while cross-attention (layer 1, mean of heads) puts 0.20 "
-             "on 'she' and 0.01 on 'he'. Force 'st' in A with What if? and it says 'stanca'. The difference map shows "
-             "'she' and 'he' as gaps: they are the tokens the two sentences do not share."},
+             "on 'she' and 0.01 on 'he'. Force 'st' in A with What if? and it says 'stanca'. The difference map pairs "
+             "'she' with 'he' in one column: the only word the two sentences do not share."},
 ]
 
 
