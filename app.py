@@ -87,6 +87,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.torch_threads)
     from explorer.app import build_ui
     from explorer.assets import page_css
+    from explorer.host import module_preloads
     from explorer.downloads import prune_trace_files
 
     pruned = prune_trace_files()
@@ -95,7 +96,8 @@ def main(argv=None) -> int:
     demo = build_ui(tr, max_batch=args.max_batch)
     demo.queue(default_concurrency_limit=args.concurrency)
     try:
-        demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css())
+        demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css(),
+                    head=module_preloads())
     except OSError as exc:  # the port was taken while the model loaded
         fail(f"--port {args.port}: {exc}")
     return 0

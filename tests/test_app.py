@@ -244,3 +244,20 @@ def test_cli_flags_and_env(monkeypatch):
         with pytest.raises(SystemExit) as exit_:
             app_module.main(bad)
         assert exit_.value.code == 2
+
+
+def test_the_page_preloads_every_browser_module_from_the_url_the_views_import():
+    """The head lists gradio.js and every module it imports, at the address the bootstrap
+    imports gradio.js from (its imports resolve beside it), so the browser fetches them at once."""
+    import re
+    from urllib.parse import unquote
+
+    from explorer.assets import WEB, module_sources
+    from explorer.host import MODULE_URL, module_preloads
+
+    hrefs = re.findall(r'<link rel="modulepreload" href="([^"]+)">', module_preloads())
+    assert MODULE_URL in hrefs and len(hrefs) == len(module_sources("gradio.js")) > 20
+    base = MODULE_URL.rsplit("/", 1)[0] + "/"
+    assert all(h.startswith(base) for h in hrefs)
+    assert {unquote(h[len(base):]) for h in hrefs} == set(module_sources("gradio.js"))
+    assert all((WEB / unquote(h[len(base):])).is_file() for h in hrefs)

@@ -259,7 +259,7 @@ def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkp
     test_file = data_dir / "test.jsonl"
     assert evaluate.main(["--checkpoint", str(ckpt), "--data", str(test_file), "--save"]) == 0
     test = json.loads((ckpt / "metrics.json").read_text())["test"]
-    assert set(test) == {"bleu", "chrf", "n", "data"} and test["n"] == len(test_file.read_text().splitlines())
+    assert set(test) == {"bleu", "chrf", "n", "data", "long"} and test["n"] == len(test_file.read_text().splitlines())
     assert modelcard.main(["--checkpoint", str(ckpt), "--command", "python train.py", "--samples", str(test_file),
                            "--n-samples", "3", "--data", "data/tatoeba-en-it", "--extra-data", "data/tatoeba-en-it-bt",
                            "--history", str(tmp_path / "history.json"), "--detail", "training time", "a while"]) == 0

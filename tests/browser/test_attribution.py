@@ -73,8 +73,9 @@ def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
     translate(page, SENTENCE, step=None)
     open_view(page)
     # nothing is asked until the visitor presses the button
+    # (the view fills its sections on the frame after it mounts)
+    page.wait_for_function("() => document.querySelector('#attr-dla-status').textContent.includes('Why this word?')")
     assert page.get_attribute("#attr-dla", "data-state") == "idle"
-    assert "Why this word?" in page.inner_text("#attr-dla-status")
     go_to_step(page, 2)
     press(page, "#attr-go")
     done(page, "dla", "attribution:2:")
