@@ -29,12 +29,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,25 +65,15 @@ def long_sentence(tr, n_tokens: int) -> str:
 
 
 def startup_seconds(checkpoint: str, timeout: float) -> float:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "app.py", "--checkpoint", checkpoint, "--port", str(port)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    """Seconds from ``python app.py`` until its page answers (nan if it never does), started by
+    the launcher the tests use (``explorer.launch``)."""
+    from explorer.launch import AppDidNotStart, running_app
+
     try:
-        while time.perf_counter() - t0 < timeout:
-            if proc.poll() is not None:
-                return float("nan")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
-                return time.perf_counter() - t0
-            except OSError:
-                time.sleep(0.1)
+        with running_app(checkpoint, timeout=timeout) as app:
+            return app.seconds
+    except AppDidNotStart:
         return float("nan")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def measure(app, text: str, repeat: int) -> dict:
