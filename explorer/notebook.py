@@ -1,4 +1,4 @@
-"""The explorer's viewer in Jupyter: ``show_trace(trace)`` (also ``trace.show()``).
+"""The explorer's viewer in Jupyter: ``show_trace(trace)``.
 
 Why: one viewer implementation for the Space and for notebooks. The output embeds the
 same ES modules as the Space (``explorer/web/viewer.js`` and what it imports, read from

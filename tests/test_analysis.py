@@ -3,6 +3,7 @@
 import json
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -355,12 +356,18 @@ def test_trace_to_dict_carries_the_analyses(translator):
                                "prob": round(float(trace.topk_probs[0, 0]), 5)}
 
 
-def test_trace_show_delegates_to_the_notebook_module(translator, monkeypatch):
-    fake = types.ModuleType("explorer.notebook")
-    fake.show_trace = lambda trace: ("shown", trace.translation)
-    monkeypatch.setitem(sys.modules, "explorer.notebook", fake)
-    trace = translator.trace(TEXT)
-    assert trace.show() == ("shown", trace.translation)
+def test_the_library_never_imports_the_explorer():
+    """transformer/ is the model library: no module of it imports explorer (the app), at the top
+    or inside a function (read from the syntax tree, not grepped)."""
+    import ast
+
+    found = []
+    for path in sorted((Path(__file__).resolve().parent.parent / "transformer").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            found += [f"{path.name}:{node.lineno} {n}" for n in names if n.split(".")[0] in ("explorer", "app", "gradio")]
+    assert found == []
 
 
 def test_greedy_decode_returns_trimmed_arrays(translator):

@@ -103,15 +103,6 @@ class Trace:
             topk_probs=self.topk_probs[t],
         )
 
-    def show(self):
-        """The Space's viewer for this trace, inline in a notebook (an IPython HTML object).
-
-        The viewer belongs to the explorer package; it is imported only when called, so the
-        model library never needs it to load."""
-        from explorer.notebook import show_trace
-
-        return show_trace(self)
-
     def figure(self, view: str = "cross", layer: int = 1, head: int | str = "mean", step: int | None = None,
                hide_specials: bool = False, positions: int | None = None):
         """One view of this trace as a ``plotly.graph_objects.Figure``: the matrix, labels
