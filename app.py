@@ -7,7 +7,7 @@ The entry point a Hugging Face Space runs. The page itself is the ``explorer`` p
 
 Gradio and the explorer are imported only once the flags have been checked and the
 model has loaded (the import alone takes seconds), so a bad flag or a busy port is
-reported at once; ``app.App`` and ``app.build_ui`` still resolve, on first use.
+reported at once.
 """
 
 from __future__ import annotations
@@ -17,19 +17,11 @@ import os
 import socket
 import sys
 
+from transformer.core.checkpoint import DEFAULT_CHECKPOINT
 from transformer.cli import ArgumentParser, fail, load_translator_or_exit, port_number, whole_number
 
-__all__ = ["App", "build_ui", "main", "parse_args"]
+__all__ = ["main", "parse_args"]
 log = logging.getLogger("app")
-DEFAULT_CHECKPOINT = "checkpoints/en-it"
-
-
-def __getattr__(name: str):
-    if name in ("App", "build_ui"):
-        import explorer.app
-
-        return getattr(explorer.app, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parse_args(argv=None):

@@ -18,8 +18,8 @@ Output directory layout:
 Ctrl-C (or SIGTERM) stops every process after the step in progress, saves, and ends with
 one line that says how to continue (exit code 130, or 143 for SIGTERM).
 
-The loop itself lives in ``transformer.trainer`` and what it shows in
-``transformer.progress``; this file parses arguments and turns errors into exit code 2.
+The loop itself lives in ``transformer.training.trainer`` and what it shows in
+``transformer.training.progress``; this file parses arguments and turns errors into exit code 2.
 """
 
 from __future__ import annotations
@@ -46,25 +46,27 @@ import torch
 import torch.distributed
 from tqdm import tqdm
 
-from transformer.checkpoint import CheckpointError
+from transformer.core.checkpoint import CheckpointError
 from transformer.cli import (
-    EXIT_USAGE, ArgumentParser, fail, fraction, integer, load_translator_or_exit, one_line_warnings, positive_number,
-    whole_number,
+    EXIT_USAGE, ArgumentParser, fail, load_translator_or_exit, one_line_warnings, whole_number,
 )
-from transformer.data import DataError
-from transformer.distill import DistillError, add_distilled, check_teacher
-from transformer.distributed import (
+from transformer.training.data import DataError
+from transformer.training.distill import DistillError, add_distilled, check_teacher
+from transformer.training.distributed import (
     DistributedError, Stopped, StopSignals, fit_processes, init_distributed, launch_processes, launched_by_torchrun,
     launched_by_train_py, leave_to_rank_0, rank,
 )
-from transformer.progress import ProgressPrinter, budget_line, output_line, resume_line, stop_line
-from transformer.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, VocabularyError, min_vocab_size
-from transformer.trainer import (
+from transformer.training.progress import ProgressPrinter, budget_line, output_line, resume_line, stop_line
+from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, VocabularyError, min_vocab_size
+from transformer.training.trainer import (
     DEFAULT_SNAPSHOTS, Trainer, TrainingError, TrainingStopped, TrainingWarning, build_fresh, check_out_dir,
     clear_run, load_run_data, parse_snapshots, read_run_record, resume_dir, run_items, run_tags_synthetic,
     write_run_record,
 )
-from transformer.training import PRESETS, Preset, TrainSettings
+from transformer.cli.flags import add_field_flags, apply_flags, field_flags, value_of
+from transformer.core.config import TransformerConfig
+from transformer.training.presets import PRESETS, Preset, TrainSettings
+from transformer.cli.modelcard import trainer_card
 
 DATA = Path(__file__).resolve().parent / "data"
 DEFAULT_DATASET = str(DATA / "tatoeba-en-it")
@@ -83,12 +85,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-def _preset_note(get) -> str:
-    """'(preset: base 22, small-vocab 21, tiny 2)' for one field, read from every preset."""
-    values = ", ".join(f"{name} {get(p)}" for name, p in sorted(PRESETS.items()))
-    return f"(preset: {values})"
-
-
 def _snapshots(text: str) -> tuple[int, ...]:
     try:
         return parse_snapshots(text)
@@ -102,9 +98,7 @@ def _repo_id(text: str) -> str:
     return text
 
 
-# shorthands of the flag declarations below: argument types, and a preset's training / model field
-pos_int, pos_float = whole_number(1), positive_number
-tr, md = (lambda f: lambda p: getattr(p.train, f)), (lambda f: lambda p: getattr(p.model, f))
+pos_int = whole_number(1)
 
 
 def build_parser() -> ArgumentParser:
@@ -142,62 +136,28 @@ def _data_and_output_flags(p: ArgumentParser) -> None:
                             "such an --out is refused)")
 
 
+# the flags that set a preset's fields, made from the dataclasses' metadata (transformer.cli.flags)
+PRESET_FLAGS = [*field_flags(TransformerConfig, ("model",)), *field_flags(Preset), *field_flags(TrainSettings, ("train",))]
+# what --resume may change: it extends the run and sets a new budget
+EXTENDS_RUN = {"epochs", "max_minutes", "save_every_minutes"}
+
+
+def _preset_note(flag) -> str:
+    """'(preset: base 36, real-only 31, tiny 2)' for one flag, read from every preset."""
+    return "(preset: " + ", ".join(f"{name} {_shown(value_of(p, flag))}" for name, p in sorted(PRESETS.items())) + ")"
+
+
 def _model_and_schedule_flags(p: ArgumentParser) -> None:
-    p.add_argument("--epochs", type=pos_int, help="number of epochs (sets the length of the LR schedule) "
-                   + _preset_note(tr("epochs")))
-    p.add_argument("--batch-tokens", type=pos_int, help="padded source+target tokens per batch (per process) "
-                   + _preset_note(tr("batch_tokens")))
-    p.add_argument("--lr", type=pos_float, help="peak learning rate after warmup " + _preset_note(tr("lr")))
-    p.add_argument("--warmup-steps", type=pos_int, help="linear warmup steps " + _preset_note(tr("warmup_steps")))
-    p.add_argument("--d-model", type=pos_int, help="model width d_model " + _preset_note(md("d_model")))
-    p.add_argument("--layers", type=pos_int, help="encoder layers = decoder layers "
-                   + _preset_note(md("n_encoder_layers")))
-    p.add_argument("--heads", type=pos_int, help="attention heads h (8 or fewer keeps the viewer readable) "
-                   + _preset_note(md("h")))
-    p.add_argument("--d-ff", type=pos_int, help="feed-forward inner width d_ff " + _preset_note(md("d_ff")))
-    p.add_argument("--dropout", type=fraction, help="dropout on residuals, embeddings and the FFN "
-                   + _preset_note(md("dropout")))
-    p.add_argument("--attn-dropout", type=fraction, help="dropout on attention weights (after they are recorded) "
-                   + _preset_note(md("attn_dropout")))
-    p.add_argument("--vocab-size", type=pos_int, help="BPE vocabulary size (per tokenizer) "
-                   + _preset_note(lambda p: p.vocab_size))
-    p.add_argument("--split-punctuation", action=argparse.BooleanOptionalAction, default=None,
-                   help="the tokenizer cuts punctuation off words ('car.' is 'car' + '.') "
-                        + _preset_note(lambda p: p.split_punctuation))
-    p.add_argument("--tag-synthetic", action=argparse.BooleanOptionalAction, default=None,
-                   help="start every synthetic (back-translated) source with a [BT] tag token "
-                        + _preset_note(lambda p: p.tag_synthetic))
-    p.add_argument("--separate-vocab", action="store_true",
-                   help="one tokenizer per language instead of a joint one (disables full weight tying)")
-    p.add_argument("--label-smoothing", type=fraction, help="label smoothing epsilon "
-                   + _preset_note(tr("label_smoothing")))
-    p.add_argument("--word-dropout", type=fraction, help="probability that a source token is replaced by the "
-                   "unknown token during training " + _preset_note(tr("word_dropout")))
-    p.add_argument("--no-bf16", action="store_true",
-                   help="train in float32 instead of bf16 autocast (bf16 is used only where the hardware runs it "
-                        "natively; elsewhere the run falls back to float32 with a warning) "
-                   + _preset_note(lambda p: "bf16" if p.train.bf16 else "float32"))
+    add_field_flags(p, PRESET_FLAGS, _preset_note)
     p.add_argument("--storage-dtype", choices=["float32", "bfloat16", "float16"], default="float16",
                    help="dtype of the weights written to disk: float16 halves the files and scores the same as "
                         "float32 on test (the model always runs in float32; --resume keeps float32 weights)")
-    p.add_argument("--average-last", type=whole_number(0),
-                   help="average the last N epoch checkpoints at the end (0 or 1: off) "
-                        + _preset_note(tr("average_last")))
-    p.add_argument("--seed", type=integer, default=0, help="seed for splits, shuffling and initialisation")
 
 
 def _run_and_process_flags(p: ArgumentParser) -> None:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda", "mps"],
                    help="training device (auto picks cuda, then mps, then cpu; under torchrun each "
                         "process takes the GPU of its LOCAL_RANK)")
-    p.add_argument("--max-minutes", type=pos_float,
-                   help="wall-clock budget for the whole run: training stops cleanly in time for the last "
-                        "evaluation and the checkpoint average (no budget if unset) "
-                        + _preset_note(lambda p: p.train.max_minutes or "none"))
-    p.add_argument("--save-every-minutes", type=pos_float,
-                   help="save a mid-epoch checkpoint this often, as well as at every stop (Ctrl-C or SIGTERM), "
-                        f"so that --resume loses at most this much (default: {TrainSettings.save_every_minutes:g}, "
-                        "or a resumed run's own)")
     p.add_argument("--distill-from", metavar="CHECKPOINT",
                    help="sequence-level knowledge distillation: this checkpoint (a directory or hub id) translates "
                         "the training sources with beam search, and every translation that differs from its "
@@ -213,13 +173,6 @@ def _run_and_process_flags(p: ArgumentParser) -> None:
                    help="after training, upload the best checkpoint folder to this hub model repo")
     p.add_argument("--threads", type=pos_int, help="torch CPU threads (default: torch's choice; with several "
                    "processes, the CPU cores shared out among them; --resume takes the run's own unless given)")
-    p.add_argument("--processes", type=pos_int,
-                   help="data-parallel training processes that train.py starts itself, as torchrun "
-                        "--nproc_per_node would: each trains on its own share of every epoch with --batch-tokens "
-                        "per step, so one optimiser step sees N times the tokens. On a CPU, 2 processes of 1 "
-                        "thread each make epochs faster than 1 process of 2 threads (docs/experiments.md). "
-                        "With fewer GPUs than N, one process per GPU with --batch-tokens scaled up to the same "
-                        "tokens per step; --resume takes the run's own " + _preset_note(tr("processes")))
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -239,23 +192,7 @@ def pick_device(name: str) -> str:
 
 def preset_from_args(args) -> Preset:
     """The chosen preset with every flag that was given applied on top."""
-    preset = PRESETS[args.preset]
-    model = {k: v for k, v in {"d_model": args.d_model, "h": args.heads, "d_ff": args.d_ff, "dropout": args.dropout,
-                               "attn_dropout": args.attn_dropout, "n_encoder_layers": args.layers,
-                               "n_decoder_layers": args.layers}.items() if v is not None}
-    train = {k: v for k, v in {"epochs": args.epochs, "batch_tokens": args.batch_tokens, "lr": args.lr,
-                               "warmup_steps": args.warmup_steps, "label_smoothing": args.label_smoothing,
-                               "word_dropout": args.word_dropout,
-                               "max_minutes": args.max_minutes, "average_last": args.average_last,
-                               "save_every_minutes": args.save_every_minutes}.items()
-             if v is not None}
-    if args.no_bf16:
-        train["bf16"] = False
-    return replace(preset, model=replace(preset.model, **model), train=replace(preset.train, **train, seed=args.seed),
-                   vocab_size=args.vocab_size or preset.vocab_size,
-                   joint_vocab=preset.joint_vocab and not args.separate_vocab,
-                   **{k: v for k, v in {"split_punctuation": args.split_punctuation,
-                                        "tag_synthetic": args.tag_synthetic}.items() if v is not None})
+    return apply_flags(PRESETS[args.preset], PRESET_FLAGS, args)
 
 
 def extra_train(args) -> tuple[str, ...]:
@@ -271,18 +208,16 @@ def run_flags(args) -> dict:
     """The flags that make a run what it is, as in effect (a preset's value where none was
     given): run.json keeps them, and --resume goes on with them."""
     p = preset_from_args(args)
-    m, t = p.model, p.train
     return {"preset": args.preset, "dataset": args.dataset, "dataset_config": args.dataset_config,
             "extra_train": list(extra_train(args)), "src": args.src, "tgt": args.tgt,
             "max_train_pairs": args.max_train_pairs, "distill_from": args.distill_from,
-            "distill_beam": args.distill_beam, "d_model": m.d_model, "layers": m.n_encoder_layers, "heads": m.h,
-            "d_ff": m.d_ff, "dropout": m.dropout, "attn_dropout": m.attn_dropout, "vocab_size": p.vocab_size,
-            "separate_vocab": not p.joint_vocab, "split_punctuation": p.split_punctuation,
-            "tag_synthetic": p.tag_synthetic, "storage_dtype": args.storage_dtype, "batch_tokens": t.batch_tokens,
-            "lr": t.lr, "warmup_steps": t.warmup_steps, "label_smoothing": t.label_smoothing,
-            "word_dropout": t.word_dropout, "no_bf16": not t.bf16, "average_last": t.average_last, "seed": args.seed,
-            "val_limit": args.val_limit, "snapshots": list(args.snapshots), "processes": args.processes or t.processes,
-            "threads": args.threads}
+            "distill_beam": args.distill_beam, "storage_dtype": args.storage_dtype, "val_limit": args.val_limit,
+            "snapshots": list(args.snapshots), "threads": args.threads,
+            **{flag.dest: value_of(p, flag) for flag in PRESET_FLAGS if flag.dest not in EXTENDS_RUN}}
+
+
+# run.json keys of runs recorded when these flags were --no-bf16 and --separate-vocab (negated now)
+NEGATED_RUN_KEYS = {"no_bf16": "bf16", "separate_vocab": "joint_vocab"}
 
 
 def _shown(value) -> str:
@@ -298,7 +233,8 @@ def take_run_flags(args, argv) -> None:
     another value than the run's is refused in one line (``TrainingError``), except
     --threads: a run resumes with its own unless told otherwise (the same threads give the
     very same numbers; others only change the speed and the last bits)."""
-    recorded = read_run_record(args.out)
+    recorded = {NEGATED_RUN_KEYS.get(name, name): (not value if name in NEGATED_RUN_KEYS else value)
+                for name, value in read_run_record(args.out).items()}
     strict = build_parser()
     for action in strict._actions:  # parsed again without defaults, only what was typed is left
         action.default = argparse.SUPPRESS
@@ -380,7 +316,7 @@ def load(args, preset: Preset, dist) -> tuple:
     if dist.is_main and not Path(args.dataset).expanduser().exists():
         # the hub's own retries can take half a minute when it cannot be reached
         print(f"data: looking up {args.dataset} on the hub", file=sys.stderr)
-    data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=args.seed,
+    data = load_run_data(args.dataset, args.src, args.tgt, config=args.dataset_config, seed=preset.train.seed,
                          max_train_pairs=args.max_train_pairs, dist=dist, extra_train=extra,
                          tag=SYNTHETIC_TAG if tags else None)
     if args.distill_from:
@@ -390,13 +326,13 @@ def load(args, preset: Preset, dist) -> tuple:
 
 def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: StopSignals) -> Trainer:
     options = dict(device=device, val_limit=args.val_limit, keep_epochs=args.keep_epochs, snapshots=args.snapshots,
-                   command=command_line(argv), dist=dist, stop=stop)
+                   command=command_line(argv), dist=dist, stop=stop, model_card=trainer_card)
     if args.resume:
         # only --epochs / --max-minutes / --save-every-minutes given now change the run's own (0 / None keep them)
         requested = replace(preset.train, epochs=args.epochs or 0, max_minutes=args.max_minutes,
                             save_every_minutes=args.save_every_minutes or 0)
         return Trainer.resume(args.out, data, requested, **options)
-    model, src_tok, tgt_tok = build_fresh(preset, data, args.src, args.tgt, args.storage_dtype, seed=args.seed,
+    model, src_tok, tgt_tok = build_fresh(preset, data, args.src, args.tgt, args.storage_dtype, seed=preset.train.seed,
                                           dist=dist)
     return Trainer(model, src_tok, tgt_tok, data, preset.train, args.out, **options)
 
@@ -449,7 +385,7 @@ def report(result, args) -> int:
     summary = {"best_chrf": result.best_chrf, "minutes": result.minutes, "best": str(result.best_dir)}
     if args.push_to_hub:
         try:
-            from transformer.hub import push_checkpoint
+            from transformer.core.hub import push_checkpoint
 
             url = push_checkpoint(result.best_dir, args.push_to_hub, private=False, token=None)
         except Exception as exc:  # HubError, CheckpointError, auth, network...: all end the same way

@@ -6,9 +6,9 @@
 - trace: ``Translator.trace`` with everything the viewer needs (attention, top-k, logit
   lens, rollout, head stats), and its parts ``head_stats`` and rollout alone;
 - to_dict / json: turning the trace into the /translate payload;
-- importance: ``analysis.head_importance`` (all heads, batched teacher-forced passes),
+- importance: ``knockout.head_importance`` (all heads, batched teacher-forced passes),
   target <= 300 ms;
-- knockout: ``analysis.knockout`` of one head (two greedy decodes, two teacher-forced passes).
+- knockout: ``knockout.knockout`` of one head (two greedy decodes, two teacher-forced passes).
 Each figure is the median of ``--repeat`` runs after one warm-up. The last line is one
 JSON object.
 """
@@ -27,7 +27,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer import analysis  # noqa: E402
+from transformer.core import readings  # noqa: E402
+from transformer.interpret import knockout  # noqa: E402
 from transformer.cli import load_translator_or_exit  # noqa: E402
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
@@ -59,13 +60,13 @@ def main(argv=None) -> int:
     figures = {
         "greedy_ms": median_ms(lambda: tr.translate([text]), r),
         "trace_ms": median_ms(lambda: tr.trace(text), r),
-        "head_stats_ms": median_ms(lambda: analysis.head_stats(trace), r),
-        "rollout_ms": median_ms(lambda: (analysis.encoder_rollout(trace.encoder_attn), analysis.source_relevance(
+        "head_stats_ms": median_ms(lambda: readings.head_stats(trace), r),
+        "rollout_ms": median_ms(lambda: (readings.encoder_rollout(trace.encoder_attn), readings.source_relevance(
             trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)), r),
         "to_dict_ms": median_ms(trace.to_dict, r),
         "json_ms": median_ms(lambda: json.dumps(payload), r),
-        "importance_ms": median_ms(lambda: analysis.head_importance(tr, text), r),
-        "knockout_ms": median_ms(lambda: analysis.knockout(tr, text, ["cross:0:0"]), r),
+        "importance_ms": median_ms(lambda: knockout.head_importance(tr, text), r),
+        "knockout_ms": median_ms(lambda: knockout.knockout(tr, text, ["cross:0:0"]), r),
     }
     figures["importance_over_greedy"] = round(figures["importance_ms"] / figures["greedy_ms"], 2)
     figures["to_dict_over_trace"] = round(figures["to_dict_ms"] / figures["trace_ms"], 3)

@@ -54,7 +54,7 @@ def timed(fn, repeat: int) -> tuple[float, object]:
 
 def long_sentence(tr, n_tokens: int) -> str:
     """Text the source tokenizer reads as exactly n_tokens subwords (the app's cap is 126)."""
-    from transformer.tokenizer import encode
+    from transformer.core.tokenizer import encode
 
     words = (LONG_FILLER * 20).split()
     n = next(k for k in range(1, len(words) + 1) if len(encode(tr.src_tok, " ".join(words[:k]))) >= n_tokens)

@@ -34,13 +34,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer.attribution import (
+from transformer.interpret.attribution import (
     activation_patching,
     direct_logit_attribution,
     greedy_targets,
 )
 from transformer.cli import load_translator_or_exit
-from transformer.saliency import saliency
+from transformer.interpret.saliency import saliency
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 OTHER = "My sister bought a beautiful red dress for the wedding."  # one word changed (two more subwords)

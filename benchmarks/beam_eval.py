@@ -3,9 +3,9 @@
     python benchmarks/beam_eval.py [--checkpoint checkpoints/en-it] \
         [--data data/tatoeba-en-it/test.jsonl] [--beam-sizes 1,4,8] [--limit N] [--save]
 
-- one row for greedy decoding (``transformer.evaluate.translate_all``, the baseline: the
-  batches and so the scores of ``python -m transformer.evaluate``) and one per beam size k
-  (``transformer.beam.translate_beam``): sacrebleu BLEU and chrF against the references,
+- one row for greedy decoding (``transformer.cli.evaluate.translate_all``, the baseline: the
+  batches and so the scores of ``python -m transformer.cli.evaluate``) and one per beam size k
+  (``transformer.core.beam.translate_beam``): sacrebleu BLEU and chrF against the references,
   wall-clock seconds and sentences per second;
 - ``beam_tree`` (what the app's ``/beam`` endpoint runs) on a 10-word sentence at k=4:
   median wall-clock and CPU milliseconds over ``--repeat`` runs after one warm-up
@@ -29,12 +29,12 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from transformer.beam import beam_tree, translate_beam  # noqa: E402
+from transformer.core.beam import beam_tree, translate_beam  # noqa: E402
 from transformer.cli import data_split_or_exit, load_translator_or_exit  # noqa: E402
-from transformer.data import DataError, load_split  # noqa: E402
-from transformer.evaluate import translate_all  # noqa: E402
-from transformer.metrics import corpus_scores  # noqa: E402
-from transformer.modelcard import display_source  # noqa: E402
+from transformer.training.data import DataError, load_split  # noqa: E402
+from transformer.cli.evaluate import translate_all  # noqa: E402
+from transformer.core.metrics import corpus_scores  # noqa: E402
+from transformer.cli.modelcard import display_source  # noqa: E402
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 TREE_TARGET_MS = 500
@@ -62,8 +62,8 @@ def save_to_checkpoint(directory: Path, beam: dict) -> list[Path]:
     """Write ``beam`` into ``directory``'s metrics.json and model card; returns the files
     written. Each file is replaced whole (written beside it, then renamed), so an
     interrupted run leaves the old file, never half a file."""
-    from transformer.checkpoint import write_file_atomic
-    from transformer.modelcard import BEAM_HEADING, beam_section, with_section
+    from transformer.core.checkpoint import write_file_atomic
+    from transformer.cli.modelcard import BEAM_HEADING, beam_section, with_section
 
     written = []
     metrics_path = directory / "metrics.json"
@@ -102,7 +102,7 @@ def flag_problem(args) -> str | None:
 
 
 def decode_rows(tr, sources: list[str], refs: list[str], args) -> list[dict]:
-    """One row per decoder: greedy (as ``transformer.evaluate`` decodes), then each beam size."""
+    """One row per decoder: greedy (as ``transformer.cli.evaluate`` decodes), then each beam size."""
     def run(name, k, fn):
         print(f"decoding {len(sources)} sentences: {name}", file=sys.stderr)
         start = time.perf_counter()

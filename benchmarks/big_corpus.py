@@ -73,9 +73,9 @@ def write_corpus(path: Path, n_pairs: int, seed: int = 0, chunk: int = 50_000) -
 def measure(data_dir: Path, vocab_size: int, cache_dir: Path) -> dict:
     """The timed pipeline (runs in the child process)."""
     sys.path.insert(0, str(ROOT))
-    from transformer.config import TransformerConfig
-    from transformer.data import encode_dataset, load_parallel_dataset, text_batches
-    from transformer.tokenizer import special_ids, train_tokenizer
+    from transformer.core.config import TransformerConfig
+    from transformer.training.data import encode_dataset, load_parallel_dataset, text_batches
+    from transformer.core.tokenizer import special_ids, train_tokenizer
 
     # wall time is the target; CPU seconds (all threads) tell how much of it was waiting
     # for a busy machine

@@ -45,7 +45,8 @@ from ui_latency import app_server as start_app  # benchmarks/ is on sys.path whe
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.wire import unpack_arrays  # noqa: E402
+from transformer.core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
+from transformer.core.wire import unpack_arrays  # noqa: E402
 
 TEST_SET = ROOT / "data" / "tatoeba-en-it" / "test.jsonl"
 FALLBACK = [
@@ -328,7 +329,7 @@ def run_once(url: str, args, texts: list[str], fresh_tls: bool = False) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description="Concurrent visitors against the app's /translate API.")
-    p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint the app serves")
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint the app serves")
     p.add_argument("--url", help="load an app already running at this URL instead of starting app.py")
     p.add_argument("--app-arg", action="append", default=[], metavar="ARG", help="extra argument for app.py (repeat)")
     p.add_argument("--api-name", default=API_NAME, help="endpoint to call")

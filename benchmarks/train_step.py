@@ -5,7 +5,7 @@ how many epochs fit in the 90-minute budget (``--max-minutes``).
                                     [--steps 55] [--rounds 2] [--threads 2]
 
 A variant is a feed-forward width (``--d-ff``) and a dropout implementation: ``fast`` is the
-model's own CPU mask (``transformer.model.dropout``), ``torch`` puts ``nn.Dropout`` back in
+model's own CPU mask (``transformer.core.model.dropout``), ``torch`` puts ``nn.Dropout`` back in
 every dropout slot (torch's per-element ``bernoulli_``). One joint tokenizer of
 ``--vocab-size`` is trained on the corpus; each variant then gets a fresh model of the ``base``
 preset's shape, and all of them train on the same first batches of epoch 1 (token-budget
@@ -31,10 +31,10 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from speed import side_by_side  # noqa: E402
 from transformer.cli import fail  # noqa: E402
-from transformer.data import DataError, encode_pairs, load_parallel, make_batch, token_budget_batches  # noqa: E402
-from transformer.model import Dropout, build_model  # noqa: E402
-from transformer.trainer import build_fresh  # noqa: E402
-from transformer.training import PRESETS, make_optimizer, make_scheduler, seed_everything, train_step  # noqa: E402
+from transformer.training.data import DataError, encode_pairs, load_parallel, make_batch, token_budget_batches  # noqa: E402
+from transformer.core.model import Dropout, build_model  # noqa: E402
+from transformer.training.trainer import build_fresh  # noqa: E402
+from transformer.training.presets import PRESETS, make_optimizer, make_scheduler, seed_everything, train_step  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -337,7 +337,7 @@ def fresh_page(browser, url: str, watches: dict, timeout_s: float) -> dict:
 
 def long_text(checkpoint: str, n_tokens: int) -> str:
     """English text that the checkpoint's source tokenizer reads as exactly n_tokens subwords."""
-    from transformer.tokenizer import encode, load_tokenizer
+    from transformer.core.tokenizer import encode, load_tokenizer
 
     cfg = json.loads((Path(checkpoint) / "config.json").read_text())
     tok = load_tokenizer(Path(checkpoint) / cfg["src_tokenizer_file"])

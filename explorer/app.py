@@ -22,10 +22,11 @@ import time
 
 import gradio as gr
 
-from transformer.translator import Translator
+from transformer.core.translator import Translator
 
 from . import texts
 from .assets import WEB
+from .claims import default as default_claims, for_checkpoint
 from .downloads import write_trace_file
 from .errors import answer
 from .host import message, view_host
@@ -40,24 +41,10 @@ log = logging.getLogger("app")
 MAX_CHARS = 50_000
 GREEDY_LABEL = "Italian translation (greedy)"
 LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the greedy one
-EXAMPLES = [
-    ["I have a red car.", "Adjective-noun reordering: 'red car' becomes 'auto rossa'. In cross-attention, "
-     "which source token does each Italian word look at? In decoder self-attention, layer 1, heads 2, 6, 7 and 8 "
-     "look mostly at the token just read (same-token heads)."],
-    ["I don't like coffee.", "Negation and restructuring: 'non' comes first, and 'I like' becomes 'mi piace' "
-     "(coffee is the subject in Italian). Follow the rows of cross-attention."],
-    ["The book that I bought yesterday is very interesting.", "Long-range dependency: at the step that emits 'è', "
-     "does any head still look at 'book' across the relative clause?"],
-    ["Tom gave Mary a beautiful present for her birthday.", "Head importance ranks cross-attention layer 1, head 1 "
-     "first: at step 4 it looks at 'Mary', and knocking it out drops 'a Mary'. Step 4 is a close call ('a' 0.52, "
-     "'un' 0.22): use What if? to force 'un'. The logit lens: 'a' appears only in layer 4."],
-    ["My parents live in a small house near the lake.", "A failure to study: 'near the lake' becomes 'nel lago' "
-     "(in the lake). At step 10 no candidate has more than 0.34 ('nel'), while cross-attention (layer 4, mean of "
-     "the heads) looks at 'near' (0.43). 'lake' reaches the model as 'la' + 'ke' and still comes out as 'lago'."],
-    ["We need to buy bread, milk and eggs.", "A mistake to study: the milk is gone. At step 6 the model chose 'e' "
-     "over 'latte' (0.47 against 0.21) while looking at 'milk': use What if? to force 'latte' and explore that "
-     "version."],
-]
+# the examples and their hints come from the checkpoint's claims.json (explorer/claims.py), so the
+# figures they state are the ones tests/test_claims.py measures; EXAMPLES are those of the default
+# checkpoint (what `python app.py` shows), App.claims those of the App's own
+EXAMPLES = default_claims().examples()
 
 
 def link_prefix(forced) -> list[int]:
@@ -77,6 +64,8 @@ class App:
         # share one batched decode (explorer/serving.py says why)
         self.batcher = TraceBatcher(tr, max_batch=max_batch)
         self.max_chars = MAX_CHARS
+        # the examples and hints for this model (generic ones for a checkpoint without claims.json)
+        self.claims = for_checkpoint(tr.directory)
         self.panels = [panel(self) for panel in PANELS]
 
     def panel(self, view: str):
@@ -155,7 +144,7 @@ class App:
     # --- API and links -----------------------------------------------------------------------
     def api_translate(self, text: str) -> tuple[str, dict]:
         """Translate one English sentence; returns (translation, trace as JSON: schema in README,
-        float arrays encoded exactly, see ``transformer.wire``). Bad input: ``gr.Error``
+        float arrays encoded exactly, see ``transformer.core.wire``). Bad input: ``gr.Error``
         (:func:`explorer.serving.api_answer`)."""
         def run() -> tuple[str, dict]:
             trace = self.batcher.trace(self.check_text(text))
@@ -226,7 +215,8 @@ class App:
                      "longer text is cut there and the notice says what was dropped.")
             self.translate_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
         # the examples and the hint of the one clicked, drawn by web/hint.js: one click translates it
-        self.examples = view_host("hint", elem_id="hint", data=EXAMPLES, label="What to look for", show_label=False)
+        self.examples = view_host("hint", elem_id="hint", data=self.claims.examples(), label="What to look for",
+                                  show_label=False)
         self.notice = gr.Markdown(elem_id="notice")
         with gr.Row():
             self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation", scale=3)

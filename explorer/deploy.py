@@ -26,9 +26,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
+from transformer.core.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
 from transformer.cli import ArgumentParser, fail, one_line
-from transformer.hub import (
+from transformer.core.hub import (
     IGNORE_PATTERNS,
     HubError,
     check_checkpoint_folder,
@@ -235,7 +235,7 @@ def deploy(plan: Plan, token: str, private: bool) -> str:
     CHECKPOINT, then upload its files in one commit; returns the Space's URL."""
     from huggingface_hub import HfApi
 
-    from transformer.hub import push_checkpoint
+    from transformer.core.hub import push_checkpoint
 
     if plan.model_upload:
         push_checkpoint(plan.model_upload.folder, plan.model_upload.repo_id, token=token)

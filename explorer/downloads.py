@@ -14,7 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from transformer.checkpoint import write_file_atomic
+from transformer.core.checkpoint import write_file_atomic
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "attention-explorer-traces"
 TRACE_MAX_AGE_S = 24 * 3600  # pruned at start-up only, when no visitor can be waiting for a file

@@ -15,8 +15,8 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
   rows are queries, columns keys. Step t (0-based) is row t of decoder and cross.
 - ``vocab``: ``{"<id>": str}``, the target-vocabulary string of every token id that ``topk``
   and ``logit_lens`` refer to. Tokens travel as ids plus this table because the same few
-  hundred strings repeat across steps and layers (version 1 sent the strings themselves,
-  about 60 KB at the 126-token cap).
+  hundred strings repeat across steps and layers (the strings themselves would add about
+  60 KB at the 126-token cap).
 - ``topk``: ``{"ids": A (T,k) token ids, "probs": A (T,k)}``.
 - ``pe``: A (P, d_model): the model's positional-encoding buffer, first P positions
   (P = the longer of source and target, at least 16, at most max_positions).
@@ -27,7 +27,7 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
   "n_sentences"}``: chosen from the checkpoint's test-set diagnostics when the caller passes them
   (``head_stats.json``), else from this sentence's own.
 
-Every array ``A`` is encoded with the project's one array codec, ``transformer/wire.py``
+Every array ``A`` is encoded with the project's one array codec, ``transformer/core/wire.py``
 (attention as ``u8row``/``u8tril``, deflated, the positional encoding as ``u8lin``,
 probabilities as ``f32``, token ids as ``u16``). ``decode_payload`` is the inverse in Python (used by the
 tests); the browser's decoder is ``explorer/web/payload.js``.
@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer.wire import decode_array, encode_f32, encode_ids, encode_linear, encode_rows, encode_tril
+from transformer.core.wire import decode_array, encode_f32, encode_ids, encode_linear, encode_rows, encode_tril
 
 SCHEMA = "attention-explorer-payload/2"
 MIN_PE_POSITIONS = 16
@@ -114,7 +114,7 @@ def focus_head(stats: dict | None) -> dict | None:
 
 
 def encode_trace(trace, origin: str = "translate", test_stats: dict | None = None) -> dict:
-    """A :class:`~transformer.trace.Trace` -> the JSON-ready payload described above.
+    """A :class:`~transformer.core.trace.Trace` -> the JSON-ready payload described above.
     ``test_stats``: the checkpoint's test-set head diagnostics (``head_stats.json``), which
     choose the head a new sentence opens on; without them the sentence's own choose it."""
     S, T = len(trace.src_tokens), trace.steps

@@ -28,8 +28,8 @@ from typing import TypeVar
 
 import gradio as gr
 
-from transformer.trace import Trace
-from transformer.translator import Translator
+from transformer.core.trace import Trace
+from transformer.core.translator import Translator
 
 from .errors import GENERIC_ERROR
 

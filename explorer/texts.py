@@ -12,8 +12,8 @@ from __future__ import annotations
 import html
 import re
 
-from transformer.metrics import LONG_SENTENCE_WORDS, word_count
-from transformer.trace import Trace
+from transformer.core.metrics import LONG_SENTENCE_WORDS, word_count
+from transformer.core.trace import Trace
 
 from .payload import unk_fraction
 
@@ -138,7 +138,7 @@ def truncation_notice(trace: Trace, max_source_tokens: int, dropped: str) -> str
 def long_sentence_notice(text: str, test: dict | None) -> str | None:
     """A warning for a sentence as long as the ones the model was measured to translate badly,
     with that measurement: ``test`` is the checkpoint's ``metrics.json`` test entry, whose
-    ``long`` slice ``python -m transformer.evaluate --save`` records. None for a shorter text."""
+    ``long`` slice ``python -m transformer.cli.evaluate --save`` records. None for a shorter text."""
     long = (test or {}).get("long")
     least = long["min_words"] if long else LONG_SENTENCE_WORDS
     words = word_count(text)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from tests.helpers import PAIRS, single_thread, tiny_config, write_jsonl
-from transformer.checkpoint import save_checkpoint
-from transformer.model import build_model
-from transformer.tokenizer import train_tokenizer
+from transformer.core.checkpoint import save_checkpoint
+from transformer.core.model import build_model
+from transformer.core.tokenizer import train_tokenizer
 
 
 @pytest.fixture
@@ -48,7 +48,6 @@ def tiny_checkpoint(tmp_path_factory, tokenizers_pair) -> Path:
 @pytest.fixture(scope="session")
 def translator(tiny_checkpoint):
     from transformer import load_translator
-
     return load_translator(tiny_checkpoint)
 
 
@@ -56,8 +55,8 @@ def translator(tiny_checkpoint):
 def app(translator):
     """The explorer's ``App`` on the tiny checkpoint, built (its callbacks return dicts keyed
     by the components ``build()`` makes)."""
-    import app as app_module
+    import explorer.app as explorer_app
 
-    a = app_module.App(translator)
+    a = explorer_app.App(translator)
     a.build()
     return a

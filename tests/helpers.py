@@ -19,9 +19,9 @@ import pytest
 import torch
 
 from explorer.launch import AppDidNotStart, running_app
-from transformer.checkpoint import load_checkpoint, save_checkpoint
-from transformer.config import TransformerConfig
-from transformer.tokenizer import special_ids
+from transformer.core.checkpoint import load_checkpoint, save_checkpoint
+from transformer.core.config import TransformerConfig
+from transformer.core.tokenizer import special_ids
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "en-it"

@@ -3,25 +3,18 @@
 import json
 import sys
 import types
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from transformer import analysis
-from transformer.analysis import (
-    aggregate_head_stats,
-    encoder_rollout,
-    head_importance,
-    head_stats,
-    knockout,
-    parse_heads,
-    source_relevance,
-)
-from transformer.analyze import main as analyze_main
-from transformer.decoding import greedy_decode
-from transformer.trace import Trace
+from transformer.core import readings
+from transformer.interpret import knockout as knockouts
+from transformer.core.readings import aggregate_head_stats, encoder_rollout, head_stats, source_relevance
+from transformer.interpret.knockout import head_importance, knockout, parse_heads
+from transformer.cli.head_stats import main as analyze_main
+from transformer.core.decoding import greedy_decode
+from transformer.core.trace import Trace
 
 TEXT = "the black cat sleeps."
 OTHER = "where is the station?"
@@ -29,7 +22,7 @@ OTHER = "where is the station?"
 
 def ones_mask(cfg, **zeros):
     """Head mask with every head on except the (layer, head) pairs given per kind."""
-    mask = {k: torch.ones(analysis.n_layers(cfg, k), cfg.h) for k in analysis.KINDS}
+    mask = {k: torch.ones(knockouts.n_layers(cfg, k), cfg.h) for k in knockouts.KINDS}
     for kind, pairs in zeros.items():
         for layer, head in pairs:
             mask[kind][layer, head] = 0.0
@@ -57,7 +50,7 @@ def test_head_mask_agrees_between_fused_and_explicit_attention(translator):
     model, cfg = translator.model, translator.cfg
     src, tgt_in, _ = tf_inputs(translator, TEXT)
     g = torch.Generator().manual_seed(1)
-    mask = {k: (torch.rand(3, analysis.n_layers(cfg, k), cfg.h, generator=g) > 0.4).float() for k in analysis.KINDS}
+    mask = {k: (torch.rand(3, knockouts.n_layers(cfg, k), cfg.h, generator=g) > 0.4).float() for k in knockouts.KINDS}
     src3, tgt3 = src.expand(3, -1), tgt_in.expand(3, -1)
     with torch.no_grad():
         fused = model(src3, tgt3, need_weights=False, head_mask=mask).logits
@@ -153,7 +146,7 @@ def test_empty_knockout_gives_the_original_translation_and_probabilities_exactly
 @pytest.mark.parametrize("kind", ["encoder", "decoder_self", "cross"])
 def test_knocking_out_every_head_of_a_kind_changes_the_output(translator, kind):
     cfg = translator.cfg
-    every = [f"{kind}:{layer}:{h}" for layer in range(analysis.n_layers(cfg, kind)) for h in range(cfg.h)]
+    every = [f"{kind}:{layer}:{h}" for layer in range(knockouts.n_layers(cfg, kind)) for h in range(cfg.h)]
     res = knockout(translator, TEXT, every)
     assert len(res["heads"]) == len(every)
     assert not np.allclose(res["steps"]["p_knockout"], res["steps"]["p_original"], atol=1e-4)
@@ -187,10 +180,10 @@ def test_batched_head_importance_equals_one_head_at_a_time(translator):
 
     base = logp()
     assert res["logprob"] == pytest.approx(float(base.sum()), abs=1e-4)
-    for kind in analysis.KINDS:
+    for kind in knockouts.KINDS:
         imp = np.array(res["importance"][kind])
         per_step = np.array(res["per_step"][kind])
-        assert imp.shape == (analysis.n_layers(cfg, kind), cfg.h)
+        assert imp.shape == (knockouts.n_layers(cfg, kind), cfg.h)
         for layer in range(imp.shape[0]):
             for h in range(cfg.h):
                 drop = base - logp(ones_mask(cfg, **{kind: [(layer, h)]}))
@@ -200,7 +193,7 @@ def test_batched_head_importance_equals_one_head_at_a_time(translator):
     assert ranked == sorted(ranked, reverse=True)
     # smaller batches give the same numbers
     chunked = head_importance(translator, TEXT, batch_size=5)
-    for kind in analysis.KINDS:
+    for kind in knockouts.KINDS:
         np.testing.assert_allclose(chunked["importance"][kind], res["importance"][kind], atol=1e-4)
     json.dumps(res)
 
@@ -223,7 +216,7 @@ def test_logit_lens_last_layer_is_the_recorded_topk_and_layers_match_a_recompute
     p, i = probs.topk(5, dim=-1)
     np.testing.assert_array_equal(trace.logit_lens_ids[:, 0], i.numpy())
     np.testing.assert_allclose(trace.logit_lens_probs[:, 0], p.numpy(), atol=1e-5)
-    first = analysis.logit_lens_first_layer(trace)
+    first = readings.logit_lens_first_layer(trace)
     assert len(first) == T and all(f is not None and 0 <= f < L for f in first)
 
 
@@ -356,20 +349,6 @@ def test_trace_to_dict_carries_the_analyses(translator):
                                "prob": round(float(trace.topk_probs[0, 0]), 5)}
 
 
-def test_the_library_never_imports_the_explorer():
-    """transformer/ is the model library: no module of it imports explorer (the app), at the top
-    or inside a function (read from the syntax tree, not grepped)."""
-    import ast
-
-    found = []
-    for path in sorted((Path(__file__).resolve().parent.parent / "transformer").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
-            found += [f"{path.name}:{node.lineno} {n}" for n in names if n.split(".")[0] in ("explorer", "app", "gradio")]
-    assert found == []
-
-
 def test_greedy_decode_returns_trimmed_arrays(translator):
     cfg = translator.cfg
     src = torch.tensor([translator.encode_source(TEXT).ids])
@@ -387,7 +366,7 @@ def test_greedy_decode_returns_trimmed_arrays(translator):
 def test_trace_with_a_head_mask_steps_through_the_knocked_out_model(translator):
     heads = ["cross:0:0", "cross:1:2", "decoder_self:0:1"]
     ko = knockout(translator, TEXT, heads)
-    trace = translator.trace(TEXT, head_mask=analysis.heads_to_mask(heads, translator.cfg))
+    trace = translator.trace(TEXT, head_mask=knockouts.heads_to_mask(heads, translator.cfg))
     assert trace.tgt_ids == ko["knockout"]["ids"]
 
 
@@ -401,9 +380,9 @@ def test_translate_input_and_beam_validation(translator, monkeypatch):
         with pytest.raises(ValueError, match="beam_size"):
             translator.translate([TEXT], beam_size=bad)
     calls = []
-    fake = types.ModuleType("transformer.beam")
+    fake = types.ModuleType("transformer.core.beam")
     fake.translate_beam = lambda tr, sentences, beam_size, batch_size: calls.append((sentences, beam_size, batch_size)) or ["x"]
-    monkeypatch.setitem(sys.modules, "transformer.beam", fake)
+    monkeypatch.setitem(sys.modules, "transformer.core.beam", fake)
     assert translator.translate([TEXT], beam_size=4, batch_size=8) == ["x"]
     assert calls == [([TEXT], 4, 8)]
     assert translator.translate((TEXT,)) == translator.translate([TEXT])
@@ -463,7 +442,7 @@ def test_a_habit_agrees_with_the_figures_shown():
 
     labels = set()
     for eos in (0.49996 - 1e-7, 0.49996, 0.49996 + 1e-7):
-        entry = analysis._stats_dict(measures(eos), 1)["kinds"]["cross"]
+        entry = readings._stats_dict(measures(eos), 1)["kinds"]["cross"]
         assert entry["sink_eos"] == [[0.5]]
         labels.add(entry["habit"][0][0])
     assert labels == {"[EOS] sink"}

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 import app as app_module
+
 from explorer import app as explorer_app
 from explorer import downloads
 from explorer.payload import decode_payload
-from transformer.wire import unpack_arrays
+from transformer.core.wire import unpack_arrays
 
 
 def value(update):
@@ -152,7 +153,7 @@ def test_whatif_forces_a_candidate_at_a_one_based_step(app):
 def test_api_translate_returns_translation_and_trace(app):
     translation, trace = app.api_translate("the black cat sleeps.")
     assert translation == trace["translation"] and trace["schema"] == "transformer-trace/1"
-    assert trace["cross_attn"]["enc"] == "f32"  # one array codec for the API and the browser (transformer/wire.py)
+    assert trace["cross_attn"]["enc"] == "f32"  # one array codec for the API and the browser (transformer/core/wire.py)
     cross = unpack_arrays(trace)["cross_attn"]  # float32, (L, H, T, S)
     assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))
     with pytest.raises(gr.Error, match="Please type"):
@@ -201,7 +202,7 @@ def test_an_example_click_translates_it_in_one_request(app):
 
 def test_every_panel_starts_closed_in_its_own_section(translator):
     """One screen to start: each panel's gr.Accordion is closed and named (a link opens it by id)."""
-    demo = app_module.build_ui(translator)
+    demo = explorer_app.build_ui(translator)
     sections = [b for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
     assert len(sections) >= 4 and all(s.open is False and s.elem_id for s in sections)  # (no epochs without snapshots)
     assert {"viewer", "hint", "tour"} <= {b.props.get("view") for b in demo.blocks.values() if isinstance(b, gr.HTML)}
@@ -221,7 +222,7 @@ def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_p
 
 
 def test_ui_builds_with_named_endpoints_and_one_bootstrap(translator):
-    demo = app_module.build_ui(translator)
+    demo = explorer_app.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     assert {"translate", "knockout", "head_importance", "beam"} <= set(public)
     assert public["translate"].fn.__name__ == "api_translate"

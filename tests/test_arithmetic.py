@@ -1,4 +1,4 @@
-"""The arithmetic of one attention row (transformer/arithmetic.py) against the model's own
+"""The arithmetic of one attention row (transformer/interpret/arithmetic.py) against the model's own
 forward pass: the softmax row must be the trace's recorded row, the weighted value sum
 must be what the attention module hands W_o, masked keys exactly the future/padding ones."""
 
@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from tests.helpers import tiny_config
-from transformer import arithmetic
-from transformer.arithmetic import attention_arithmetic
-from transformer.decoding import greedy_decode
-from transformer.model import build_model
-from transformer.translator import Translator
+from transformer.interpret import arithmetic
+from transformer.interpret.arithmetic import attention_arithmetic
+from transformer.core.decoding import greedy_decode
+from transformer.core.model import build_model
+from transformer.core.translator import Translator
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "the black cat sleeps."
@@ -314,7 +314,6 @@ def test_capture_ignores_other_threads(translator):
 @pytest.fixture(scope="module")
 def shipped():
     from transformer import load_translator
-
     path = ROOT / "checkpoints" / "en-it"
     if not (path / "model.safetensors").exists():
         pytest.skip("the shipped checkpoint is not in this checkout")

@@ -1,4 +1,4 @@
-"""Direct logit attribution and activation patching (``transformer/attribution.py``), and the
+"""Direct logit attribution and activation patching (``transformer/interpret/attribution.py``), and the
 model probes they use (``HeadProbe``/``LayerProbe``, ``embeds`` in ``Transformer.decode``).
 
 The exactness checks run on the tiny random checkpoint of ``conftest.py`` and on the shipped
@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from transformer import load_translator
-from transformer.attribution import (
+from transformer.interpret.attribution import (
     LN_NOTE,
     activation_patching,
     direct_logit_attribution,
@@ -26,9 +26,9 @@ from transformer.attribution import (
     record,
     step_inputs,
 )
-from transformer.config import TransformerConfig
-from transformer.model import HeadProbe, LayerProbe, build_model
-from transformer.translator import Translator
+from transformer.core.config import TransformerConfig
+from transformer.core.model import HeadProbe, LayerProbe, build_model
+from transformer.core.translator import Translator
 
 # one thread (conftest): the same kernels on every run, so the tolerances below hold run after run
 pytestmark = pytest.mark.usefixtures("one_thread")

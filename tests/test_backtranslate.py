@@ -11,13 +11,14 @@ import pytest
 import torch
 
 from tests.helpers import PAIRS, tiny_config, write_jsonl
-from transformer.backtranslate import (
-    METHODS, BacktranslateError, backtranslate, fingerprint, held_out, main, noise_words, normalize,
+from transformer.training.backtranslate import (
+    METHODS, BacktranslateError, backtranslate, fingerprint, held_out, noise_words, normalize,
     read_fingerprints, read_testsets, sample_decode, select_monolingual, synthetic_pairs, write_fingerprints,
 )
-from transformer.checkpoint import save_checkpoint
-from transformer.decoding import max_new_tokens
-from transformer.model import build_model
+from transformer.cli.backtranslate import main
+from transformer.core.checkpoint import save_checkpoint
+from transformer.core.decoding import max_new_tokens
+from transformer.core.model import build_model
 
 
 def write_lines(path: Path, lines) -> None:
@@ -97,7 +98,6 @@ def test_noise_words_drops_blanks_and_shuffles_locally():
 def reverse_translator(tmp_path_factory, tokenizers_pair):
     """A random-weight it->en model: what back-translation runs with."""
     from transformer import load_translator
-
     en_tok, it_tok = tokenizers_pair
     torch.manual_seed(1)
     cfg = tiny_config(it_tok, en_tok, src_lang="it", tgt_lang="en")
@@ -174,7 +174,7 @@ def test_cli_bad_input_is_one_line(tmp_path, testsets, reverse_translator, capsy
 
 
 def test_sampling_from_the_top_one_is_greedy_decoding(reverse_translator):
-    from transformer.decoding import greedy_decode
+    from transformer.core.decoding import greedy_decode
 
     tr = reverse_translator
     a, b = (tr.encode_source(t).ids for t in ("vedo il gatto e il cane.", "oggi piove."))

@@ -1,4 +1,4 @@
-"""Beam search (transformer/beam.py): greedy equivalence, the KV cache against a recomputing
+"""Beam search (transformer/core/beam.py): greedy equivalence, the KV cache against a recomputing
 reference, the documented ranking, batching, and the beam-tree schema."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.helpers import PAIRS, tiny_config
-from transformer.beam import (
+from transformer.core.beam import (
     TREE_SCHEMA,
     Candidate,
     Hypothesis,
@@ -25,9 +25,9 @@ from transformer.beam import (
     hypothesis_score,
     translate_beam,
 )
-from transformer.decoding import greedy_decode
-from transformer.model import build_model
-from transformer.translator import Translator, load_translator
+from transformer.core.decoding import greedy_decode
+from transformer.core.model import build_model
+from transformer.core.translator import Translator, load_translator
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [s for s, _ in PAIRS[:8]]

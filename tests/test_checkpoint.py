@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from tests.helpers import tiny_config
-from transformer import checkpoint as ckpt
+from transformer.core import checkpoint as ckpt
 from transformer import load_translator
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from transformer.model import build_model
+from transformer.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.core.model import build_model
 
 SENTENCE = "the black cat sleeps."
 

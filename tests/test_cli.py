@@ -21,8 +21,11 @@ import pytest
 import app as app_module
 import train
 from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
-from transformer import analyze, backtranslate, evaluate, tokenizer
-from transformer.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
+from transformer.cli import head_stats as analyze
+from transformer.cli import backtranslate
+from transformer.cli import evaluate
+from transformer.core import tokenizer
+from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,9 +52,9 @@ BT = ["--testsets", "t", "--checkpoint", "c", "--out", "o"]
 CLIS = {  # name: (parse_args, prog)
     "train": (train.parse_args, "python train.py"),
     "app": (app_module.parse_args, "python app.py"),
-    "evaluate": (evaluate.parse_args, "python -m transformer.evaluate"),
-    "analyze": (analyze.parse_args, "python -m transformer.analyze"),
-    "backtranslate": (backtranslate.parse_args, "python -m transformer.backtranslate"),
+    "evaluate": (evaluate.parse_args, "python -m transformer.cli.evaluate"),
+    "analyze": (analyze.parse_args, "python -m transformer.cli.head_stats"),
+    "backtranslate": (backtranslate.parse_args, "python -m transformer.cli.backtranslate"),
 }
 
 
@@ -298,11 +301,11 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
 
 
 def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):
-    import transformer.trainer
+    import transformer.training.trainer
 
     tiny = train.PRESETS["tiny"]
     monkeypatch.setitem(train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
-    monkeypatch.setattr(transformer.trainer, "bf16_is_fast", lambda device: False)
+    monkeypatch.setattr(transformer.training.trainer, "bf16_is_fast", lambda device: False)
     capfd.readouterr()
     assert tiny_main(data_dir, tmp_path / "o", "--epochs", "1", "--snapshots", "none") == 0
     err = lines_of(capfd.readouterr().err)
@@ -396,17 +399,16 @@ def test_evaluate_and_beam_eval_decode_greedy_in_the_same_batches(capfd, monkeyp
     """Greedy output can change with the sentences padded beside it (float rounding differs
     with the batch's shape and can flip a near tie), so the two commands that report test
     scores decode in the batches ``Translator.translate`` makes of the whole set."""
-    import transformer.translator
+    import transformer.core.translator
     from transformer import load_translator
-
     batches = []
-    real = transformer.translator.greedy_decode
+    real = transformer.core.translator.greedy_decode
 
     def spy(model, src, *args, **kwargs):
         batches.append(src.tolist())
         return real(model, src, *args, **kwargs)
 
-    monkeypatch.setattr(transformer.translator, "greedy_decode", spy)
+    monkeypatch.setattr(transformer.core.translator, "greedy_decode", spy)
     pairs = [PAIRS[i] for i in (20, 0, 15, 6, 23, 2, 9, 13)]  # source lengths out of order
     data = write_jsonl(tmp_path / "test.jsonl", pairs)
     hyps = load_translator(tiny_checkpoint).translate([s for s, _ in pairs], batch_size=3)

@@ -4,8 +4,8 @@ import datasets
 import pytest
 
 from tests.helpers import PAIRS, write_jsonl
-from transformer import data
-from transformer.data import (
+from transformer.training import data
+from transformer.training.data import (
     DataError,
     EncodedPairs,
     encode_dataset,
@@ -18,7 +18,7 @@ from transformer.data import (
     text_batches,
     token_budget_batches,
 )
-from transformer.tokenizer import train_tokenizer
+from transformer.core.tokenizer import train_tokenizer
 
 
 def fake_hub(monkeypatch, tmp_path):

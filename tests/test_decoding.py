@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.decoding import greedy_decode, naive_greedy_decode
+from transformer.core.decoding import greedy_decode, naive_greedy_decode
 
 SENTENCES = ["the black cat sleeps.", "i see the dog.", "where is the station?", "my sister is tall."]
 
@@ -116,7 +116,7 @@ def test_trace_layout_and_step_slices(translator):
 
 
 def test_packed_trace_dict_is_exact_and_unpacks_to_the_lists(translator):
-    from transformer.wire import encode_f32, unpack_arrays
+    from transformer.core.wire import encode_f32, unpack_arrays
 
     trace = translator.trace("the black cat sleeps.")
     lists = json.loads(json.dumps(trace.to_dict()))

@@ -21,7 +21,7 @@ from huggingface_hub import HfApi, ModelCard, RepoUrl, SpaceCard
 from huggingface_hub.errors import HfHubHTTPError
 
 from explorer import deploy
-from transformer.checkpoint import load_checkpoint, save_checkpoint
+from transformer.core.checkpoint import load_checkpoint, save_checkpoint
 
 ROOT = Path(__file__).resolve().parent.parent
 PROG = "python -m explorer.deploy"
@@ -31,7 +31,7 @@ FILE_LINE = re.compile(r"^ *([\d,]+)  (large|     )  (\S+)$")
 # what the Space gets from the fake clone below: code, card, pins, licence, picture, checkpoint
 SPACE = ["app.py", "README.md", "LICENSE", ".gitattributes", "requirements.txt", "pre-requirements.txt",
          "docs/screenshot.png", "explorer/__init__.py", "explorer/panels/beam.py", "explorer/web/big.json",
-         "explorer/web/vocab.bin", "explorer/web/viewer.js", "transformer/__init__.py", "transformer/hub.py"]
+         "explorer/web/vocab.bin", "explorer/web/viewer.js", "transformer/__init__.py", "transformer/core/hub.py"]
 CHECKPOINT = ["README.md", "config.json", "model.safetensors", "snapshots/epoch-001/config.json",
               "snapshots/epoch-001/metrics.json", "snapshots/epoch-001/model.safetensors", "tokenizer_src.json",
               "tokenizer_tgt.json"]
@@ -70,7 +70,7 @@ def clone(tmp_path, tiny_checkpoint) -> Path:
     write(root / "explorer" / "web" / "big.json", "[" + "0," * (BIG // 2) + "0]")
     write(root / "explorer" / "web" / "vocab.bin", "plain text, stored large by its name\n")
     for name in ("explorer/__init__.py", "explorer/panels/beam.py", "explorer/web/viewer.js",
-                 "transformer/__init__.py", "transformer/hub.py"):
+                 "transformer/__init__.py", "transformer/core/hub.py"):
         write(root / name)
     add_checkpoint(tiny_checkpoint, root / "checkpoints" / "en-it")
     # never sent: bytecode, hidden files, data, tests, runs, benchmarks, other docs, git, the rest

@@ -8,11 +8,11 @@ import types
 import pytest
 
 import train
-from transformer import distill
-from transformer.beam import translate_beam
-from transformer.data import ParallelData, load_parallel
-from transformer.distill import DistillError, add_distilled, check_teacher, distill_pairs
-from transformer.trainer import FitResult, Trainer
+from transformer.training import distill
+from transformer.core.beam import translate_beam
+from transformer.training.data import ParallelData, load_parallel
+from transformer.training.distill import DistillError, add_distilled, check_teacher, distill_pairs
+from transformer.training.trainer import FitResult, Trainer
 
 from tests.helpers import PAIRS, tiny_main
 

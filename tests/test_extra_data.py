@@ -8,9 +8,9 @@ import json
 import pytest
 
 from tests.helpers import PAIRS, tiny_main, write_jsonl
-from transformer.data import load_extra_train
-from transformer.tokenizer import SYNTHETIC_TAG, train_tokenizer
-from transformer.trainer import forecast, load_run_data, run_tags_synthetic
+from transformer.training.data import load_extra_train
+from transformer.core.tokenizer import SYNTHETIC_TAG, train_tokenizer
+from transformer.training.trainer import forecast, load_run_data, run_tags_synthetic
 
 
 def write_rows(path, rows):

@@ -1,4 +1,4 @@
-"""Trace.figure (transformer/figures.py): plotly figures that show what the explorer shows.
+"""Trace.figure (transformer/interpret/figures.py): plotly figures that show what the explorer shows.
 
 Each attention figure is checked against the explorer's own payload (explorer/payload.py,
 decoded as the browser decodes it) through a line-by-line Python reading of
@@ -20,8 +20,7 @@ import pytest
 
 from explorer import payload as P
 from explorer.assets import module_sources
-from transformer import figures as F
-
+from transformer.interpret import figures as F
 TOL = 1 / 500  # the payload's one-byte quantisation: at most (row max, rounded up to float16) / 510
 # Repeated source and target tokens (each must stay its own column), and a forced target
 # prefix: the random-weight model alone emits only [SOS], which hiding specials would empty.
@@ -130,7 +129,7 @@ def assert_shows(fig, rows, cols, current, ref):
 @pytest.mark.parametrize("view", ["cross", "decoder", "encoder"])
 def test_attention_figure_shows_the_payloads_matrix(trace, payload, decoded, view, layer, head, which, hide):
     step = step_number(which, trace.steps)
-    fig = trace.figure(view=view, layer=layer, head=head, step=step, hide_specials=hide)
+    fig = F.figure(trace, view=view, layer=layer, head=head, step=step, hide_specials=hide)
     assert_shows(fig, *browser_view(payload, decoded, view, layer, head, step, hide))
     assert fig.layout.meta == dict(view=view, layer=layer, head=head, step=step, hide_specials=hide)
 
@@ -141,7 +140,7 @@ def test_attention_values_are_the_traces_own_at_full_precision(trace, view, weig
     a = getattr(trace, weights).astype(np.float64)  # (L, H, Q, K)
     step = trace.steps  # every row generated
     for head, ref in [("mean", a[1].mean(0)), ("max", a[1].max(0)), (3, a[1, 2])]:
-        z = trace_z(trace.figure(view, layer=2, head=head, step=step), "weight")
+        z = trace_z(F.figure(trace, view, layer=2, head=head, step=step), "weight")
         if view == "decoder":
             ref = np.where(np.tril(np.ones_like(ref, bool)), ref, np.nan)
         np.testing.assert_allclose(z, ref, rtol=0, atol=1e-7)
@@ -152,10 +151,10 @@ def test_future_rows_and_later_keys_show_no_weight(trace):
     and keys after step s are labelled "·"."""
     T, S = trace.steps, len(trace.src_tokens)
     for s in range(1, T + 1):
-        cross = trace.figure("cross", step=s)
+        cross = F.figure(trace, "cross", step=s)
         assert np.isfinite(trace_z(cross, "weight")).sum() == s * S
         assert (trace_z(cross, "not generated yet") == 1).sum() == (T - s) * S
-        dec = trace.figure("decoder", step=s)
+        dec = F.figure(trace, "decoder", step=s)
         assert np.isfinite(trace_z(dec, "weight")).sum() == s * (s + 1) // 2
         assert (trace_z(dec, "masked") == 1).sum() == s * T - s * (s + 1) // 2
         assert list(dec.layout.xaxis.ticktext) == trace.tgt_tokens[:s] + ["·"] * (T - s)
@@ -200,7 +199,7 @@ def test_figures_match_the_browsers_own_code(trace, payload, tmp_path):
     for s, js in zip(settings, results):
         assert js["settings"] == s  # nothing was clamped: these are the settings the browser drew
         head = s["head"] if s["head"] in ("mean", "max") else int(s["head"])
-        fig = trace.figure(s["view"], layer=s["layer"], head=head, step=s["step"], hide_specials=s["hide"])
+        fig = F.figure(trace, s["view"], layer=s["layer"], head=head, step=s["step"], hide_specials=s["hide"])
         ref = np.array([{"nan": math.nan, "-inf": -math.inf}.get(x, x) for x in js["matrix"]], dtype=float)
         ref = ref.reshape(len(js["rows"]), len(js["cols"]))
         assert_shows(fig, js["rows"], js["cols"], None if js["current"] < 0 else js["current"], ref)
@@ -209,7 +208,7 @@ def test_figures_match_the_browsers_own_code(trace, payload, tmp_path):
 def test_positional_figure_is_the_models_own_encoding(translator, trace, payload, decoded):
     pe = translator.model.pos_encoding.pe.numpy()  # (max_positions, d_model)
     S, d = len(trace.src_tokens), pe.shape[1]
-    fig = trace.figure("positional")
+    fig = F.figure(trace, "positional")
     z = np.array(fig.data[0].z, dtype=float)
     assert z.shape == (S, d)  # by default one row per source token
     np.testing.assert_array_equal(z, pe[:S].astype(np.float64))
@@ -217,20 +216,20 @@ def test_positional_figure_is_the_models_own_encoding(translator, trace, payload
     assert list(fig.layout.yaxis.ticktext) == [f"{i}: {tok}" for i, tok in enumerate(trace.src_tokens)]
     # all the positions the explorer sends, against its (one-byte) copy
     n = decoded["positional_encoding"].shape[0]
-    fig = trace.figure("positional", positions=n)
+    fig = F.figure(trace, "positional", positions=n)
     z = np.array(fig.data[0].z, dtype=float)
     assert z.shape == (n, d) and np.abs(z - decoded["positional_encoding"]).max() <= 1 / 255 + 1e-6
     assert list(fig.layout.yaxis.ticktext)[S:] == [str(i) for i in range(S, n)]  # past the sentence: numbers
     assert "the model's buffer" in fig.layout.title.text
     with pytest.raises(ValueError, match=f"positions must be 1..{pe.shape[0]}"):
-        trace.figure("positional", positions=pe.shape[0] + 1)
+        F.figure(trace, "positional", positions=pe.shape[0] + 1)
 
 
 @pytest.mark.parametrize("which", STEPS)
 def test_candidates_figure_is_the_top_k(trace, payload, decoded, which):
     step = step_number(which, trace.steps)
     t = step - 1
-    fig = trace.figure("candidates", step=step)
+    fig = F.figure(trace, "candidates", step=step)
     (bars,) = fig.data
     assert bars.orientation == "h"
     np.testing.assert_array_equal(np.array(bars.x), trace.topk_probs[t].astype(np.float64))
@@ -245,19 +244,19 @@ def test_candidates_figure_is_the_top_k(trace, payload, decoded, which):
 @pytest.mark.parametrize("which", STEPS)
 def test_rollout_figures_match_the_payload(trace, payload, decoded, which):
     step = step_number(which, trace.steps)
-    fig = trace.figure("rollout", step=step)
+    fig = F.figure(trace, "rollout", step=step)
     z, ref = trace_z(fig, "weight"), decoded["rollout"]  # (T, S)
     np.testing.assert_allclose(z[:step], ref[:step], rtol=0, atol=TOL)
     assert np.isnan(z[step:]).all() and (trace_z(fig, "not generated yet")[step:] == 1).all()
     assert fig.data[0].zmax == pytest.approx(float(trace.rollout.max()))  # the sentence's maximum, as maxOf
-    fig = trace.figure("encoder_rollout", hide_specials=True)
+    fig = F.figure(trace, "encoder_rollout", hide_specials=True)
     keep = [i for i, tok in enumerate(trace.src_tokens) if tok not in trace.special_tokens]
     np.testing.assert_allclose(trace_z(fig, "weight"), decoded["encoder_rollout"][np.ix_(keep, keep)], rtol=0, atol=TOL)
     assert list(fig.layout.xaxis.ticktext) == [trace.src_tokens[i] for i in keep]
 
 
 def test_default_step_is_the_whole_translation(trace):
-    fig = trace.figure()
+    fig = F.figure(trace)
     assert fig.layout.meta["step"] == trace.steps and fig.layout.meta["view"] == "cross"
     assert np.isfinite(trace_z(fig, "weight")).all()
 
@@ -282,7 +281,7 @@ def test_bad_arguments_raise_value_error(trace, kwargs, message):
     if kwargs.get("step") == "T+1":
         kwargs = {**kwargs, "step": T + 1}
     with pytest.raises(ValueError, match=re.escape(message.replace("{T}", str(T)).replace("{T+1}", str(T + 1)))):
-        trace.figure(**kwargs)
+        F.figure(trace, **kwargs)
 
 
 def test_rollout_views_need_a_trace_with_analyses(trace):
@@ -291,18 +290,18 @@ def test_rollout_views_need_a_trace_with_analyses(trace):
     bare = replace(trace, rollout=None, encoder_rollout=None)
     for view in ("rollout", "encoder_rollout"):
         with pytest.raises(ValueError, match=f"no {view}"):
-            bare.figure(view)
+            F.figure(bare, view)
 
 
 def test_library_loads_without_plotly_gradio_or_the_explorer(tmp_path, trace):
     """Trace imports plotly only when a figure is asked for; figures.py needs neither Gradio
     nor the explorer; a figure writes a self-contained HTML file (no network)."""
-    code = ("import sys, transformer, transformer.trace; assert 'plotly' not in sys.modules; "
-            "import transformer.figures; bad = {'gradio', 'explorer'} & {m.split('.')[0] for m in sys.modules}; "
+    code = ("import sys, transformer, transformer.core.trace; assert 'plotly' not in sys.modules; "
+            "import transformer.interpret.figures; bad = {'gradio', 'explorer'} & {m.split('.')[0] for m in sys.modules}; "
             "assert not bad, bad")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "cross.html"
-    trace.figure("decoder", step=2).write_html(out, include_plotlyjs=True)
+    F.figure(trace, "decoder", step=2).write_html(out, include_plotlyjs=True)
     html = out.read_text(encoding="utf-8")
     assert "Decoder self-attention" in html and '<script src="http' not in html

@@ -15,11 +15,13 @@ from huggingface_hub import HfApi, ModelCard, RepoUrl
 from huggingface_hub.hf_api import DEFAULT_IGNORE_PATTERNS
 from huggingface_hub.utils import filter_repo_objects
 
-from transformer import CheckpointError, load_translator
-from transformer.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, save_checkpoint
-from transformer.config import TransformerConfig
-from transformer.hub import HubError, push_checkpoint
-from transformer.modelcard import (
+from transformer import CheckpointError
+
+from transformer import load_translator
+from transformer.core.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, save_checkpoint
+from transformer.core.config import TransformerConfig
+from transformer.core.hub import HubError, push_checkpoint
+from transformer.cli.modelcard import (
     beam_section,
     build_model_card,
     model_card,
@@ -244,12 +246,12 @@ def test_beam_table_becomes_a_card_section_and_replaces_an_old_one():
 
 # ----------------------------------------------------------------------------- a card rebuilt from its folder
 def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkpoint, data_dir):
-    """``python -m transformer.evaluate --save`` records test scores in metrics.json, and
-    ``python -m transformer.modelcard`` rebuilds README.md from the folder: scores and
+    """``python -m transformer.cli.evaluate --save`` records test scores in metrics.json, and
+    ``python -m transformer.cli.modelcard`` rebuilds README.md from the folder: scores and
     model-index with the test split, snapshots, history, samples, and credit for added corpora."""
     from tests.helpers import make_snapshots
-    from transformer import evaluate, modelcard
-
+    from transformer.cli import evaluate
+    from transformer.cli import modelcard
     ckpt = make_snapshots(tiny_checkpoint, tmp_path / "ckpt", epochs=(1, 2))
     history = [{"epoch": 1, "step": 3, "minutes": 0.1, "train_loss": 5.0, "val_loss": 4.0, "bleu": 1.0, "chrf": 9.0},
                {"epoch": 2, "step": 6, "minutes": 0.2, "train_loss": 4.0, "val_loss": 3.5, "bleu": 2.0, "chrf": 12.0}]
@@ -283,8 +285,8 @@ def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkp
 
 def test_card_and_save_flags_fail_in_one_line(capfd, tmp_path, tiny_checkpoint, data_dir):
     from tests.helpers import exit_2
-    from transformer import evaluate, modelcard
-
+    from transformer.cli import evaluate
+    from transformer.cli import modelcard
     test_file = str(data_dir / "test.jsonl")
     line = exit_2(capfd, evaluate.main, ["--checkpoint", str(tiny_checkpoint), "--data", test_file, "--save",
                                          "--beam-size", "4"])
@@ -302,8 +304,7 @@ def test_push_sends_what_upload_folder_selects_and_keeps_its_patterns(monkeypatc
     with every push: the list must stay as it was."""
     import huggingface_hub.hf_api
 
-    from transformer import hub as hub_module
-
+    from transformer.core import hub as hub_module
     commits = []
     monkeypatch.setattr(huggingface_hub.hf_api, "is_xet_available", lambda: False)  # the one-commit path
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: RepoUrl(f"https://huggingface.co/{repo_id}"))

@@ -1,9 +1,9 @@
-"""Translation scores (transformer/metrics.py): the long-sentence slice is the pairs whose
+"""Translation scores (transformer/core/metrics.py): the long-sentence slice is the pairs whose
 source has at least N words, scored on their own with sacrebleu."""
 
 import sacrebleu
 
-from transformer.metrics import LONG_SENTENCE_WORDS, long_slice_scores, word_count
+from transformer.core.metrics import LONG_SENTENCE_WORDS, long_slice_scores, word_count
 
 
 def test_words_are_counted_as_a_reader_counts_them():

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.config import TransformerConfig
-from transformer.model import Dropout, LayerNorm, build_model, causal_mask, dropout, sinusoidal_table
+from transformer.core.config import TransformerConfig
+from transformer.core.model import Dropout, LayerNorm, build_model, causal_mask, dropout, sinusoidal_table
 
 PKG = Path(__file__).resolve().parent.parent / "transformer"
 

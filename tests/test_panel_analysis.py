@@ -10,9 +10,11 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-import app as app_module
+import explorer.app as explorer_app
 from explorer.panels.analysis import AnalysisPanel, load_test_stats
-from transformer import analysis, load_translator
+from transformer.core import readings
+from transformer.interpret import knockout
+from transformer import load_translator
 
 TEXT = "the black cat sleeps."
 
@@ -85,7 +87,7 @@ def test_a_bug_is_the_generic_message_and_a_logged_trace(panel, monkeypatch, cap
     def boom(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(analysis, "head_importance", boom)
+    monkeypatch.setattr(knockout, "head_importance", boom)
     caplog.set_level(logging.INFO, logger="app")
     with pytest.raises(gr.Error) as exc:
         panel.head_importance(TEXT)
@@ -103,13 +105,13 @@ def test_head_importance_has_one_layers_by_heads_map_per_kind(panel, translator)
         imp = data["importance"][kind]
         assert len(imp) == L and all(len(row) == cfg.h for row in imp)
     # the panel returns what the package computes
-    direct = analysis.head_importance(translator, TEXT)
+    direct = knockout.head_importance(translator, TEXT)
     assert data["importance"] == direct["importance"] and data["translation"] == direct["translation"]
     json.dumps(data)
 
 
 def test_endpoints_are_named_and_public(translator):
-    demo = app_module.build_ui(translator)
+    demo = explorer_app.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     assert public["knockout"].fn.__name__ == "knockout"
     assert public["head_importance"].fn.__name__ == "head_importance"
@@ -139,10 +141,10 @@ def test_test_set_stats_are_loaded_once_and_sent_with_the_page(tiny_checkpoint, 
     ckpt = tmp_path / "ckpt"
     shutil.copytree(tiny_checkpoint, ckpt)
     assert load_test_stats(ckpt) is None  # none shipped: only this sentence's diagnostics
-    stats = analysis.aggregate_head_stats([translator.trace(TEXT).head_stats, translator.trace("the dog eats.").head_stats])
+    stats = readings.aggregate_head_stats([translator.trace(TEXT).head_stats, translator.trace("the dog eats.").head_stats])
     (ckpt / "head_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     tr = load_translator(ckpt)
-    a = app_module.App(tr)
+    a = explorer_app.App(tr)
     demo = a.build()
     assert a.panel("analysis").test_stats["n_sentences"] == 2
     host = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "analysis"][0]

@@ -12,7 +12,7 @@ import pytest
 from explorer.errors import GENERIC_ERROR
 from explorer.panels import PANELS
 from explorer.panels.arithmetic import PICK_HEAD, ArithmeticPanel
-from transformer.arithmetic import attention_arithmetic
+from transformer.interpret.arithmetic import attention_arithmetic
 
 TEXT = "the black cat sleeps."
 TOL = 1e-5
@@ -42,9 +42,9 @@ def test_the_panel_is_a_closed_section_of_the_page(app, panel):
 
 
 def test_rows_asked_while_one_computes_are_queued_not_dropped(translator):
-    import app as app_module
+    import explorer.app as explorer_app
 
-    demo = app_module.App(translator).build()
+    demo = explorer_app.App(translator).build()
     asked = [f for f in demo.fns.values() if getattr(f.fn, "__func__", None) is ArithmeticPanel.request]
     # Gradio's default ("once") drops a request made while the last one runs: that row would wait forever
     assert len(asked) == 1 and asked[0].trigger_mode == "multiple"

@@ -11,16 +11,16 @@ import gradio as gr
 import numpy as np
 import pytest
 
-import app as app_module
+import explorer.app as explorer_app
 from explorer.errors import GENERIC_ERROR
 from explorer.panels import PANELS
 from explorer.panels.attribution import MAX_N_STEPS, AttributionPanel
-from transformer.attribution import (
+from transformer.interpret.attribution import (
     activation_patching,
     direct_logit_attribution,
     greedy_targets,
 )
-from transformer.saliency import saliency
+from transformer.interpret.saliency import saliency
 
 TEXT = "the black cat sleeps."
 # candidates for B: the test takes the first whose greedy translation differs from TEXT's at some step
@@ -61,7 +61,7 @@ def ask(panel, trace, **data) -> dict:
 def test_the_panel_is_a_closed_section_with_three_public_endpoints(translator, panel):
     assert AttributionPanel in PANELS and isinstance(panel, AttributionPanel)
     assert panel.section.open is False  # nothing is computed until a visitor opens it and asks
-    demo = app_module.build_ui(translator)
+    demo = explorer_app.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     for name, n_inputs in (("attribution", 3), ("patching", 3), ("saliency", 3)):
         assert public[name].fn.__name__ == name and len(public[name].inputs) == n_inputs

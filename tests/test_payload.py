@@ -1,4 +1,4 @@
-"""The array codec (transformer/wire.py) and the compact payload the browser draws from:
+"""The array codec (transformer/core/wire.py) and the compact payload the browser draws from:
 exact within the quantisation step, small, and safe to embed; plus the notebook viewer
 that embeds it."""
 
@@ -12,8 +12,8 @@ import pytest
 from explorer import payload as P
 from explorer.assets import WEB
 from explorer.notebook import modules, show_trace, viewer_html
-from transformer import wire as W
-from transformer.trace import Trace
+from transformer.core import wire as W
+from transformer.core.trace import Trace
 
 RNG = np.random.default_rng(0)
 ROOT = Path(__file__).resolve().parent.parent
@@ -159,7 +159,7 @@ def test_payload_size_at_the_cap_on_the_shipped_model():
     attention, which is what the deflated size depends on. The decoder is forced through real
     Italian so that every one of its steps is a real one."""
     from transformer import load_translator
-    from transformer.tokenizer import encode
+    from transformer.core.tokenizer import encode
 
     tr = load_translator(SHIPPED)
     lines = (DATA / "validation.jsonl").read_text(encoding="utf-8").splitlines()

@@ -1,4 +1,4 @@
-"""Input x gradient and integrated gradients beside attention (``transformer/saliency.py``).
+"""Input x gradient and integrated gradients beside attention (``transformer/interpret/saliency.py``).
 
 f(x) and f(x') are recomputed here through the model's ordinary entry points, so the
 completeness checks do not trust the numbers the module reports about itself. Integrated
@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from transformer import load_translator
-from transformer.attribution import greedy_targets
-from transformer.saliency import BASELINE, saliency
-from transformer.translator import Translator
+from transformer.interpret.attribution import greedy_targets
+from transformer.interpret.saliency import BASELINE, saliency
+from transformer.core.translator import Translator
 
 # one thread (conftest): the same kernels on every run, so the tolerances below hold run after run
 pytestmark = pytest.mark.usefixtures("one_thread")

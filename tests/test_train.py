@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from transformer import load_translator
-
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,20 +67,20 @@ def test_resume_continues_from_the_last_epoch(tiny_run, data_dir):
 
 def test_evaluate_cli_prints_a_json_last_line(tiny_run, data_dir):
     out, _ = tiny_run
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
             "--limit", "4")
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["n"] == 4 and 0 <= result["bleu"] <= 100 and 0 <= result["chrf"] <= 100 and result["seconds"] >= 0
     assert result["long"] is None  # the fixture's sentences are all short
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
             "--long-words", "5")
     long = json.loads(r.stdout.strip().splitlines()[-1])["long"]
     n = sum(len(json.loads(line)["translation"]["en"].split()) >= 5 for line in (data_dir / "test.jsonl").open())
     assert 0 < n < 6 and long["n"] == n and long["min_words"] == 5 and 0 <= long["bleu"] <= 100
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir))
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir))
     assert json.loads(r.stdout.strip().splitlines()[-1])["n"] == 6  # a directory: its test split
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir), "--limit", "3",
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir), "--limit", "3",
             "--beam-size", "3")
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
@@ -118,16 +117,16 @@ def test_empty_file_and_unwritable_out_dir(tmp_path, data_dir):
 
 
 def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(tmp_path / "none"), "--data", str(data_dir))
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tmp_path / "none"), "--data", str(data_dir))
     assert r.returncode == 2 and "checkpoint directory not found" in r.stderr
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir),
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir),
             "--beam-size", "0")
     assert r.returncode == 2 and "argument --beam-size: expected a whole number ≥ 1, got '0'" in r.stderr
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(tmp_path / "x.jsonl"))
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(tmp_path / "x.jsonl"))
     assert r.returncode == 2 and "no such file" in r.stderr
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"translation": {"de": "a", "fr": "b"}}\n')
-    r = run("-m", "transformer.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(bad))
+    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(bad))
     assert r.returncode == 2 and "not found" in r.stderr and "Traceback" not in r.stderr
 
 
@@ -164,8 +163,8 @@ def test_train_step_benchmark_prints_its_ratios(data_dir):
 def test_speed_benchmark_headlines_the_dtype_the_trainer_would_choose(tiny_checkpoint, data_dir, monkeypatch, fast):
     """The headline ratios are those of the dtype the trainer picks (its own bf16_is_fast),
     and both dtypes are reported side by side."""
-    from transformer import training
-    from transformer.data import encode_pairs, load_split
+    from transformer.training import presets as training
+    from transformer.training.data import encode_pairs, load_split
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import speed

@@ -21,8 +21,8 @@ import torch
 import torch.distributed as dist
 
 import train
-from transformer import progress
-from transformer.trainer import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
+from transformer.training import progress
+from transformer.training.trainer import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
 
 from tests.helpers import tiny_main, write_jsonl
 

@@ -16,14 +16,14 @@ import torch
 from safetensors.torch import load_file
 
 import train
-from transformer import trainer as trainer_mod
-from transformer.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
-from transformer.data import load_parallel
-from transformer.distributed import DistContext, Stopped, StopSignals, shard_batches
-from transformer.trainer import (
+from transformer.training import trainer as trainer_mod
+from transformer.core.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
+from transformer.training.data import load_parallel
+from transformer.training.distributed import DistContext, Stopped, StopSignals, shard_batches
+from transformer.training.trainer import (
     MID_EPOCH_DIR, STATE_FILE, Trainer, TrainingError, TrainingStopped, build_fresh, is_snapshot_epoch, parse_snapshots,
 )
-from transformer.training import PRESETS, average_checkpoints
+from transformer.training.presets import PRESETS, average_checkpoints
 
 from tests.helpers import tiny_main
 
@@ -442,7 +442,7 @@ def test_one_gpu_trains_the_base_preset_in_one_process_of_twice_the_batch(monkey
 
 
 def test_help_shows_preset_values_not_none(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "1000")  # no line wrapping inside names such as "small-vocab"
+    monkeypatch.setenv("COLUMNS", "1000")  # no line wrapping inside names such as "real-only"
     with pytest.raises(SystemExit) as exc:
         train.parse_args(["--help"])
     assert exc.value.code == 0
@@ -487,9 +487,9 @@ def test_bare_resume_keeps_the_runs_epochs_and_budget(data_dir, tmp_path, monkey
 
 
 def fake_hub(monkeypatch, fn):
-    module = types.ModuleType("transformer.hub")
+    module = types.ModuleType("transformer.core.hub")
     module.push_checkpoint = fn
-    monkeypatch.setitem(sys.modules, "transformer.hub", module)
+    monkeypatch.setitem(sys.modules, "transformer.core.hub", module)
 
 
 def test_push_to_hub_failure_exits_2_and_keeps_the_checkpoint(data_dir, tmp_path, monkeypatch, capsys):
@@ -518,8 +518,8 @@ def test_push_to_hub_success(data_dir, tmp_path, monkeypatch, capsys):
 
 
 def test_word_dropout_replaces_only_real_source_tokens():
-    from transformer.config import TransformerConfig
-    from transformer.training import drop_source_words
+    from transformer.core.config import TransformerConfig
+    from transformer.training.presets import drop_source_words
 
     cfg = TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, src_pad_id=0, src_unk_id=1, src_sos_id=2,
                             src_eos_id=3, tgt_pad_id=7, tgt_unk_id=8, tgt_sos_id=9, tgt_eos_id=10)
@@ -545,8 +545,7 @@ def test_word_dropout_changes_training_and_is_checked(data, tmp_path):
 def test_bf16_is_fast_keeps_bf16_only_where_it_is_not_emulated(monkeypatch, bf16_s, fp32_s, expected):
     """An AVX2-only CPU emulates bf16 matmuls (measured on an AVX2-only EPYC: 35 ms vs 0.65 ms in float32),
     which made the base run 25x slower; a CPU with bf16 arithmetic keeps it."""
-    from transformer import training
-
+    from transformer.training import presets as training
     monkeypatch.setattr(training, "_matmul_seconds",
                         lambda dtype, **kw: bf16_s if dtype == torch.bfloat16 else fp32_s)
     assert training.bf16_is_fast("cpu") is expected
@@ -554,7 +553,7 @@ def test_bf16_is_fast_keeps_bf16_only_where_it_is_not_emulated(monkeypatch, bf16
 
 
 def test_matmul_timing_is_a_real_measurement():
-    from transformer.training import _matmul_seconds
+    from transformer.training.presets import _matmul_seconds
 
     assert 0 < _matmul_seconds(torch.float32, n=32, repeat=2) < 5
 
@@ -574,10 +573,10 @@ def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(mon
     once, and the loss is the one a single batch of every pair gives."""
     import torch.nn.functional as F
 
-    from transformer import training
-    from transformer.config import TransformerConfig
-    from transformer.data import make_batch
-    from transformer.model import build_model
+    from transformer.training import presets as training
+    from transformer.core.config import TransformerConfig
+    from transformer.training.data import make_batch
+    from transformer.core.model import build_model
 
     cfg = TransformerConfig(d_model=16, h=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, max_positions=64,
                             src_vocab_size=20, tgt_vocab_size=20, dropout=0.0, attn_dropout=0.0)

@@ -1,11 +1,11 @@
 """A from-scratch encoder-decoder Transformer for translation, built to be looked inside."""
 
-from .config import TransformerConfig
-from .trace import StepView, Trace
-from .model import Transformer, build_model
-from .checkpoint import CheckpointError
-from .data import DataError
-from .translator import Translator, load_translator
+from transformer.core.config import TransformerConfig
+from transformer.core.trace import StepView, Trace
+from transformer.core.model import Transformer, build_model
+from transformer.core.checkpoint import CheckpointError
+from transformer.training.data import DataError
+from transformer.core.translator import Translator, load_translator
 
 __all__ = ["TransformerConfig", "Transformer", "build_model", "Translator", "load_translator", "Trace", "StepView",
            "CheckpointError", "DataError"]

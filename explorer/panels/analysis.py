@@ -12,7 +12,7 @@ Named endpoints (also usable with ``gradio_client``)
 ``/knockout``: ``(text: str, heads: str) -> (translation: str, data: dict)``
     Decode ``text`` greedily again with ``heads`` silenced (their output zeroed before
     ``o_proj``). ``translation`` is the knocked-out model's translation; ``data`` is
-    :func:`transformer.analysis.knockout`'s dict plus ``"text"``:
+    :func:`transformer.interpret.knockout.knockout`'s dict plus ``"text"``:
     ``{"text", "heads": [{"kind", "layer", "head"}], "original": {"translation", "tokens", "ids"},
     "knockout": {"translation", "tokens", "ids", "finished"}, "changed",
     "steps": {"token": [n], "p_original": [n], "p_knockout": [n], "top_knockout": [n],
@@ -20,7 +20,7 @@ Named endpoints (also usable with ``gradio_client``)
     the probability of the original token with every head and with ``heads`` silenced
     (teacher-forced on the original).
 ``/head_importance``: ``(text: str) -> data: dict``
-    :func:`transformer.analysis.head_importance` plus ``"text"``: for every head of every
+    :func:`transformer.interpret.knockout.head_importance` plus ``"text"``: for every head of every
     kind, the drop in log-probability of the original greedy translation when that head
     alone is silenced: ``{"text", "translation", "tokens", "logprob", "heads", "layers": {kind: L},
     "importance": {kind: L x H}, "per_step": {kind: L x H x n}, "ranking": [10 largest]}``.
@@ -42,7 +42,7 @@ itself counts from 1 and never shows this format)::
 self-attention) or ``cross`` (decoder-encoder attention); layers run 0..L-1 for that
 stack and heads 0..h-1. The UI shows them 1-based ("cross-attention, layer 1, head 4").
 The same format (or a list of ``{"kind", "layer", "head"}`` dicts) is accepted by
-``transformer.analysis.knockout`` and the ``Translator``'s head masks.
+``transformer.interpret.knockout.knockout`` and the ``Translator``'s head masks.
 """
 
 # (no "from __future__ import annotations": gr.api reads the /knockout outputs, a
@@ -53,7 +53,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from transformer import analysis
+from transformer.interpret import knockout
 
 from ..errors import GENERIC_ERROR, answer
 from ..host import message, view_host
@@ -69,7 +69,7 @@ NO_HEADS = ("No heads selected: shift-click heads in the all-heads mosaic, the d
 
 def load_test_stats(directory) -> dict | None:
     """The checkpoint's ``head_stats.json`` (diagnostics averaged over the test set, written by
-    ``python -m transformer.analyze``), or None when it is absent or unreadable (logged:
+    ``python -m transformer.cli.head_stats``), or None when it is absent or unreadable (logged:
     the panel then offers only this sentence's diagnostics)."""
     if directory is None:
         return None
@@ -115,17 +115,17 @@ class AnalysisPanel(Panel):
         """(knocked-out translation, data) of ``/knockout``; bad input raises ``ValueError``."""
         checked = self._text(text)
         try:
-            parsed = analysis.parse_heads(heads if heads is not None else "", self.app.tr.cfg)
+            parsed = knockout.parse_heads(heads if heads is not None else "", self.app.tr.cfg)
         except ValueError as exc:
             raise ValueError(f"{exc}. {HEADS_HELP}") from None
         if not parsed:
             raise ValueError(f"{NO_HEADS} {HEADS_HELP}")
-        data = analysis.knockout(self.app.tr, checked, parsed)
+        data = knockout.knockout(self.app.tr, checked, parsed)
         return data["knockout"]["translation"], {"text": checked, **data}
 
     def importance_data(self, text) -> dict:
         """The data of ``/head_importance``; bad input raises ``ValueError``."""
-        return {"text": self._text(text), **analysis.head_importance(self.app.tr, text)}
+        return {"text": self._text(text), **knockout.head_importance(self.app.tr, text)}
 
     # --- the page -------------------------------------------------------------------------------
     def request(self, trace, evt: gr.EventData) -> str:
@@ -153,11 +153,11 @@ class AnalysisPanel(Panel):
         if not heads:
             raise ValueError(NO_HEADS)
         try:
-            parsed = analysis.parse_heads(list(heads), self.app.tr.cfg)
+            parsed = knockout.parse_heads(list(heads), self.app.tr.cfg)
         except (TypeError, ValueError, KeyError):
             raise ValueError("The selected heads do not fit this model; clear the selection and pick them "
                              "again.") from None
-        return {"text": text, **analysis.knockout(self.app.tr, text, parsed)}
+        return {"text": text, **knockout.knockout(self.app.tr, text, parsed)}
 
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the viewer and What-if."""

@@ -4,7 +4,7 @@ For the attention view, layer, head and row the viewer shows, the browser view
 ``explorer/web/arithmetic.js`` asks for the model's own numbers (the query, each key's
 q·k_j and q·k_j/√d_k, the mask, the softmax, the weighted sum of the values) and draws
 them. This panel answers one small request per row with
-:func:`transformer.arithmetic.attention_arithmetic`, on the trace of the sentence in the
+:func:`transformer.interpret.arithmetic.attention_arithmetic`, on the trace of the sentence in the
 viewer (the visitor's ``gr.State``). The view asks only while its section is open and
 keeps every answer for the sentence, so stepping back to a row makes no request.
 
@@ -25,7 +25,7 @@ import logging
 
 import gradio as gr
 
-from transformer.arithmetic import attention_arithmetic
+from transformer.interpret.arithmetic import attention_arithmetic
 
 from ..errors import answer
 from ..host import message, view_host

@@ -2,7 +2,7 @@
 
 Attention shows where a head looks; these three analyses measure what the decoder's
 components add to the choice of the word the viewer's step emits
-(:mod:`transformer.attribution`, :mod:`transformer.saliency`). Each costs a model pass or a
+(:mod:`transformer.interpret.attribution`, :mod:`transformer.interpret.saliency`). Each costs a model pass or a
 few, so nothing is computed on Translate: the browser view ``explorer/web/attribution.js``
 asks for one analysis of the viewer's step when the visitor presses its button, on the
 translation the viewer shows (a What-if or beam version included: its token ids are the
@@ -12,15 +12,15 @@ Named endpoints (also usable with ``gradio_client``); steps count from 1, as on 
 and each runs on the greedy translation of its text(s):
 
 ``/attribution``: ``(text: str, step: int, versus: str = "") -> dict``
-    :func:`~transformer.attribution.direct_logit_attribution` of the token emitted at
+    :func:`~transformer.interpret.attribution.direct_logit_attribution` of the token emitted at
     ``step``: the logit (``versus`` ""), its difference with the runner-up (``"runner-up"``)
     or with a candidate token (its text, e.g. ``"un"``). ``LogitAttribution.to_dict()``
     (layers, heads and its ``step`` 0-based) plus ``"text"``.
 ``/patching``: ``(text_a: str, text_b: str, step: int) -> dict``
-    :func:`~transformer.attribution.activation_patching` of A with B at ``step``, where
+    :func:`~transformer.interpret.attribution.activation_patching` of A with B at ``step``, where
     the two translations emit different tokens. ``PatchingResult.to_dict()``.
 ``/saliency``: ``(text: str, step: int, n_steps: int = 16) -> dict``
-    :func:`~transformer.saliency.saliency`: input x gradient and integrated gradients with
+    :func:`~transformer.interpret.saliency.saliency`: input x gradient and integrated gradients with
     ``n_steps`` trapezoid panels (1..:data:`MAX_N_STEPS`). ``Saliency.to_dict()`` plus ``"text"``.
 
 Bad input raises ``gr.Error`` with a message that says what is wrong (one log line), as
@@ -42,12 +42,12 @@ import logging
 
 import gradio as gr
 
-from transformer.attribution import (
+from transformer.interpret.attribution import (
     activation_patching,
     direct_logit_attribution,
     greedy_targets,
 )
-from transformer.saliency import saliency
+from transformer.interpret.saliency import saliency
 
 from ..errors import GENERIC_ERROR, answer
 from ..host import message, view_host

@@ -27,8 +27,8 @@ from collections import OrderedDict
 
 import gradio as gr
 
-from transformer.checkpoint import CheckpointError, list_snapshots
-from transformer.translator import Translator, load_translator
+from transformer.core.checkpoint import CheckpointError, list_snapshots
+from transformer.core.translator import Translator, load_translator
 
 from ..errors import answer
 from ..host import message, view_host

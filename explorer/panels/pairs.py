@@ -7,9 +7,10 @@ The browser view ``explorer/web/pairs.js`` asks for B only when the visitor pres
 draws A and B at the store's step, view, layer and head without asking again. The
 alignment of the two sentences and the difference map are computed in the browser.
 
-A curated pair (:data:`PAIRS`) is one click: the panel opens A in the viewer (as Translate
-would) and the view then compares B. Each pair's hint states what the shipped model does
-with it; ``tests/test_claims.py`` measures every fact of the hints.
+A curated pair is one click: the panel opens A in the viewer (as Translate would) and the
+view then compares B. The pairs and their hints come from the checkpoint's ``claims.json``
+(:mod:`explorer.claims`), so each hint states what that model does with its pair, in figures
+``tests/test_claims.py`` measures; a checkpoint without the file gets generic hints.
 
 Nothing is kept on the server: B's trace lives in the browser's store, under its
 sentence, and a new sentence in the viewer clears it there.
@@ -22,6 +23,7 @@ import time
 
 import gradio as gr
 
+from ..claims import default as default_claims
 from ..errors import answer
 from ..host import message, view_host
 from ..payload import encode_trace
@@ -29,33 +31,21 @@ from .base import Panel
 
 log = logging.getLogger("app.pairs")
 
-# Layers, heads and steps count from 1 here, as on screen.
-PAIRS = [
-    {"a": "My brother is tall.", "b": "My sister is tall.",
-     "hint": "Gender agreement: 'Mio fratello è alto.' against 'Mia sorella è alta.'. The article agrees at step 1 "
-             "('Mio' 0.96, 'Mia' 0.96). The adjective is a closer call: at step 4 A says 'alto' (0.99), while B starts "
-             "'al' (0.68, with 'alto' at 0.15) and ends it with 'ta'. At step 2, cross-attention (layer 3, mean of "
-             "heads) looks at 'brother' (0.94) and at 'sister' (0.98)."},
-    {"a": "I have a red car.", "b": "I have two red cars.",
-     "hint": "One word changes the noun phrase: 'Ho un'auto rossa.' against 'Ho due macchine rosse.'. At step 2 "
-             "A's article un' becomes 'due' (0.94), and the noun changes word as well as number ('auto', "
-             "'macchine'). The adjective agrees: at step 6 cross-attention (layer 3, mean of heads) looks at 'red' "
-             "(0.62), and at step 7 'osse' (0.69) beats 'ossi' (0.24)."},
-    {"a": "The doctor said she was tired.", "b": "The doctor said he was tired.",
-     "hint": "The pronoun changes nothing in the translation: both are 'Il dottore ha detto che era stanco.', though "
-             "'she' needs 'stanca'. The model is less sure with 'she': at step 7 'stanco' has 0.77 against 0.91, and "
-             "'st' (the start of 'stanca') 0.22 against 0.07, while cross-attention (layer 1, mean of heads) puts 0.20 "
-             "on 'she' and 0.01 on 'he'. Force 'st' in A with What if? and it says 'stanca'. The difference map pairs "
-             "'she' with 'he' in one column: the only word the two sentences do not share."},
-]
+# the curated pairs of the default checkpoint (what `python app.py` shows); a panel shows
+# those of its app's checkpoint (App.claims)
+PAIRS = default_claims().pairs()
 
 
 class PairsPanel(Panel):
     view = "pairs"
 
+    def __init__(self, app) -> None:
+        super().__init__(app)
+        self.pairs = app.claims.pairs()  # [{"a", "b", "hint"}], as web/pairs.js takes them
+
     def build(self) -> None:
         with gr.Accordion("Minimal pairs: compare two sentences", open=False, elem_id="pairs-panel"):
-            self.host = view_host(self.view, elem_id="pairs-view", data={"pairs": PAIRS})
+            self.host = view_host(self.view, elem_id="pairs-view", data={"pairs": self.pairs})
 
     def wire(self) -> None:
         app = self.app
@@ -92,7 +82,7 @@ class PairsPanel(Panel):
         """A click on curated pair ``evt.pair`` (0-based): its first sentence goes into the
         viewer, as a Translate would put it; the view then compares the second."""
         index = (getattr(evt, "_data", None) or {}).get("pair")
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(PAIRS):
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.pairs):
             return {self.app.notice: f"⚠️ There is no curated pair {index!r}."}
-        text = PAIRS[index]["a"]
+        text = self.pairs[index]["a"]
         return {self.app.src_text: text, **self.app.translate(text)}

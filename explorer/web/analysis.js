@@ -24,13 +24,20 @@ const KINDS = ["encoder", "decoder_self", "cross"];
 const TITLES = { encoder: "Encoder self-attention", decoder_self: "Decoder self-attention", cross: "Cross-attention" };
 // measure -> [title, lo, hi, signed, what it says]; a kind without a measure gets no map for it
 const MEASURES = {
-  entropy: ["entropy (0 sharp, 1 uniform)", 0, 1, false, "How spread out each head's attention is: 0 puts all of it on one token, 1 spreads it evenly."],
-  confidence: ["confidence (mean max weight)", 0, 1, false, "The largest weight of a row, on average: near 1, the head picks one token."],
-  sink: ["sink share ([SOS] [EOS] punct.)", 0, 1, false, "How much of the attention goes to [SOS], [EOS] and punctuation, where a head parks it when it has nothing better to look at."],
-  prev: ["previous-token share", 0, 1, false, "How much of the attention goes to the token just before (self-attention only)."],
-  same: ["same-token share", 0, 1, false, "How much of the attention goes to the token itself (in the decoder: the one just read)."],
+  entropy: ["entropy (0 sharp, 1 uniform)", 0, 1, false,
+    "How spread out each head's attention is: 0 puts all of it on one token, 1 spreads it evenly."],
+  confidence: ["confidence (mean max weight)", 0, 1, false,
+    "The largest weight of a row, on average: near 1, the head picks one token."],
+  sink: ["sink share ([SOS] [EOS] punct.)", 0, 1, false,
+    "How much of the attention goes to [SOS], [EOS] and punctuation, "
+    + "where a head parks it when it has nothing better to look at."],
+  prev: ["previous-token share", 0, 1, false,
+    "How much of the attention goes to the token just before (self-attention only)."],
+  same: ["same-token share", 0, 1, false,
+    "How much of the attention goes to the token itself (in the decoder: the one just read)."],
   next: ["next-token share", 0, 1, false, "How much of the attention goes to the token just after (encoder only)."],
-  monotonicity: ["monotonicity (rank corr.)", -1, 1, true, "Whether the steps read the English left to right (1) or right to left (−1): cross-attention only."],
+  monotonicity: ["monotonicity (rank corr.)", -1, 1, true,
+    "Whether the steps read the English left to right (1) or right to left (−1): cross-attention only."],
 };
 const DIAG_CELL = [30, 52]; // the smallest and largest cell of a diagnostics map, in css px
 
@@ -56,14 +63,17 @@ export class Analysis {
   build(host) {
     const source = el("select", { id: "diag-source", "aria-label": "Diagnostics of" }, [
       el("option", { value: "sentence", text: "this sentence" }),
-      el("option", { value: "test", text: this.testStats ? `whole test set (${this.testStats.n_sentences} sentences)` : "whole test set" }),
+      el("option", { value: "test",
+        text: this.testStats ? `whole test set (${this.testStats.n_sentences} sentences)` : "whole test set" }),
     ]);
     source.addEventListener("change", () => { this.source = source.value; this.drawDiagnostics(this.store.get()); });
     const measure = el("select", { id: "diag-measure", "aria-label": "Measure" },
       Object.entries(MEASURES).map(([m, [title]]) => el("option", { value: m, text: title })));
     measure.addEventListener("change", () => { this.measure = measure.value; this.drawDiagnostics(this.store.get()); });
-    this.koBtn = el("button", { id: "knockout-btn", type: "button", className: "ax-action primary", text: "Knock out the selected heads" });
-    this.impBtn = el("button", { id: "importance-btn", type: "button", className: "ax-action", text: "Head importance for this sentence" });
+    this.koBtn = el("button", { id: "knockout-btn", type: "button", className: "ax-action primary",
+      text: "Knock out the selected heads" });
+    this.impBtn = el("button", { id: "importance-btn", type: "button", className: "ax-action",
+      text: "Head importance for this sentence" });
     this.koBtn.addEventListener("click", () => this.knockOut());
     this.impBtn.addEventListener("click", () => this.askImportance());
     const root = el("div", { className: "ax-root ax-analysis" }, [
@@ -71,19 +81,24 @@ export class Analysis {
         el("div", { className: "ax-controls" }, [
           el("strong", { text: "Head diagnostics" }),
           el("label", { className: "ax-field" }, [el("span", { text: "measure" }), measure]),
-          el("label", { className: "ax-field", id: "diag-source-field", hidden: !this.testStats }, [el("span", { text: "of" }), source]),
+          el("label", { className: "ax-field", id: "diag-source-field", hidden: !this.testStats },
+            [el("span", { text: "of" }), source]),
         ]),
         el("p", { id: "diag-about", className: "ax-diag-about" }),
-        el("p", { className: "ax-note" }, words("One map per kind of attention for the measure picked (", ["entropy"], ", ", ["sink", "sink"], " share, ...): rows are ",
+        el("p", { className: "ax-note" }, words("One map per kind of attention for the measure picked (", ["entropy"],
+          ", ", ["sink", "sink"], " share, ...): rows are ",
           ["layers", "layer"], ", columns ", ["heads", "head"], ". Hover (or tap) a head to read its habit "
-          + "(e.g. “previous-token head”) and its other measures; click it to open it in the viewer above; shift-click (or select mode) adds it to the ", ["knock-out"], " selection.")),
+          + "(e.g. “previous-token head”) and its other measures; click it to open it in the viewer above; "
+          + "shift-click (or select mode) adds it to the ", ["knock-out"], " selection.")),
         el("p", { id: "diag-empty", className: "ax-note", text: "Translate a sentence to see what its heads do." }),
         el("div", { id: "diag-maps" }),
       ]),
       el("section", { className: "ax-section" }, [
-        el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Heads to knock out" }), el("div", { id: "ko-selection", className: "ax-chips" })]),
+        el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Heads to knock out" }),
+          el("div", { id: "ko-selection", className: "ax-chips" })]),
         el("div", { className: "ax-controls" }, [this.koBtn, this.impBtn]),
-        el("p", { className: "ax-note" }, words(["Knock-out", "knock-out"], " silences the selected heads and translates again; head importance is the drop in ",
+        el("p", { className: "ax-note" }, words(["Knock-out", "knock-out"],
+          " silences the selected heads and translates again; head importance is the drop in ",
           ["log-prob"], " of this translation, in ", ["nats"], ", when one head alone is silenced.")),
         el("p", { id: "ko-why", className: "ax-note" }),
       ]),
@@ -101,7 +116,9 @@ export class Analysis {
     const moved = open !== this.lastOpen; // the head open in the viewer frames its cell in the maps
     this.lastOpen = open;
     if (changed.has("trace") || changed.has("selection") || moved) this.drawDiagnostics(s);
-    if (changed.has("trace") || changed.has("selection") || changed.has("knockout") || changed.has("importance")) this.drawSelection(s);
+    if (changed.has("trace") || changed.has("selection") || changed.has("knockout") || changed.has("importance")) {
+      this.drawSelection(s);
+    }
     if (changed.has("knockout")) this.drawKnockout(s);
     if (changed.has("importance") || changed.has("selection") || moved) this.drawImportance(s);
   }
@@ -160,8 +177,10 @@ export class Analysis {
     if (!stats) { maps.replaceChildren(); return; }
     const what = stats === this.testStats ? `the whole test set (${stats.n_sentences} sentences)` : "this sentence";
     const kinds = KINDS.filter((k) => stats.kinds[k] && Array.isArray(stats.kinds[k][m]));
-    const H = kinds.length ? stats.kinds[kinds[0]][m][0].length : 1, room = Math.max(300, (maps.clientWidth || 900) - 8);
-    const across = room >= 3 * (H * DIAG_CELL[0] + 60) ? kinds.length : 1; // side by side when they fit at a readable size
+    const H = kinds.length ? stats.kinds[kinds[0]][m][0].length : 1;
+    const room = Math.max(300, (maps.clientWidth || 900) - 8);
+    // side by side when they fit at a readable size
+    const across = room >= 3 * (H * DIAG_CELL[0] + 60) ? kinds.length : 1;
     const cell = Math.max(DIAG_CELL[0], Math.min(DIAG_CELL[1], Math.floor((room / Math.max(1, across) - 60) / H)));
     maps.replaceChildren(...kinds.map((kind) => el("div", { className: "ax-diag-kind", "data-kind": kind },
       [this.diagnosticsMap(s, kind, stats.kinds[kind], m, cell, what)])));
@@ -173,14 +192,16 @@ export class Analysis {
   /** The layers x heads map of measure `m` for one kind, each value in its cell. */
   diagnosticsMap(s, kind, k, m, cell, what) {
     const [title, lo, hi, signed] = MEASURES[m];
-    const canvas = el("canvas", { "data-kind": kind, "data-measure": m, role: "img", "aria-label": `${TITLES[kind]}: ${title}` });
+    const canvas = el("canvas", { "data-kind": kind, "data-measure": m, role: "img",
+      "aria-label": `${TITLES[kind]}: ${title}` });
     const hit = drawHeadMap(canvas, {
       title: TITLES[kind], values: k[m], lo, hi, signed, cell, numbers: true, font: 13,
       marked: this.markedOf(s, kind), selected: this.openHeadOf(s, kind),
       tip: (l, h) => [
         `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${k.habit ? k.habit[l][h] : "?"}`,
         `${title}: ${fmt(k[m][l][h])} (${what})`,
-        ...Object.keys(MEASURES).filter((o) => o !== m && Array.isArray(k[o])).map((o) => `${MEASURES[o][0]}: ${fmt(k[o][l][h])}`),
+        ...Object.keys(MEASURES).filter((o) => o !== m && Array.isArray(k[o]))
+          .map((o) => `${MEASURES[o][0]}: ${fmt(k[o][l][h])}`),
         "click: open in the viewer · shift-click: select for knock-out",
       ],
     });
@@ -201,16 +222,19 @@ export class Analysis {
     this.koBtn.disabled = !s.trace || !heads.length || busy(s.knockout);
     this.impBtn.disabled = !s.trace || busy(s.importance);
     this.el["ko-why"].textContent = !s.trace ? "Translate a sentence first."
-      : !heads.length ? "Pick heads to knock out: shift-click them in the all-heads mosaic, the diagnostics or the importance maps (or tick “select mode” above the mosaic)."
+      : !heads.length ? "Pick heads to knock out: shift-click them in the all-heads mosaic, the diagnostics "
+        + "or the importance maps (or tick “select mode” above the mosaic)."
         : "";
     if (!heads.length) {
       box.replaceChildren(el("span", { className: "ax-note", text: "none yet" }));
       return;
     }
     box.replaceChildren(...heads.map((h) => {
-      const x = el("button", { type: "button", className: "ax-chip-x", "aria-label": `remove ${headLabel(h)}`, text: "×" });
+      const x = el("button", { type: "button", className: "ax-chip-x", "aria-label": `remove ${headLabel(h)}`,
+        text: "×" });
       x.addEventListener("click", () => this.store.toggleHead(h, false));
-      return el("span", { className: "chip ax-head-chip", "data-head": `${h.kind}:${h.layer}:${h.head}`, title: headLabel(h) }, [`${headLabel(h)} `, x]);
+      return el("span", { className: "chip ax-head-chip", "data-head": `${h.kind}:${h.layer}:${h.head}`,
+        title: headLabel(h) }, [`${headLabel(h)} `, x]);
     }), (() => {
       const b = el("button", { type: "button", className: "ax-chip-clear", text: "clear" });
       b.addEventListener("click", () => this.store.set({ selection: [] }));
@@ -232,7 +256,8 @@ export class Analysis {
     const box = this.el["ko-result"], r = s.knockout;
     const n = r && r.heads ? r.heads.length : 0;
     if (!this.status(box, r, `Knocking out ${plural(n, "head")} and decoding again…`)) return;
-    const names = r.heads.map((h) => headLabel({ kind: h.kind, layer: h.layer + 1, head: h.head + 1 })); // the server counts from 0
+    // the server counts from 0
+    const names = r.heads.map((h) => headLabel({ kind: h.kind, layer: h.layer + 1, head: h.head + 1 }));
     const same = !r.changed;
     const fig = new Figure("ko-chart", "probability of the original token at each step", { png: false });
     fig.setCaption("p(original token) at each step: full model vs. heads knocked out");
@@ -241,14 +266,20 @@ export class Analysis {
       el("div", { className: "ax-ko-pair" }, [
         el("div", { className: "ax-ko-col" }, [el("div", { className: "ax-label", text: "Original" }),
           el("div", { id: "ko-original", className: "ax-ko-text", text: r.original.translation })]),
-        el("div", { className: "ax-ko-col" }, [el("div", { className: "ax-label", text: same ? "With those heads silenced (unchanged)" : "With those heads silenced" }),
-          el("div", { id: "ko-translation", className: `ax-ko-text${same ? "" : " ax-changed"}`, text: r.knockout.translation })]),
+        el("div", { className: "ax-ko-col" }, [
+          el("div", { className: "ax-label",
+            text: same ? "With those heads silenced (unchanged)" : "With those heads silenced" }),
+          el("div", { id: "ko-translation", className: `ax-ko-text${same ? "" : " ax-changed"}`,
+            text: r.knockout.translation })]),
       ]),
-      el("p", { className: "ax-note", text: `log p(original translation): ${r.steps.logprob_original.toFixed(2)} with every head, `
-        + `${r.steps.logprob_knockout.toFixed(2)} with these heads silenced (teacher-forced on the original; greedy decoding gave the text above).` }),
+      el("p", { className: "ax-note",
+        text: `log p(original translation): ${r.steps.logprob_original.toFixed(2)} with every head, `
+          + `${r.steps.logprob_knockout.toFixed(2)} with these heads silenced `
+          + "(teacher-forced on the original; greedy decoding gave the text above)." }),
       fig.el,
     );
-    const hit = drawProbChange(fig.canvas, { tokens: r.steps.token, before: r.steps.p_original, after: r.steps.p_knockout,
+    const hit = drawProbChange(fig.canvas, {
+      tokens: r.steps.token, before: r.steps.p_original, after: r.steps.p_knockout,
       top: r.steps.top_knockout, width: Math.max(240, box.clientWidth - 8) });
     fig.canvas.dataset.captionWidth = String(hit.captionWidth);
     this.hits.set(fig.canvas, (x, y) => { const lines = hit(x, y); return lines && { lines }; });
@@ -276,12 +307,16 @@ export class Analysis {
       this.bindMap(canvas, kind, (h) => { this.store.toggleHead(h, true); this.store.openHead(h); });
       return canvas;
     });
-    const ranking = r.ranking.slice(0, 5).map((x) => `${headLabel({ kind: x.kind, layer: x.layer + 1, head: x.head + 1 })} (${x.drop.toFixed(2)})`).join("; ");
+    const ranking = r.ranking.slice(0, 5)
+      .map((x) => `${headLabel({ kind: x.kind, layer: x.layer + 1, head: x.head + 1 })} (${x.drop.toFixed(2)})`)
+      .join("; ");
     box.replaceChildren(
       el("p", {}, [el("strong", { text: "Head importance for this sentence: " }),
-        `the drop in log-probability of “${r.translation}” when one head alone is silenced (nats; blue = the head helps, red = the translation gets more likely without it).`]),
+        `the drop in log-probability of “${r.translation}” when one head alone is silenced `
+          + "(nats; blue = the head helps, red = the translation gets more likely without it)."]),
       el("div", { className: "ax-maps" }, maps),
-      el("p", { className: "ax-note", text: `Largest drops: ${ranking}. Click a head to open it above and add it to the knock-out selection.` }),
+      el("p", { className: "ax-note",
+        text: `Largest drops: ${ranking}. Click a head to open it above and add it to the knock-out selection.` }),
     );
   }
 }

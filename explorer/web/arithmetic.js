@@ -24,7 +24,8 @@ const PLAY_WAIT_MS = 700; // longer than a Play tick: no request per step while 
 const STRIP_PX = 4; // css px per number of a vector strip
 const STRIP_H = 14;
 const DRAWN_BY = ["trace", "view", "layer", "head", "step", "cell", "arithmetic", "playing"];
-const VIEW_BUTTONS = [["cross", "cross-attention"], ["decoder", "decoder self-attention"], ["encoder", "encoder self-attention"]];
+const VIEW_BUTTONS = [["cross", "cross-attention"], ["decoder", "decoder self-attention"],
+  ["encoder", "encoder self-attention"]];
 
 /** The clicked cell, if it was clicked in this view and at this step (the store forgets it
  * at a new step). */
@@ -76,7 +77,8 @@ export class Arithmetic {
     this.root = el("div", { className: "ar-root", "data-state": "empty" }, [
       el("p", { id: "arith-what", className: "ar-what" }),
       el("div", { className: "ax-controls", id: "arith-controls" }, [
-        el("label", { className: "ax-field", id: "arith-query-field" }, [el("span", { id: "arith-query-label", text: "query" }), this.query]),
+        el("label", { className: "ax-field", id: "arith-query-field" },
+          [el("span", { id: "arith-query-label", text: "query" }), this.query]),
       ]),
       el("div", { id: "arith-choices", className: "ax-controls" }),
       el("p", { id: "arith-status", className: "ax-note", "aria-live": "polite" }),
@@ -133,14 +135,19 @@ export class Arithmetic {
       this.el["arith-what"].textContent = "";
       this.show(null, {
         empty: "Translate a sentence: this section shows how one row of its attention weights is made.",
-        rollout: "Rollout combines every layer and averages the heads, so it has no single row to take apart. Pick an attention view:",
+        rollout: "Rollout combines every layer and averages the heads, so it has no single row to take apart. "
+          + "Pick an attention view:",
         head: `${headName(s.head)} has no single row: pick one head to see its arithmetic.`,
       }[want.why], want.why);
       return;
     }
     this.el["arith-what"].textContent = this.title(s, want);
     const entry = (s.arithmetic || {})[want.key];
-    if (!entry) { this.askSoon(want, s.playing); this.show(null, "Computing this row with the model…", "pending"); return; }
+    if (!entry) {
+      this.askSoon(want, s.playing);
+      this.show(null, "Computing this row with the model…", "pending");
+      return;
+    }
     if (entry.status === "pending") { this.show(null, "Computing this row with the model…", "pending"); return; }
     if (entry.status === "error") { this.show(null, `⚠️ ${entry.error}`, "error"); return; }
     if (this.drawn !== entry) this.draw(s, want, entry);
@@ -163,9 +170,12 @@ export class Arithmetic {
 
   title(s, want) {
     const tr = s.trace, where = `${VIEWS[s.view]} · layer ${want.layer} · head ${want.head}`;
-    if (s.view === "encoder") return `${where} · query: source token ${want.query} ${quote(tr.src[want.query - 1] || "")}`;
+    if (s.view === "encoder") {
+      return `${where} · query: source token ${want.query} ${quote(tr.src[want.query - 1] || "")}`;
+    }
     const t = want.query - 1;
-    return `${where} · query: step ${want.query}, which reads ${quote(tr.tgt[t] || "")} and emits ${quote(tr.tgt[t + 1] || "")}`;
+    return `${where} · query: step ${want.query}, which reads ${quote(tr.tgt[t] || "")} `
+      + `and emits ${quote(tr.tgt[t + 1] || "")}`;
   }
 
   /** The query menu: source tokens for the encoder, the steps so far for the decoder views. */
@@ -217,8 +227,10 @@ export class Arithmetic {
     const vScale = `±${fmt(mv, 2)}`;
     const rows = d.key_tokens.map((tok, j) => {
       const masked = d.masked[j], w = d.weights[j];
-      const tr_ = el("tr", { "data-key": j, "data-weight": w, "data-heat": heat[j], className: masked ? "ar-masked" : "" }, [
-        el("th", { scope: "row", className: "ar-key", title: `key ${j + 1}: ${tok}` }, [el("span", { className: "ar-num", text: `${j + 1}` }), ` ${tok}`]),
+      const tr_ = el("tr", { "data-key": j, "data-weight": w, "data-heat": heat[j],
+        className: masked ? "ar-masked" : "" }, [
+        el("th", { scope: "row", className: "ar-key", title: `key ${j + 1}: ${tok}` },
+          [el("span", { className: "ar-num", text: `${j + 1}` }), ` ${tok}`]),
         el("td", { text: fmt(d.dots[j]) }),
         el("td", { text: fmt(d.scores[j]) }),
         el("td", { className: "ar-mask", text: masked ? d.mask_reasons[j] : "—" }),
@@ -228,11 +240,13 @@ export class Arithmetic {
         el("td", {}, [this.strip(d.v[j], mv, `v${j + 1} (value of ${tok})`)]),
         el("td", {}, [this.strip(d.v[j].map((x) => w * x), mv, `w${j + 1}·v${j + 1}`)]),
       ]);
-      tr_.addEventListener("click", () => this.store.set({ cell: { view: s.view, step: s.step, row: want.query, col: j + 1 } }));
+      tr_.addEventListener("click",
+        () => this.store.set({ cell: { view: s.view, step: s.step, row: want.query, col: j + 1 } }));
       return tr_;
     });
     const table = el("table", { id: "arith-table", className: "ar-table" }, [
-      el("thead", {}, [el("tr", {}, ["key j", "q·kⱼ", `÷ √${d.d_k}`, "mask", "exp(sⱼ − max)", "weight wⱼ = softmax", "heatmap", `vⱼ (${vScale})`, `wⱼ·vⱼ (${vScale})`]
+      el("thead", {}, [el("tr", {}, ["key j", "q·kⱼ", `÷ √${d.d_k}`, "mask", "exp(sⱼ − max)", "weight wⱼ = softmax",
+        "heatmap", `vⱼ (${vScale})`, `wⱼ·vⱼ (${vScale})`]
         .map((t) => el("th", { scope: "col", text: t })))]),
       el("tbody", {}, rows),
       el("tfoot", {}, [el("tr", {}, [
@@ -242,21 +256,28 @@ export class Arithmetic {
       ])]),
     ]);
     this.el["arith-status"].className = "ax-note";
-    this.el["arith-status"].textContent = `Each head works with d_k = ${d.d_k} numbers per token. score_j = q·k_j / √${d.d_k} `
-      + `(√${d.d_k} = ${fmt(d.scale)}); exp(score_j − max) over the keys that are not masked, divided by their sum Σ, gives w_j; `
-      + `the head's output is Σ_j w_j v_j. Strips: one cell per number, red negative, blue positive. Click a row (or a heatmap cell) to highlight a key.`;
+    this.el["arith-status"].textContent = `Each head works with d_k = ${d.d_k} numbers per token. `
+      + `score_j = q·k_j / √${d.d_k} (√${d.d_k} = ${fmt(d.scale)}); `
+      + "exp(score_j − max) over the keys that are not masked, divided by their sum Σ, gives w_j; "
+      + "the head's output is Σ_j w_j v_j. Strips: one cell per number, red negative, blue positive. "
+      + "Click a row (or a heatmap cell) to highlight a key.";
     this.el["arith-body"].replaceChildren(
-      el("div", { className: "ar-vector" }, [el("span", { className: "ar-label", text: `q, the query of ${this.queryName(s, want)} (±${fmt(mq, 2)})` }), this.strip(d.q, mq, "q")]),
+      el("div", { className: "ar-vector" }, [
+        el("span", { className: "ar-label", text: `q, the query of ${this.queryName(s, want)} (±${fmt(mq, 2)})` }),
+        this.strip(d.q, mq, "q")]),
       table,
-      el("div", { className: "ar-vector" }, [el("span", { className: "ar-label", text: `output = Σ wⱼ·vⱼ, this head's ${d.d_k} numbers for W_o (${vScale})` }),
+      el("div", { className: "ar-vector" }, [
+        el("span", { className: "ar-label",
+          text: `output = Σ wⱼ·vⱼ, this head's ${d.d_k} numbers for W_o (${vScale})` }),
         this.strip(d.out, mv, "output")]),
     );
     let diff = 0;
     d.weights.forEach((w, j) => { diff = Math.max(diff, Math.abs(w - heat[j])); });
     const check = this.el["arith-check"];
     check.dataset.maxDiff = String(diff);
-    check.textContent = `Check: the softmax column equals the heatmap's row (its “heatmap” column) to within ${diff.toExponential(1)}: `
-      + `the heatmap's weights travel rounded to 8 bits. Against the model's recorded row the softmax differs by ${d.max_abs_diff_vs_trace.toExponential(1)}.`
+    check.textContent = "Check: the softmax column equals the heatmap's row (its “heatmap” column) "
+      + `to within ${diff.toExponential(1)}: the heatmap's weights travel rounded to 8 bits. `
+      + `Against the model's recorded row the softmax differs by ${d.max_abs_diff_vs_trace.toExponential(1)}.`
       + (d.head_scale !== 1 ? ` This head is scaled by ${d.head_scale} before W_o.` : "");
     this.root.dataset.key = want.key;
     this.drawn = d;
@@ -265,7 +286,8 @@ export class Arithmetic {
 
   queryName(s, want) {
     const tr = s.trace;
-    return s.view === "encoder" ? `source token ${want.query} ${quote(tr.src[want.query - 1])}` : `step ${want.query} (${quote(tr.tgt[want.query - 1])})`;
+    return s.view === "encoder" ? `source token ${want.query} ${quote(tr.src[want.query - 1])}`
+      : `step ${want.query} (${quote(tr.tgt[want.query - 1])})`;
   }
 
   /** A weight as a bar (0..1 of the cell's width). */
@@ -279,10 +301,12 @@ export class Arithmetic {
   strip(values, m, name) {
     const canvas = el("canvas", { className: "ar-strip", role: "img", "aria-label": name });
     const ctx = setup(canvas, values.length * STRIP_PX, STRIP_H);
-    paintMatrix(ctx, Float32Array.from(values), 1, values.length, 0, 0, STRIP_PX, STRIP_H, { lut: RDBU_LUT, lo: -m, hi: m });
+    paintMatrix(ctx, Float32Array.from(values), 1, values.length, 0, 0, STRIP_PX, STRIP_H,
+      { lut: RDBU_LUT, lo: -m, hi: m });
     this.tip.bind(canvas, (x) => {
       const i = Math.floor(x / STRIP_PX);
-      return i >= 0 && i < values.length ? [`${name}, number ${i + 1} of ${values.length}: ${fmt(values[i], 4)}`] : null;
+      return i >= 0 && i < values.length
+        ? [`${name}, number ${i + 1} of ${values.length}: ${fmt(values[i], 4)}`] : null;
     });
     return canvas;
   }

@@ -18,12 +18,14 @@ export const AXES = {
 /** Attention kind of a view, as the analyses name it (head masks, head stats). */
 export const VIEW_KIND = { encoder: "encoder", decoder: "decoder_self", cross: "cross" };
 export const KIND_VIEW = { encoder: "encoder", decoder_self: "decoder", cross: "cross" };
-export const KIND_NAMES = { encoder: "encoder self-attention", decoder_self: "decoder self-attention", cross: "cross-attention" };
+export const KIND_NAMES = { encoder: "encoder self-attention", decoder_self: "decoder self-attention",
+  cross: "cross-attention" };
 
 /** A head as people read it, from a 1-based {kind, layer, head}: "cross-attention, layer 1, head 4". */
 export const headLabel = (h) => `${KIND_NAMES[h.kind]}, layer ${h.layer}, head ${h.head}`;
 /** The head setting ("mean", "max" or "1".."H") in words. */
-export const headName = (head) => (head === "mean" ? "mean over heads" : head === "max" ? "max over heads" : `head ${head}`);
+export const headName = (head) => (head === "mean" ? "mean over heads" : head === "max" ? "max over heads"
+  : `head ${head}`);
 /** The head setting as an array index: "mean" and "max" stay, "3" becomes 2. */
 export const headIndex = (head) => (head === "mean" || head === "max" ? head : Number(head) - 1);
 

@@ -34,17 +34,21 @@ function side(tables) {
 /** A layers x heads table of numbers, coloured on ±hi; `cell(l, h, v)` -> {title, text, click, kind}. */
 function grid(id, title, values, hi, cell) {
   const H = values[0].length;
-  const head = el("tr", {}, [el("th", { scope: "col", text: "layer" }), ...Array.from({ length: H }, (_, h) => el("th", { scope: "col", text: `h${h + 1}` }))]);
+  const head = el("tr", {}, [el("th", { scope: "col", text: "layer" }),
+    ...Array.from({ length: H }, (_, h) => el("th", { scope: "col", text: `h${h + 1}` }))]);
   const rows = values.map((r, l) => el("tr", {}, [el("th", { scope: "row", text: String(l + 1) }), ...r.map((v, h) => {
     const c = cell(l, h, v);
-    const td = el("td", { id: `${id}-${l + 1}-${h + 1}`, tabindex: 0, role: "button", title: c.title, text: c.text, "data-value": v,
-      "data-kind": c.kind, "data-layer": l + 1, "data-head": h + 1 });
+    const td = el("td", { id: `${id}-${l + 1}-${h + 1}`, tabindex: 0, role: "button", title: c.title, text: c.text,
+      "data-value": v, "data-kind": c.kind, "data-layer": l + 1, "data-head": h + 1 });
     paint(td, v, hi);
     td.addEventListener("click", c.click);
-    td.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); c.click(); } });
+    td.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); c.click(); }
+    });
     return td;
   })]));
-  return el("table", { id, className: "at-grid" }, [el("caption", { text: title }), el("thead", {}, [head]), el("tbody", {}, rows)]);
+  return el("table", { id, className: "at-grid" },
+    [el("caption", { text: title }), el("thead", {}, [head]), el("tbody", {}, rows)]);
 }
 
 /** One attention row as labelled bars (0..1). */
@@ -78,26 +82,31 @@ export function dlaBody(d, open) {
   blocks.push(["attention biases", biases], ["final-norm bias", d.norm_bias]);
   const bhi = maxAbs(blocks.map((b) => b[1]));
   const row = el("tr", {}, blocks.map(([name, v], i) => {
-    const td = el("td", { id: `attr-dla-block-${i}`, "data-value": v, title: `${name}: ${nats(v)} nats`, text: nats(v) });
+    const td = el("td", { id: `attr-dla-block-${i}`, "data-value": v, title: `${name}: ${nats(v)} nats`,
+      text: nats(v) });
     paint(td, v, bhi);
     return td;
   }));
   const table = el("table", { id: "attr-dla-blocks", className: "at-grid at-blocks" }, [
     el("caption", { text: "Blocks (own colour scale)" }),
-    el("thead", {}, [el("tr", {}, blocks.map(([name]) => el("th", { scope: "col", text: name })))]), el("tbody", {}, [row])]);
+    el("thead", {}, [el("tr", {}, blocks.map(([name]) => el("th", { scope: "col", text: name })))]),
+    el("tbody", {}, [row])]);
   return [side(grids),
     el("div", { className: "at-scroll" }, [table]),
-    el("p", { id: "attr-dla-note", className: "at-caption", text: `The final LayerNorm is folded in with its scale frozen at this step `
-      + `(σ = ${plain(d.norm_sigma)}): each term is centred and divided by this step's σ, so the terms add up exactly, but a head's `
-      + "term is what it adds given everything else, not what the logit would be without it (knock-out answers that)." })];
+    el("p", { id: "attr-dla-note", className: "at-caption",
+      text: `The final LayerNorm is folded in with its scale frozen at this step `
+        + `(σ = ${plain(d.norm_sigma)}): each term is centred and divided by this step's σ, `
+        + "so the terms add up exactly, but a head's term is what it adds given everything else, "
+        + "not what the logit would be without it (knock-out answers that)." })];
 }
 
 // --- activation patching ----------------------------------------------------------------------
 export function patchStatus(d) {
   const f = d.fraction;
   return `Step ${d.step + 1}: A emits ${quote(d.token_a)}, B emits ${quote(d.token_b)}. `
-    + `logit ${quote(d.token_a)} − logit ${quote(d.token_b)} is ${plain(d.diff_a)} in A and ${plain(d.diff_b)} in B. Each cell is the `
-    + `fraction of that difference moved when the component takes B's output (0 nothing, 1 all the way to B): the embedding `
+    + `logit ${quote(d.token_a)} − logit ${quote(d.token_b)} is ${plain(d.diff_a)} in A and ${plain(d.diff_b)} in B. `
+    + "Each cell is the fraction of that difference moved when the component takes B's output "
+    + "(0 nothing, 1 all the way to B): the embedding "
     + `moves ${plain(f.embedding)}, everything together ${plain(f.all)}. Click a head to see its attention in A and B.`;
 }
 
@@ -106,13 +115,15 @@ export function patchMaps(d, pick) {
   const f = d.fraction;
   const hi = Math.max(1, maxAbs([f.decoder_self, f.cross, f.ffn]));
   const grids = GRIDS.map(([kind, part]) => grid(`attr-patch-${part}`, KIND_NAMES[kind], f[kind], hi, (l, h, v) => ({
-    title: `${headLabel({ kind, layer: l + 1, head: h + 1 })}: moves ${plain(v)} of the difference`, text: plain(v), kind,
+    title: `${headLabel({ kind, layer: l + 1, head: h + 1 })}: moves ${plain(v)} of the difference`,
+    text: plain(v), kind,
     click: () => pick({ kind, layer: l + 1, head: h + 1 }),
   })));
   const ffn = el("table", { id: "attr-patch-ffn", className: "at-grid" }, [el("caption", { text: "FFN" }),
     el("thead", {}, [el("tr", {}, [el("th", { text: "layer" }), el("th", { text: "FFN" })])]),
     el("tbody", {}, f.ffn.map((v, l) => {
-      const td = el("td", { id: `attr-patch-ffn-${l + 1}`, "data-value": v, title: `FFN of layer ${l + 1}: moves ${plain(v)}`, text: plain(v) });
+      const td = el("td", { id: `attr-patch-ffn-${l + 1}`, "data-value": v,
+        title: `FFN of layer ${l + 1}: moves ${plain(v)}`, text: plain(v) });
       paint(td, v, hi);
       return el("tr", {}, [el("th", { scope: "row", text: String(l + 1) }), td]);
     }))]);
@@ -125,15 +136,20 @@ export function patchRows(s, d, p) {
   const box = el("div", { id: "attr-patch-rows", className: "at-rows" });
   if (!p) return box;
   const view = p.kind === "cross" ? "cross" : "decoder";
-  const pair = s.pair && s.pair.status === "done" && s.pair.trace && s.pair.trace.srcText === d.text_b ? s.pair.trace : null;
+  const pair = s.pair && s.pair.status === "done" && s.pair.trace && s.pair.trace.srcText === d.text_b
+    ? s.pair.trace : null;
   const one = (name, tr) => {
-    if (!tr) return el("p", { className: "ax-note", text: `${name}: open “Minimal pairs” and compare this B to see its attention here.` });
+    if (!tr) {
+      return el("p", { className: "ax-note",
+        text: `${name}: open “Minimal pairs” and compare this B to see its attention here.` });
+    }
     const t = Math.min(d.step, tr.steps - 1); // 0-based step
     const keys = view === "cross" ? tr.src : tr.tgt.slice(0, t + 1);
     const weights = keys.map((_, k) => tr.weight(view, p.layer - 1, p.head - 1, t, k));
     return bars(`attr-patch-row-${name.toLowerCase()}`, `${name}, step ${t + 1}`, keys, weights);
   };
-  box.append(el("p", { className: "at-what", text: `${headLabel(p)} at step ${d.step + 1}` }), one("A", s.trace), one("B", pair));
+  box.append(el("p", { className: "at-what", text: `${headLabel(p)} at step ${d.step + 1}` }),
+    one("A", s.trace), one("B", pair));
   return box;
 }
 
@@ -141,22 +157,27 @@ export function patchRows(s, d, p) {
 export function saliencyStatus(d) {
   const rise = d.logprob - d.baseline_logprob, gap = Math.abs(d.completeness_gap);
   return `Step ${d.step + 1}: log p(${quote(d.token)}) = ${plain(d.logprob)}, and `
-    + `${plain(d.baseline_logprob)} with every word's vector at zero (the baseline). The integrated-gradients scores add up to within `
+    + `${plain(d.baseline_logprob)} with every word's vector at zero (the baseline). `
+    + "The integrated-gradients scores add up to within "
     + `${gap < 0.0005 ? "0.001" : plain(gap)} of that difference (${plain(rise)}), with ${d.n_steps} integration steps`
     + `${gap > 0.05 ? "; more steps bring them closer" : ""}.`;
 }
 
 /** The source tokens' and the decoder inputs' score tables, each under its Spearman caption. */
 export function saliencyBody(d) {
-  const a = d.attention_of, where = `layer ${a.layer + 1}, ${a.head === "mean" ? "mean of the heads" : `head ${a.head + 1}`}`;
+  const a = d.attention_of;
+  const where = `layer ${a.layer + 1}, ${a.head === "mean" ? "mean of the heads" : `head ${a.head + 1}`}`;
   const rho = (part) => {
     const r = d[part].spearman, f = (v) => (v === null ? "not defined (fewer than two words)" : plain(v));
-    return `Spearman ρ with the attention, over the words: |integrated gradients| ${f(r.integrated_gradients)}, |input × gradient| ${f(r.input_x_gradient)}.`;
+    return `Spearman ρ with the attention, over the words: |integrated gradients| ${f(r.integrated_gradients)}, `
+      + `|input × gradient| ${f(r.input_x_gradient)}.`;
   };
   return [
-    el("p", { id: "attr-sal-rho", className: "at-caption", text: `Source tokens, beside cross-attention (${where}). ${rho("src")}` }),
+    el("p", { id: "attr-sal-rho", className: "at-caption",
+      text: `Source tokens, beside cross-attention (${where}). ${rho("src")}` }),
     el("div", { className: "at-scroll" }, [scores("attr-sal-src", d.src, "cross-attention")]),
-    el("p", { id: "attr-sal-rho-tgt", className: "at-caption", text: `Decoder inputs, beside decoder self-attention (${where}). ${rho("tgt")}` }),
+    el("p", { id: "attr-sal-rho-tgt", className: "at-caption",
+      text: `Decoder inputs, beside decoder self-attention (${where}). ${rho("tgt")}` }),
     el("div", { className: "at-scroll" }, [scores("attr-sal-tgt", d.tgt, "self-attention")]),
   ];
 }
@@ -176,6 +197,7 @@ function scores(id, part, attnName) {
     el("td", {}, [bar(part.attention[i], 1, false), el("span", { text: share(part.attention[i]) })]),
   ]));
   return el("table", { id, className: "at-scores" }, [
-    el("thead", {}, [el("tr", {}, ["token", "integrated gradients", "input × gradient", attnName].map((t) => el("th", { scope: "col", text: t })))]),
+    el("thead", {}, [el("tr", {}, ["token", "integrated gradients", "input × gradient", attnName]
+      .map((t) => el("th", { scope: "col", text: t })))]),
     el("tbody", {}, rows)]);
 }

@@ -21,7 +21,9 @@
 import { quote } from "./attention.js";
 import { el } from "./draw.js";
 import { share } from "./numbers.js";
-import { dlaBody, dlaStatus, patchMaps, patchRows, patchStatus, saliencyBody, saliencyStatus } from "./attribution-draw.js";
+import {
+  dlaBody, dlaStatus, patchMaps, patchRows, patchStatus, saliencyBody, saliencyStatus,
+} from "./attribution-draw.js";
 
 export { nats, plain } from "./attribution-draw.js";
 
@@ -66,12 +68,15 @@ export class Attribution {
   // --- DOM ----------------------------------------------------------------------------------
   build(host) {
     this.versus = el("select", { id: "attr-versus", "aria-label": "What to split" });
-    this.inputB = el("input", { id: "attr-patch-b", type: "text", className: "at-input", placeholder: "Tom gave John a beautiful present.",
+    this.inputB = el("input", { id: "attr-patch-b", type: "text", className: "at-input",
+      placeholder: "Tom gave John a beautiful present.",
       "aria-label": "Sentence B, whose outputs are patched into the viewer's sentence" });
     this.nSteps = el("select", { id: "attr-sal-n", "aria-label": "Integration steps" },
       N_STEPS.map((n) => el("option", { value: n, text: `${n} steps`, selected: n === 16 })));
-    const button = (id, text, primary = false) => el("button", { id, type: "button", className: `ax-action${primary ? " primary" : ""}`, text });
-    const section = (id, title, intro, controls) => el("section", { id: `attr-${id}`, className: "at-section", "data-state": "idle" }, [
+    const button = (id, text, primary = false) => el("button", { id, type: "button",
+      className: `ax-action${primary ? " primary" : ""}`, text });
+    const section = (id, title, intro, controls) => el("section", { id: `attr-${id}`, className: "at-section",
+      "data-state": "idle" }, [
       el("h4", { text: title }), el("p", { className: "ax-note", text: intro }),
       el("div", { className: "ax-controls" }, controls),
       el("p", { id: `attr-${id}-status`, className: "ax-note", "aria-live": "polite" }),
@@ -79,15 +84,21 @@ export class Attribution {
     ]);
     this.root = el("div", { className: "at-root", id: "attr-root" }, [
       el("p", { id: "attr-what", className: "at-what" }),
-      section("dla", "Direct logit attribution", "What each head, feed-forward block and the embedding adds to the word's logit "
+      section("dla", "Direct logit attribution",
+        "What each head, feed-forward block and the embedding adds to the word's logit "
         + "(in nats): the decoder's residual stream is a sum of their outputs, so the terms add up to the logit.",
-      [button("attr-go", "Why this word?", true), el("label", { className: "ax-field" }, [el("span", { text: "split" }), this.versus])]),
-      section("patch", "Activation patching: the viewer's sentence (A) against B", "Run A with one component's output taken "
-        + "from B, one component at a time: how much of the A-versus-B difference between their two words does each move?",
-      [el("label", { className: "ax-field at-field" }, [el("span", { text: "Sentence B" }), this.inputB]), button("attr-patch-btn", "Patch A with B")]),
-      section("sal", "Gradient attribution beside attention", "Which source tokens does the word's log-probability depend on? "
+      [button("attr-go", "Why this word?", true),
+        el("label", { className: "ax-field" }, [el("span", { text: "split" }), this.versus])]),
+      section("patch", "Activation patching: the viewer's sentence (A) against B",
+        "Run A with one component's output taken from B, one component at a time: "
+        + "how much of the A-versus-B difference between their two words does each move?",
+      [el("label", { className: "ax-field at-field" }, [el("span", { text: "Sentence B" }), this.inputB]),
+        button("attr-patch-btn", "Patch A with B")]),
+      section("sal", "Gradient attribution beside attention",
+        "Which source tokens does the word's log-probability depend on? "
         + "Input × gradient and integrated gradients, per token, beside the attention the step paid.",
-      [el("label", { className: "ax-field" }, [el("span", { text: "integration" }), this.nSteps]), button("attr-sal-btn", "Compute")]),
+      [el("label", { className: "ax-field" }, [el("span", { text: "integration" }), this.nSteps]),
+        button("attr-sal-btn", "Compute")]),
     ]);
     host.replaceChildren(this.root);
     this.el = {};
@@ -95,7 +106,9 @@ export class Attribution {
     this.el["attr-go"].addEventListener("click", () => this.press("attribution"));
     this.el["attr-patch-btn"].addEventListener("click", () => this.press("patching"));
     this.el["attr-sal-btn"].addEventListener("click", () => this.press("saliency"));
-    this.inputB.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); this.press("patching"); } });
+    this.inputB.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") { ev.preventDefault(); this.press("patching"); }
+    });
     for (const c of [this.versus, this.nSteps]) c.addEventListener("change", () => this.schedule());
     this.inputB.addEventListener("input", () => { this.autoB = false; this.schedule(); });
   }
@@ -185,7 +198,8 @@ export class Attribution {
     for (const c of [this.el["attr-go"], this.el["attr-patch-btn"], this.el["attr-sal-btn"]]) c.disabled = !tr;
     this.section(s, "attribution", "dla", "Press “Why this word?” to split this step's logit.", (d) => this.drawDla(d));
     this.section(s, "patching", "patch", "Press “Patch A with B” to patch this step.", (d) => this.drawPatch(s, d));
-    this.section(s, "saliency", "sal", "Press “Compute” for this step's gradient attribution.", (d) => this.drawSaliency(d));
+    this.section(s, "saliency", "sal", "Press “Compute” for this step's gradient attribution.",
+      (d) => this.drawSaliency(d));
   }
 
   /** One analysis's box in its state; `draw(data)` draws a new answer. */
@@ -200,7 +214,10 @@ export class Attribution {
     };
     if (w.why) { say("idle", w.why); return; }
     if (!r) {
-      if (this.follow.has(action) && this.open && !s.playing) { this.askSoon(action, w.key); say("pending", "Computing with the model…"); } else say("idle", prompt);
+      if (this.follow.has(action) && this.open && !s.playing) {
+        this.askSoon(action, w.key);
+        say("pending", "Computing with the model…");
+      } else say("idle", prompt);
       return;
     }
     if (r.status === "pending") { say("pending", "Computing with the model…"); return; }
@@ -231,7 +248,9 @@ export class Attribution {
     const was = this.versus.value;
     const opts = [["", "the logit"], ["runner-up", "against the runner-up"]];
     if (tr && tr.topkTokens) {
-      for (const c of tr.topk(s.step - 1)) if (c.token !== tr.tgt[s.step]) opts.push([c.token, `against ${quote(c.token)} (p ${share(c.prob)})`]);
+      for (const c of tr.topk(s.step - 1)) {
+        if (c.token !== tr.tgt[s.step]) opts.push([c.token, `against ${quote(c.token)} (p ${share(c.prob)})`]);
+      }
     }
     this.versus.replaceChildren(...opts.map(([v, t]) => el("option", { value: v, text: t })));
     this.versus.value = opts.some(([v]) => v === was) ? was : "";

@@ -1,5 +1,5 @@
 // The beam tree: every hypothesis beam search weighed, drawn as SVG from one
-// "transformer-beam-tree/1" object (schema in transformer/beam.py), the store's `beam`.
+// "transformer-beam-tree/1" object (schema in transformer/core/beam.py), the store's `beam`.
 // One column per output position, nodes labelled with their token, edges as thick as
 // P(token | prefix). The best beam is orange, the greedy path blue and dashed, pruned
 // candidates grey, finished hypotheses boxed in green. Zoom, show/hide pruned and hover are
@@ -35,7 +35,9 @@ export class BeamTree {
     this.askedFor = null;
     const asked = () => { this.askedFor = store.get().sentenceId; };
     document.addEventListener("click", (ev) => { if (ev.target.closest?.("#beam-btn")) asked(); }, true);
-    document.addEventListener("keydown", (ev) => { if (ev.key === "Enter" && ev.target.closest?.("#beam-size")) asked(); }, true);
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && ev.target.closest?.("#beam-size")) asked();
+    }, true);
     server.onValue((tree) => {
       const fresh = tree && tree.schema === SCHEMA ? tree : null;
       if (fresh && this.askedFor !== null && this.askedFor !== store.get().sentenceId) return;
@@ -117,7 +119,8 @@ export class BeamTree {
     // hypothesis's tokens): say so, so the empty panel does not look like a lost result
     const s = this.store.get();
     this.el.summary.replaceChildren(...(s.trace && s.origin === "beam"
-      ? ["The viewer shows a beam-search hypothesis opened from a link; links do not keep the tree. Press Beam search to draw it again."]
+      ? ["The viewer shows a beam-search hypothesis opened from a link; links do not keep the tree. "
+        + "Press Beam search to draw it again."]
       : words("Run ", ["beam search", "beam"], " to see the tree of hypotheses.")));
     this.el.box.replaceChildren();
     this.el.hyps.replaceChildren();
@@ -136,7 +139,8 @@ export class BeamTree {
       `Greedy (score ${fmt(t.greedy_score)}): “${t.greedy_translation}”. `,
       same ? "Here beam search agrees with greedy decoding." : "Here beam search and greedy decoding part ways.",
       el("br"),
-      el("span", { className: "bt-note", text: `score = ${t.score_formula.replace("length_penalty", `α (${t.length_penalty})`)}` }),
+      el("span", { className: "bt-note",
+        text: `score = ${t.score_formula.replace("length_penalty", `α (${t.length_penalty})`)}` }),
     );
   }
 
@@ -144,12 +148,15 @@ export class BeamTree {
   list() {
     const t = this.tree;
     this.el.hyps.replaceChildren(...t.hypotheses.map((h, i) => {
-      const tags = [i === 0 ? "best" : null, h.node === t.greedy ? "= greedy" : null, h.eos ? null : "cut at max length"]
+      const tags = [i === 0 ? "best" : null, h.node === t.greedy ? "= greedy" : null,
+        h.eos ? null : "cut at max length"]
         .filter(Boolean).join(", ");
       const b = el("button", { type: "button", className: "hyp-open", "data-hyp": i,
         title: "Open this hypothesis in the attention viewer" }, [
         el("span", { className: "hyp-text", text: h.text || "(empty)" }),
-        el("span", { className: "hyp-meta", text: ` score ${fmt(h.score)} · log-prob ${fmt(h.logprob)} · ${h.length} tokens${tags ? ` · ${tags}` : ""}` }),
+        el("span", { className: "hyp-meta",
+          text: ` score ${fmt(h.score)} · log-prob ${fmt(h.logprob)} · `
+            + `${h.length} tokens${tags ? ` · ${tags}` : ""}` }),
       ]);
       b.addEventListener("click", () => this.open(i));
       return el("li", { "data-hyp": i, className: i === 0 ? "best" : "" }, [b]);
@@ -181,11 +188,13 @@ export class BeamTree {
     const root = svg("svg", { viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "beam search tree" });
     // column headings: output positions
     cols.forEach((col, step) => {
-      const label = svg("text", { x: PAD + step * COL_W + NODE_W / 2, y: PAD, class: "bt-colhead", "text-anchor": "middle" });
+      const label = svg("text", { x: PAD + step * COL_W + NODE_W / 2, y: PAD, class: "bt-colhead",
+        "text-anchor": "middle" });
       label.textContent = step === 0 ? "start" : `position ${step}`;
       root.append(label);
     });
-    const edges = svg("g", { class: "bt-edges" }), overlay = svg("g", { class: "bt-paths" }), boxes = svg("g", { class: "bt-nodes" });
+    const edges = svg("g", { class: "bt-edges" }), overlay = svg("g", { class: "bt-paths" });
+    const boxes = svg("g", { class: "bt-nodes" });
     for (const n of nodes) {
       if (n.parent === null || n.parent === undefined || !pos.has(n.parent)) continue;
       const a = pos.get(n.parent), b = pos.get(n.id);
@@ -193,7 +202,9 @@ export class BeamTree {
       const d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`;
       const width = 0.6 + 6 * Math.max(0, Math.min(1, n.prob));
       edges.append(svg("path", { d, class: `bt-edge bt-${n.status}`, "stroke-width": width.toFixed(2) }));
-      if (n.on_best) overlay.append(svg("path", { d, class: "bt-edge bt-best", "stroke-width": Math.max(2.5, width).toFixed(2) }));
+      if (n.on_best) {
+        overlay.append(svg("path", { d, class: "bt-edge bt-best", "stroke-width": Math.max(2.5, width).toFixed(2) }));
+      }
       if (n.on_greedy) overlay.append(svg("path", { d, class: "bt-edge bt-greedy", "stroke-width": "2" }));
     }
     for (const n of nodes) {
@@ -216,7 +227,9 @@ export class BeamTree {
       this.tip.bind(g, () => this.lines(n));
       if (hyp !== undefined) {
         g.addEventListener("click", () => this.open(hyp));
-        g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); this.open(hyp); } });
+        g.addEventListener("keydown", (ev) => {
+          if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); this.open(hyp); }
+        });
       }
       boxes.append(g);
     }
@@ -231,14 +244,18 @@ export class BeamTree {
   /** The path from the root to node n, as text. */
   prefix(n) {
     const toks = [];
-    for (let m = n; m && m.parent !== null && m.parent !== undefined; m = this.byId[m.parent]) toks.unshift(m.token || "?");
+    for (let m = n; m && m.parent !== null && m.parent !== undefined; m = this.byId[m.parent]) {
+      toks.unshift(m.token || "?");
+    }
     return toks.join(" ");
   }
 
   /** Tooltip lines of node n. */
   lines(n) {
     const hyp = this.hypOf.get(n.id);
-    const status = { kept: "kept in the beam", pruned: "pruned (did not make the beam)", finished: "finished" }[n.status] || n.status;
+    const status = {
+      kept: "kept in the beam", pruned: "pruned (did not make the beam)", finished: "finished",
+    }[n.status] || n.status;
     return n.id === 0 ? ["[SOS]: decoding starts here"] : [
       `token “${n.token}” at position ${n.step}`,
       `P(token | prefix) = ${fmt(n.prob, 4)}`,

@@ -4,7 +4,8 @@
 // Each draw returns hit(x, y) -> [tooltip lines] | null.
 
 import {
-  FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest, tickEvery, colorBar, fontOf, wrap,
+  FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest, tickEvery, colorBar,
+  fontOf, wrap,
 } from "./draw.js";
 import { share, signed } from "./numbers.js";
 
@@ -71,10 +72,15 @@ export function drawPeHeat(canvas, { pe, n, src, follow, width }) {
   const every = tickEvery(ch);
   ctx.textAlign = "right";
   ctx.fillStyle = TEXT;
-  labels.forEach((l, i) => { if (i % every === 0 || i === follow) ctx.fillText(fit(ctx, l, rowW - 8), left - 6, top + (i + 0.5) * ch); });
+  labels.forEach((l, i) => {
+    if (i % every === 0 || i === follow) ctx.fillText(fit(ctx, l, rowW - 8), left - 6, top + (i + 0.5) * ch);
+  });
   ctx.textAlign = "center";
-  for (let k = 0; k < d; k += Math.max(1, Math.ceil(40 / cw / 16)) * 16) ctx.fillText(String(k), left + (k + 0.5) * cw, top + gh + 10);
-  axisTitles(ctx, "dimension (even: sin, odd: cos)", [left + gw / 2, h - 10], "position: source token", [9, top + gh / 2]);
+  for (let k = 0; k < d; k += Math.max(1, Math.ceil(40 / cw / 16)) * 16) {
+    ctx.fillText(String(k), left + (k + 0.5) * cw, top + gh + 10);
+  }
+  axisTitles(ctx, "dimension (even: sin, odd: cos)", [left + gw / 2, h - 10],
+    "position: source token", [9, top + gh / 2]);
   if (follow !== null && follow < n) {
     ctx.strokeStyle = HIGHLIGHT;
     ctx.lineWidth = 2;
@@ -84,7 +90,8 @@ export function drawPeHeat(canvas, { pe, n, src, follow, width }) {
   return (x, y) => {
     const c = Math.floor((x - left) / cw), r = Math.floor((y - top) / ch);
     if (r < 0 || c < 0 || r >= n || c >= d) return null;
-    return [`position ${labels[r]}`, `dimension ${c} (${c % 2 ? "cos" : "sin"})`, `value ${pe.data[r * d + c].toFixed(3)}`];
+    return [`position ${labels[r]}`, `dimension ${c} (${c % 2 ? "cos" : "sin"})`,
+      `value ${pe.data[r * d + c].toFixed(3)}`];
   };
 }
 
@@ -118,7 +125,9 @@ export function drawPeSim(canvas, { pe, n, src, follow, width, sim = peSimilarit
   const every = tickEvery(cell);
   ctx.fillStyle = TEXT;
   ctx.textAlign = "right";
-  labels.forEach((l, i) => { if (i % every === 0) ctx.fillText(fit(ctx, l, rowW - 8), left - 6, top + (i + 0.5) * cell); });
+  labels.forEach((l, i) => {
+    if (i % every === 0) ctx.fillText(fit(ctx, l, rowW - 8), left - 6, top + (i + 0.5) * cell);
+  });
   ctx.textAlign = "center";
   for (let i = 0; i < n; i += every) ctx.fillText(String(i), left + (i + 0.5) * cell, top + gs + 10);
   ctx.fillStyle = MUTED;

@@ -49,7 +49,8 @@ function lut(stops) {
 export const BLUES_LUT = lut(BLUES);
 export const RDBU_LUT = lut(RDBU);
 /** The weight scale as a CSS gradient, left (low) to right (high), for HTML colour legends. */
-export const BLUES_CSS = `linear-gradient(to right, ${BLUES.map((c, i) => `${css(c)} ${(100 * i) / (BLUES.length - 1)}%`).join(", ")})`;
+export const BLUES_CSS = `linear-gradient(to right, ${
+  BLUES.map((c, i) => `${css(c)} ${(100 * i) / (BLUES.length - 1)}%`).join(", ")})`;
 
 /** RGB triple for a weight in [0, 1]. */
 export const blue = (w) => BLUES_LUT[Math.max(0, Math.min(255, Math.round(w * 255)))];

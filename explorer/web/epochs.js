@@ -122,7 +122,8 @@ export class Epochs {
         return; // the store change schedules the next update
       }
       this.empty(`Sentence: “${tr.srcText}”. ${failed ? "" : "Tracing it with each snapshot…"}`,
-        failed ? `⚠️ ${failed}` : e.pending === key ? "tracing the snapshots on the server…" : "", failed ? "error" : "");
+        failed ? `⚠️ ${failed}` : e.pending === key ? "tracing the snapshots on the server…" : "",
+        failed ? "error" : "");
       return;
     }
     // how long the server took is for the curious (and the benchmarks): an attribute, not text
@@ -154,7 +155,8 @@ export class Epochs {
 
   describe(entry, selected) {
     const snap = entry.snapshots.find((x) => String(x.epoch) === selected);
-    const which = snap ? `Epoch ${snap.epoch}` : `Final model${entry.final.epoch ? ` (epoch ${entry.final.epoch})` : ""}`;
+    const which = snap ? `Epoch ${snap.epoch}`
+      : `Final model${entry.final.epoch ? ` (epoch ${entry.final.epoch})` : ""}`;
     const info = snap || entry.final, box = this.el["epoch-translation"];
     box.replaceChildren(
       el("strong", { text: `${which}: ` }), `“${info.translation}”`,
@@ -167,8 +169,10 @@ export class Epochs {
   draw(entry, tr, s, key) {
     const view = VIEW_NAMES[s.view] ? s.view : "cross"; // rollout has no per-epoch version
     const settings = { view, step: s.step, hide: s.hide };
-    const items = entry.snapshots.map((x) => ({ id: String(x.epoch), title: `epoch ${x.epoch}`, scores: x.scores, trace: x.trace }));
-    items.push({ id: "final", title: entry.final.epoch ? `final (epoch ${entry.final.epoch})` : "final", scores: entry.final.scores, trace: tr });
+    const items = entry.snapshots.map((x) => ({ id: String(x.epoch), title: `epoch ${x.epoch}`, scores: x.scores,
+      trace: x.trace }));
+    items.push({ id: "final", title: entry.final.epoch ? `final (epoch ${entry.final.epoch})` : "final",
+      scores: entry.final.scores, trace: tr });
     const layer = Math.min(s.layer, tr.layers(view)), head = headIndex(s.head);
     const figs = items.map((it) => {
       const lay = layout(it.trace, settings, true);
@@ -184,8 +188,10 @@ export class Epochs {
           const row = lay.rows[r], col = lay.cols[c];
           if (row.future) return [`${it.title}: step ${row.index + 1} not generated yet`];
           const w = matrix[r * lay.cols.length + c];
-          return [`${it.title}`, view === "encoder" ? `query: ${row.label}` : `step ${row.index + 1}, emits “${row.label}”`,
-            `key: ${col.label}`, w !== w ? "masked (a later position)" : `weight: ${weightText(w, it.trace.zeroBound(view, layer - 1, head, row.index))}`];
+          return [`${it.title}`,
+            view === "encoder" ? `query: ${row.label}` : `step ${row.index + 1}, emits “${row.label}”`,
+            `key: ${col.label}`, w !== w ? "masked (a later position)"
+              : `weight: ${weightText(w, it.trace.zeroBound(view, layer - 1, head, row.index))}`];
         },
       });
       this.tip.bind(fig.canvas, (x, y) => hit(x, y));

@@ -19,7 +19,8 @@ export class Figure {
     this.canvas = el("canvas", { role: "img", "aria-label": label });
     this.stage = el("div", { className: "ax-stage" }, [this.canvas]);
     this.scroll = el("div", { className: "ax-scroll" }, [this.stage]);
-    this.png = png ? el("button", { type: "button", className: "ax-png", text: "PNG", title: `Download ${label} as PNG` }) : null;
+    this.png = png
+      ? el("button", { type: "button", className: "ax-png", text: "PNG", title: `Download ${label} as PNG` }) : null;
     this.el = el("figure", { id, className: `ax-fig ${className}`.trim() }, [
       el("div", { className: "ax-fighead" }, [this.caption, ...(this.png ? [this.png] : [])]),
       this.scroll,
@@ -90,8 +91,10 @@ export class HeatFigure extends Figure {
     this.rows.replaceChildren(...labelledRows(rows, every).map((i) => {
       const r = rows[i];
       const span = Math.max(cell, px + 1);
-      const label = el("div", { className: `ax-rowlabel${r.current ? " current" : ""}${r.future ? " future" : ""}`, text: r.label });
-      Object.assign(label.style, { top: `${top + (i + 0.5) * cell - span / 2}px`, height: `${span}px`, lineHeight: `${span}px` });
+      const label = el("div", { className: `ax-rowlabel${r.current ? " current" : ""}${r.future ? " future" : ""}`,
+        text: r.label });
+      Object.assign(label.style, { top: `${top + (i + 0.5) * cell - span / 2}px`, height: `${span}px`,
+        lineHeight: `${span}px` });
       return label;
     }));
   }
@@ -118,7 +121,8 @@ export class HeatFigure extends Figure {
       ctx.fillText(fit(ctx, r.label, d.rowW - 8), d.rowW - 6, d.top + (i + 0.5) * d.cell);
     }
     ctx.drawImage(grid, d.rowW, 0, gw, gh);
-    colorBar(ctx, d.rowW + gw + 14, d.top + 20, Math.max(60, Math.min(gh - 40, 160)), (v) => blue(v / d.hi), 0, d.hi, d.scaleTitle);
+    colorBar(ctx, d.rowW + gw + 14, d.top + 20, Math.max(60, Math.min(gh - 40, 160)), (v) => blue(v / d.hi),
+      0, d.hi, d.scaleTitle);
     return composite([this.caption.textContent, this.axes.textContent], [out]);
   }
 }

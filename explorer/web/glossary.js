@@ -14,7 +14,8 @@ import { el } from "./draw.js";
 
 /** Every definition, one line each, in plain words. */
 export const GLOSSARY = Object.freeze({
-  token: "A piece of text the model reads or writes: a word or part of one (a subword). ▁ starts a new word; grey chips are the markers [SOS] and [EOS].",
+  token: "A piece of text the model reads or writes: a word or part of one (a subword). "
+    + "▁ starts a new word; grey chips are the markers [SOS] and [EOS].",
   head: "One of several attention mechanisms working side by side in a layer; each learns its own way of looking.",
   layer: "One block of the model; the text passes through the layers one after another, each refining the last.",
   query: "The position that is looking: a row of the attention map.",
@@ -31,7 +32,8 @@ export const GLOSSARY = Object.freeze({
   beam: "Beam search keeps the k most likely partial translations at each step instead of only the best one.",
   "log-prob": "The logarithm of a probability: log-probabilities of successive tokens add up to the sentence's.",
   "cross-attention": "The decoder looking at the English sentence: where each new Italian token gets its information.",
-  "self-attention": "Tokens of one sentence looking at each other (the encoder at the English, the decoder at the Italian so far).",
+  "self-attention":
+    "Tokens of one sentence looking at each other (the encoder at the English, the decoder at the Italian so far).",
   encoder: "The half of the model that reads the whole English sentence at once.",
   decoder: "The half of the model that writes the Italian, one token at a time.",
 });
@@ -82,7 +84,8 @@ function hide(t = shownFor) {
 /** `text` as a term that explains itself (glossary entry `key`, by default the text itself). */
 export function term(text, key = text.toLowerCase()) {
   if (!GLOSSARY[key]) throw new Error(`no glossary entry ${key}`);
-  const t = el("span", { className: "gl-term", tabindex: "0", role: "button", "aria-expanded": "false", "data-term": key, text });
+  const t = el("span", { className: "gl-term", tabindex: "0", role: "button", "aria-expanded": "false",
+    "data-term": key, text });
   if (typeof document !== "undefined" && document.body) {
     ensurePage();
     t.setAttribute("aria-describedby", defId(key));

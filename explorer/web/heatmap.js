@@ -4,7 +4,10 @@
 // long inputs thin out their tick labels, and each draw returns a hit-test function so the
 // tooltip can name every cell.
 
-import { FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest, tickEvery, fontOf } from "./draw.js";
+import {
+  FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest,
+  tickEvery, fontOf,
+} from "./draw.js";
 
 const MIN_CELL = 14; // the smallest cell that still fits every label of a short sentence
 const GRID_TOP = 4; // px above the grid inside the canvas
@@ -34,7 +37,8 @@ export function drawHeatmap(fig, spec) {
   const probe = measurer(font);
   const maxWidth = spec.maxWidth || 800;
   // row labels take at most a third of a narrow figure (they are cut with an ellipsis)
-  const rowW = Math.min(widest(probe, rows.map((r) => r.label), 21 * px) + 2 * px, Math.max(90, Math.round(maxWidth * (spec.rowShare || 0.35))));
+  const rowW = Math.min(widest(probe, rows.map((r) => r.label), 21 * px) + 2 * px,
+    Math.max(90, Math.round(maxWidth * (spec.rowShare || 0.35))));
   const natural = spec.cell || cellSize(Math.max(rows.length, cols.length));
   const fitting = Math.floor((maxWidth - rowW - 12) / Math.max(1, cols.length));
   let cell = Math.max(Math.min(natural, MIN_CELL), Math.min(natural, fitting)); // shrink to fit, not below MIN_CELL
@@ -51,7 +55,8 @@ export function drawHeatmap(fig, spec) {
   const width = left + gw + 8, height = GRID_TOP + gh + colH;
   const ctx = setup(fig.canvas, width, height);
   const hi = spec.hi || 1; // weights use 0..1; rollout maps pass their own maximum
-  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell, { hi, lo: spec.lo || 0, lut: spec.lut });
+  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell,
+    { hi, lo: spec.lo || 0, lut: spec.lut });
   if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cell);
   const every = tickEvery(cell, px + 1);
   ctx.font = font;
@@ -84,8 +89,14 @@ function gridLines(ctx, left, top, R, C, cell) {
   ctx.strokeStyle = "#fff";
   ctx.lineWidth = 1;
   ctx.beginPath();
-  for (let r = 1; r < R; r++) { ctx.moveTo(left, top + r * cell + 0.5); ctx.lineTo(left + C * cell, top + r * cell + 0.5); }
-  for (let c = 1; c < C; c++) { ctx.moveTo(left + c * cell + 0.5, top); ctx.lineTo(left + c * cell + 0.5, top + R * cell); }
+  for (let r = 1; r < R; r++) {
+    ctx.moveTo(left, top + r * cell + 0.5);
+    ctx.lineTo(left + C * cell, top + r * cell + 0.5);
+  }
+  for (let c = 1; c < C; c++) {
+    ctx.moveTo(left + c * cell + 0.5, top);
+    ctx.lineTo(left + c * cell + 0.5, top + R * cell);
+  }
   ctx.stroke();
 }
 
@@ -146,7 +157,8 @@ export function drawMosaic(canvas, spec) {
   const all = new Float32Array(gridR * gridC).fill(GAP_VALUE);
   for (let l = 0; l < L; l++) {
     for (let h = 0; h < H; h++) {
-      const tile = spec.matrix(l, h), r0 = (l * bands + Math.floor(h / perRow)) * bandRows + lead, c0 = (h % perRow) * (K + 1);
+      const tile = spec.matrix(l, h);
+      const r0 = (l * bands + Math.floor(h / perRow)) * bandRows + lead, c0 = (h % perRow) * (K + 1);
       for (let r = 0; r < Q; r++) all.set(tile.subarray(r * K, (r + 1) * K), (r0 + r) * gridC + c0);
     }
   }
@@ -154,7 +166,8 @@ export function drawMosaic(canvas, spec) {
   ctx.font = FONT;
   ctx.fillStyle = TEXT;
   ctx.textAlign = "center";
-  const tw = K * m, th = Q * m, stepX = (K + 1) * m, stepY = bandRows * m, y0 = (l, b) => top + (l * bands + b) * stepY + lead * m;
+  const tw = K * m, th = Q * m, stepX = (K + 1) * m, stepY = bandRows * m;
+  const y0 = (l, b) => top + (l * bands + b) * stepY + lead * m;
   const short = ctx.measureText("head 88").width + 4 > stepX; // narrow tiles: "h1", "h2", ...
   const headLabel = (h) => (short ? `h${h + 1}` : `head ${h + 1}`);
   for (let h = 0; h < H; h++) {
@@ -168,7 +181,9 @@ export function drawMosaic(canvas, spec) {
     ctx.fillStyle = TEXT;
     // the label is centred on its layer's first band, from the same y0 as the tiles, so they always line up
     ctx.fillText(narrow ? `L${l + 1}` : `layer ${l + 1}`, 4, y0(l, 0) + th / 2);
-    for (let h = 0; h < H; h++) markTile(ctx, spec, l, h, labelW + (h % perRow) * stepX, y0(l, Math.floor(h / perRow)), tw, th, cur, m);
+    for (let h = 0; h < H; h++) {
+      markTile(ctx, spec, l, h, labelW + (h % perRow) * stepX, y0(l, Math.floor(h / perRow)), tw, th, cur, m);
+    }
   }
   const hit = (x, y) => {
     const g = Math.floor((y - top) / stepY), col = Math.floor((x - labelW) / stepX);
@@ -178,7 +193,8 @@ export function drawMosaic(canvas, spec) {
     if (r < 0 || c < 0 || r >= Q || c >= K) return null;
     return { layer: l, head: h, lines: spec.tip(l, h, r, c) };
   };
-  hit.geometry = { left: labelW, top: top + lead * m, tileW: tw, tileH: th, stepX, stepY, perRow, bands }; // where tiles are, for tests
+  // where tiles are, for tests
+  hit.geometry = { left: labelW, top: top + lead * m, tileW: tw, tileH: th, stepX, stepY, perRow, bands };
   return hit;
 }
 
@@ -218,7 +234,8 @@ const cellNumber = (v) => (Math.abs(v) < 0.005 ? "0" : `${v < 0 ? "−" : ""}${M
  */
 export function drawHeadMap(canvas, spec) {
   const L = spec.values.length, H = L ? spec.values[0].length : 0, cell = spec.cell || 18;
-  const px = spec.font || 11, left = spec.numbers ? 3 * px + 4 : 24, top = spec.numbers ? 2 * px + 24 : 34, gw = H * cell, gh = L * cell;
+  const px = spec.font || 11, left = spec.numbers ? 3 * px + 4 : 24, top = spec.numbers ? 2 * px + 24 : 34;
+  const gw = H * cell, gh = L * cell;
   const probe = measurer();
   probe.font = TITLE_FONT;
   const width = Math.max(left + gw + 8, Math.ceil(probe.measureText(spec.title).width) + 8);
@@ -231,7 +248,9 @@ export function drawHeadMap(canvas, spec) {
   ctx.font = FONT;
   const { lo, hi } = spec;
   const flat = new Float32Array(L * H);
-  spec.values.forEach((row, l) => row.forEach((v, h) => { flat[l * H + h] = v === null || v === undefined ? NaN : v; }));
+  spec.values.forEach((row, l) => row.forEach((v, h) => {
+    flat[l * H + h] = v === null || v === undefined ? NaN : v;
+  }));
   const lut = spec.signed ? RDBU_LUT : BLUES_LUT;
   paintMatrix(ctx, flat, L, H, left, top, cell, cell, { lut, lo, hi });
   ctx.font = fontOf(px);
@@ -242,9 +261,13 @@ export function drawHeadMap(canvas, spec) {
   }
   ctx.fillStyle = MUTED;
   ctx.textAlign = "center";
-  for (let h = 0; h < H; h++) ctx.fillText(spec.numbers ? `h${h + 1}` : String(h + 1), left + (h + 0.5) * cell, top - px * 0.7);
+  for (let h = 0; h < H; h++) {
+    ctx.fillText(spec.numbers ? `h${h + 1}` : String(h + 1), left + (h + 0.5) * cell, top - px * 0.7);
+  }
   ctx.textAlign = "right";
-  for (let l = 0; l < L; l++) ctx.fillText(spec.numbers ? `L${l + 1}` : String(l + 1), left - 5, top + (l + 0.5) * cell);
+  for (let l = 0; l < L; l++) {
+    ctx.fillText(spec.numbers ? `L${l + 1}` : String(l + 1), left - 5, top + (l + 0.5) * cell);
+  }
   ctx.textAlign = "left";
   ctx.fillText(fit(ctx, `scale ${+lo.toFixed(2)} … ${+hi.toFixed(2)}`, width - 8), 4, top + gh + px);
   for (let l = 0; l < L; l++) {

@@ -3,7 +3,8 @@
 // its hint shows, whole, while that sentence is the one in the text box. The hint belongs to
 // its example: typing another sentence, or a trace of another sentence in the viewer, hides it.
 //
-// The view's data is the list of [sentence, hint] examples (explorer/app.py EXAMPLES).
+// The view's data is the list of [sentence, hint] examples: the checkpoint's claims.json,
+// through explorer/claims.py.
 //
 // The sentence box of a fresh page shows a grey example sentence (its placeholder), which
 // looks typed: pressing Translate (or Enter) with the box empty translates that sentence,
@@ -29,7 +30,8 @@ export class Hint {
     this.server = server;
     const examples = (this.examples = server.data || []);
     this.text = el("p", { className: "ax-hint-text" });
-    this.box = el("div", { className: "ax-hint", hidden: true }, [el("span", { className: "ax-label", text: "What to look for" }), this.text]);
+    this.box = el("div", { className: "ax-hint", hidden: true },
+      [el("span", { className: "ax-label", text: "What to look for" }), this.text]);
     const buttons = examples.map(([sentence, hint], i) => {
       const b = el("button", { type: "button", className: "ax-example", "data-example": i, text: sentence });
       b.addEventListener("click", () => this.run(sentence, hint));
@@ -45,9 +47,13 @@ export class Hint {
       if (box && h && ev.target.value.trim() !== h.sentence) this.drop();
     });
     // before Gradio's own handlers read the box (capture phase): an empty box means the placeholder
-    document.addEventListener("click", (ev) => { if (ev.target.closest && ev.target.closest("#translate-btn")) this.takePlaceholder(); }, true);
+    document.addEventListener("click", (ev) => {
+      if (ev.target.closest && ev.target.closest("#translate-btn")) this.takePlaceholder();
+    }, true);
     document.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" && !ev.shiftKey && ev.target.closest && ev.target.closest("#src-text")) this.takePlaceholder();
+      if (ev.key === "Enter" && !ev.shiftKey && ev.target.closest && ev.target.closest("#src-text")) {
+        this.takePlaceholder();
+      }
     }, true);
     store.subscribe((s, changed) => {
       if (changed.has("trace") && s.trace && s.hint && s.trace.srcText !== s.hint.sentence) this.drop();

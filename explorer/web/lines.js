@@ -33,10 +33,14 @@ const HEADERS = {
 export const headColour = (h) => HEAD_COLOURS[h % HEAD_COLOURS.length];
 
 const CAPTIONS = {
-  cross: () => words("Each Italian token written so far (left, the ", ["query"], ") joined to the English tokens it looks at (right, the ", ["keys", "key"], ")."),
-  decoder: () => words("Each Italian token read so far (left) joined to the earlier ones it looks at (right); later ones are hidden by the ", ["mask"], "."),
-  encoder: () => words("Each English token (left) joined to the ones it looks at (right) while the ", ["encoder"], " reads them all at once."),
-  rollout: () => words(["Rollout", "rollout"], ": each step (left) joined to the English tokens that feed it, through every ", ["layer"], "."),
+  cross: () => words("Each Italian token written so far (left, the ", ["query"],
+    ") joined to the English tokens it looks at (right, the ", ["keys", "key"], ")."),
+  decoder: () => words("Each Italian token read so far (left) joined to the earlier ones it looks at (right); "
+    + "later ones are hidden by the ", ["mask"], "."),
+  encoder: () => words("Each English token (left) joined to the ones it looks at (right) while the ", ["encoder"],
+    " reads them all at once."),
+  rollout: () => words(["Rollout", "rollout"],
+    ": each step (left) joined to the English tokens that feed it, through every ", ["layer"], "."),
 };
 
 /** The tokens of each column: [{index (trace), label, current}], queries generated so far only. */
@@ -46,18 +50,21 @@ function columns(tr, s, lay) {
     label: s.view === "encoder" ? tr.src[r.index] : s.view === "decoder" ? tr.tgt[r.index] : tr.tgt[r.index + 1],
     tip: r.tip });
   const keys = lay.cols.filter((c) => !(s.view === "decoder" && c.index >= s.step));
-  return { queries: shown.map(query), keys: keys.map((c) => ({ index: c.index, label: s.view === "decoder" ? tr.tgt[c.index] : tr.src[c.index], tip: c.tip })) };
+  return { queries: shown.map(query), keys: keys.map((c) => ({ index: c.index,
+    label: s.view === "decoder" ? tr.tgt[c.index] : tr.src[c.index], tip: c.tip })) };
 }
 
 /** The lines to draw: [{q, k (positions in the columns), head (index or null), w}], strongest last. */
 function linesOf(tr, s, cols) {
   const out = [];
-  const heads = s.view === "rollout" ? [null] : s.head === "mean" || s.head === "max" ? Array.from({ length: tr.heads }, (_, h) => h) : [headIndex(s.head)];
+  const heads = s.view === "rollout" ? [null]
+    : s.head === "mean" || s.head === "max" ? Array.from({ length: tr.heads }, (_, h) => h) : [headIndex(s.head)];
   const K = tr.rollout ? tr.rollout.shape[1] : 0;
   cols.queries.forEach((q, qi) => {
     for (const h of heads) {
       const ws = cols.keys.map((k, ki) => ({ q: qi, k: ki, head: h,
-        w: h === null ? tr.rollout.data[q.index * K + k.index] : tr.weight(s.view, s.layer - 1, h, q.index, k.index) }));
+        w: h === null ? tr.rollout.data[q.index * K + k.index]
+          : tr.weight(s.view, s.layer - 1, h, q.index, k.index) }));
       ws.sort((a, b) => b.w - a.w);
       let acc = 0;
       for (const x of ws) {
@@ -124,9 +131,11 @@ export class LinePicture {
     const cols = columns(tr, s, lay), lines = linesOf(tr, s, cols);
     this.shown = { s, tr, cols, lines, size };
     this.render();
-    const heads = s.view === "rollout" ? "" : s.head === "mean" || s.head === "max" ? `all ${tr.heads} heads, the strongest lines of each` : `head ${s.head}`;
+    const heads = s.view === "rollout" ? ""
+      : s.head === "mean" || s.head === "max" ? `all ${tr.heads} heads, the strongest lines of each` : `head ${s.head}`;
     this.note.textContent = s.view === "rollout"
-      ? "Each line is how much an English token feeds a step, through every layer. Hover or tap a token to see only its lines (a tap pins it)."
+      ? "Each line is how much an English token feeds a step, through every layer. "
+        + "Hover or tap a token to see only its lines (a tap pins it)."
       : `${VIEWS[s.view]}, layer ${s.layer}, ${heads}: the wider and brighter a line, the more attention. `
         + "Hover or tap a token to see only its lines and their weights (a tap pins it).";
     Object.assign(this.slot.dataset, { step: s.step, view: s.view, layer: s.layer, head: s.head, lines: lines.length,
@@ -136,13 +145,14 @@ export class LinePicture {
 
   /** The SVG for what `draw` chose, with the isolated token (pinned, else hovered) if any. */
   render() {
-    const { s, tr, cols, lines, size } = this.shown, font = size.font;
+    const { s, cols, lines, size } = this.shown, font = size.font;
     const n = Math.max(cols.queries.length, cols.keys.length);
     // rows fill the height the main view gives, between a row of text and a finger's width on a touch screen
     const rowH = Math.max(Math.round(font * 1.9), size.touch ? 44 : 0, Math.min(Math.floor(size.height / n), 3 * font));
     const head = Math.round(font * 2.2);
     const probe = measurer(fontOf(font));
-    const labelW = Math.min(Math.round(size.width * 0.3), widest(probe, [...cols.queries, ...cols.keys].map((t) => t.label), 11 * font) + 24);
+    const labelW = Math.min(Math.round(size.width * 0.3),
+      widest(probe, [...cols.queries, ...cols.keys].map((t) => t.label), 11 * font) + 24);
     const gutter = Math.max(90, Math.min(Math.round(size.width - 2 * labelW - 16), 36 * font));
     const width = 2 * labelW + gutter + 16, height = head + n * rowH + 8;
     const x0 = 8 + labelW, x1 = x0 + gutter, y = (i) => head + (i + 0.5) * rowH;
@@ -155,7 +165,8 @@ export class LinePicture {
     const fits = () => probe.measureText(left).width + probe.measureText(right).width + 40 <= width;
     if (!fits()) [left, right] = [left, right].map((h) => h.replace(/ \(.*\)$/, ""));
     if (!fits()) [left, right] = [left, right].map((h) => h.split(" ")[0]);
-    root.append(this.text(left, 8, head * 0.5, "start", "ln-colhead"), this.text(right, width - 8, head * 0.5, "end", "ln-colhead"));
+    root.append(this.text(left, 8, head * 0.5, "start", "ln-colhead"),
+      this.text(right, width - 8, head * 0.5, "end", "ln-colhead"));
     const g = svg("g", { class: "ln-lines" });
     const isolated = (x) => !focus || (focus.side === "q" ? x.q === focus.i : x.k === focus.i);
     const current = cols.queries.findIndex((q) => q.current);
@@ -164,7 +175,8 @@ export class LinePicture {
       const faded = !focus && s.view !== "encoder" && x.q !== current;
       const colour = x.head === null ? ROLLOUT_COLOUR : headColour(x.head);
       g.append(svg("line", { x1: x0 + 4, y1: y(x.q), x2: x1 - 4, y2: y(x.k), stroke: colour, "stroke-linecap": "round",
-        "stroke-width": (1 + 5 * Math.sqrt(x.w)).toFixed(1), "stroke-opacity": ((faded ? 0.35 : 1) * Math.min(1, 0.15 + x.w)).toFixed(2),
+        "stroke-width": (1 + 5 * Math.sqrt(x.w)).toFixed(1),
+        "stroke-opacity": ((faded ? 0.35 : 1) * Math.min(1, 0.15 + x.w)).toFixed(2),
         "data-q": x.q, "data-k": x.k, "data-head": x.head === null ? "" : x.head + 1 }));
     }
     root.append(g);
@@ -185,8 +197,9 @@ export class LinePicture {
   /** One token: its label, and a row-high target that isolates it on hover and pins it on a tap. */
   token(side, i, tok, x, yc, anchor, focus, rowH, labelW) {
     const on = focus && focus.side === side && focus.i === i;
-    const g = svg("g", { class: `ln-tok${tok.current ? " current" : ""}${on ? " on" : ""}`, tabindex: "0", role: "button",
-      "data-side": side, "data-i": i, "aria-pressed": String(!!(this.pinned && this.pinned.side === side && this.pinned.i === i)),
+    const g = svg("g", { class: `ln-tok${tok.current ? " current" : ""}${on ? " on" : ""}`, tabindex: "0",
+      role: "button", "data-side": side, "data-i": i,
+      "aria-pressed": String(!!(this.pinned && this.pinned.side === side && this.pinned.i === i)),
       "aria-label": `${tok.tip}: show only its lines` });
     const left = anchor === "end" ? x - labelW + 2 : x - 6;
     g.append(svg("rect", { x: left, y: yc - rowH / 2, width: labelW + 4, height: rowH, rx: 4, class: "ln-hit" }),
@@ -228,7 +241,8 @@ export class LinePicture {
     for (const [end, xs] of byEnd) {
       xs.sort((a, b) => b.w - a.w);
       const text = xs.slice(0, 3).map((x) => share(x.w)).join(" ");
-      const t = focus.side === "q" ? this.text(text, x1 - 8, y(end) - font * 0.7, "end", "ln-w") : this.text(text, x0 + 8, y(end) - font * 0.7, "start", "ln-w");
+      const t = focus.side === "q" ? this.text(text, x1 - 8, y(end) - font * 0.7, "end", "ln-w")
+        : this.text(text, x0 + 8, y(end) - font * 0.7, "start", "ln-w");
       g.append(t);
     }
     root.append(g);

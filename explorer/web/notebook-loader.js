@@ -3,7 +3,8 @@
 // this script; each becomes a blob: URL, with its "./x.js" imports pointed at the blob URLs
 // of its dependencies. Then the same viewer as the Space is mounted, on a store of its own
 // and with no server.
-for (const node of document.querySelectorAll('script[type="application/json"][data-attention-explorer]:not([data-mounted])')) {
+for (const node of document.querySelectorAll(
+  'script[type="application/json"][data-attention-explorer]:not([data-mounted])')) {
   node.dataset.mounted = "1";
   const data = JSON.parse(node.textContent);
   const urls = {};

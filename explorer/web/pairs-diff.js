@@ -137,8 +137,10 @@ export function drawCandidates(table, A, B, tA, tB) {
   const tokens = [...new Set([...ca, ...cb].map((c) => c.token))]
     .sort((x, y) => Math.max(pb.get(y) || 0, pa.get(y) || 0) - Math.max(pb.get(x) || 0, pa.get(x) || 0))
     .slice(0, Math.max(ca.length, cb.length));
-  caption.textContent = tA === tB ? `Candidates at step ${tA}: A against B` : `Candidates: A at step ${tA}, B at step ${tB}`;
-  thead.replaceChildren(el("tr", {}, ["token", "p in A", "p in B", "change (B − A)"].map((t) => el("th", { text: t }))));
+  caption.textContent = tA === tB ? `Candidates at step ${tA}: A against B`
+    : `Candidates: A at step ${tA}, B at step ${tB}`;
+  thead.replaceChildren(el("tr", {},
+    ["token", "p in A", "p in B", "change (B − A)"].map((t) => el("th", { text: t }))));
   const fmt = (p) => (p === undefined ? "not in top-k" : share(p));
   tbody.replaceChildren(...tokens.map((tok) => {
     const a = pa.get(tok), b = pb.get(tok);
@@ -146,9 +148,12 @@ export function drawCandidates(table, A, B, tA, tB) {
     const moved = a === undefined || b === undefined || Math.abs(b - a) >= CHANGED;
     const tr = el("tr", { className: moved ? "pr-changed" : "", "data-token": tok }, [
       el("td", { className: "ax-lens-tok", text: tok }),
-      el("td", { className: tok === A.tgt[tA] ? "pr-emitted" : "", text: fmt(a), title: tok === A.tgt[tA] ? "A emits it" : "" }),
-      el("td", { className: tok === B.tgt[tB] ? "pr-emitted" : "", text: fmt(b), title: tok === B.tgt[tB] ? "B emits it" : "" }),
-      el("td", { className: moved ? (b === undefined || (a !== undefined && b < a) ? "pr-down" : "pr-up") : "", text: change }),
+      el("td", { className: tok === A.tgt[tA] ? "pr-emitted" : "", text: fmt(a),
+        title: tok === A.tgt[tA] ? "A emits it" : "" }),
+      el("td", { className: tok === B.tgt[tB] ? "pr-emitted" : "", text: fmt(b),
+        title: tok === B.tgt[tB] ? "B emits it" : "" }),
+      el("td", { className: moved ? (b === undefined || (a !== undefined && b < a) ? "pr-down" : "pr-up") : "",
+        text: change }),
     ]);
     return tr;
   }));
@@ -157,7 +162,8 @@ export function drawCandidates(table, A, B, tA, tB) {
 
 /** The rows x cols of one view of `tr` (rollout or attention). */
 export function viewMatrix(tr, view, layer, head, lay) {
-  return view === "rollout" ? analysisMatrix(tr.rollout, lay.rows, lay.cols) : attentionMatrix(tr, view, layer, head, lay);
+  return view === "rollout" ? analysisMatrix(tr.rollout, lay.rows, lay.cols)
+    : attentionMatrix(tr, view, layer, head, lay);
 }
 
 /**
@@ -169,7 +175,10 @@ export function drawDifference(fig, note, width, s, view, A, B, a, b, where) {
   const pairs = alignView(A, B, view);
   const d = differenceMap(a.lay, a.matrix, b.lay, b.matrix, pairs);
   // the scale is the sentence's (both at their last step), so stepping never rescales it
-  const last = (tr) => { const lay = layout(tr, { view, step: tr.steps, hide: s.hide }); return { lay, m: viewMatrix(tr, view, s.layer - 1, headIndex(s.head), lay) }; };
+  const last = (tr) => {
+    const lay = layout(tr, { view, step: tr.steps, hide: s.hide });
+    return { lay, m: viewMatrix(tr, view, s.layer - 1, headIndex(s.head), lay) };
+  };
   const fa = last(A), fb = last(B);
   const span = Math.max(MIN_SPAN, differenceMap(fa.lay, fa.m, fb.lay, fb.m, pairs).span);
   const rows = d.rows.map((r) => ({ ...diffLabel(r, A, B, view !== "encoder"), r }));
@@ -189,7 +198,10 @@ export function drawDifference(fig, note, width, s, view, A, B, a, b, where) {
   note.textContent = "Blue: B attends more than A; red: less; white: no change. "
     + (swapped.length ? `Swapped words are compared with each other (${swapped.slice(0, 3).join(", ")}). ` : "")
     + (gaps.rows || gaps.cols
-      ? `White bands are ${[gaps.rows && `${gaps.rows} row${gaps.rows > 1 ? "s" : ""}`, gaps.cols && `${gaps.cols} column${gaps.cols > 1 ? "s" : ""}`].filter(Boolean).join(" and ")} `
+      ? `White bands are ${[
+        gaps.rows && `${gaps.rows} row${gaps.rows > 1 ? "s" : ""}`,
+        gaps.cols && `${gaps.cols} column${gaps.cols > 1 ? "s" : ""}`,
+      ].filter(Boolean).join(" and ")} `
         + "that only one sentence has (− only in A, + only in B): they have no counterpart, so no difference."
       : "Every row and column shown has a counterpart in the other sentence.");
   return hit;

@@ -40,7 +40,8 @@ function pairValue(fields) {
     toJSON() {
       const tr = this.trace;
       return { status: this.status, text: this.text, error: this.error || null,
-        trace: tr ? { srcText: tr.srcText, translation: tr.translation, src: tr.src, tgt: tr.tgt, steps: tr.steps } : null };
+        trace: tr ? { srcText: tr.srcText, translation: tr.translation, src: tr.src, tgt: tr.tgt, steps: tr.steps }
+          : null };
     },
   };
 }
@@ -74,17 +75,23 @@ export class Pairs {
     f.diff.legend.querySelector(".ax-legend-bar").style.background = DIVERGING_CSS;
     this.input = el("input", { id: "pair-text", type: "text", className: "pr-input", placeholder: "My sister is tall.",
       "aria-label": "Sentence B, to compare with the sentence in the viewer" });
-    this.button = el("button", { id: "pair-btn", type: "button", className: "ax-action primary", text: "Compare", disabled: true });
+    this.button = el("button", { id: "pair-btn", type: "button", className: "ax-action primary", text: "Compare",
+      disabled: true });
     const side = (x) => el("div", { id: `pair-${x}`, className: "pr-side" }, [
-      el("p", { className: "pr-sentence" }, [el("strong", { text: `${x.toUpperCase()}: ` }), el("span", { id: `pair-${x}-text` })]),
-      el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Translation" }), el("div", { id: `pair-${x}-tgt`, className: "ax-chips" })]),
-      el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Source tokens" }), el("div", { id: `pair-${x}-src`, className: "ax-chips" })]),
+      el("p", { className: "pr-sentence" },
+        [el("strong", { text: `${x.toUpperCase()}: ` }), el("span", { id: `pair-${x}-text` })]),
+      el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Translation" }),
+        el("div", { id: `pair-${x}-tgt`, className: "ax-chips" })]),
+      el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label", text: "Source tokens" }),
+        el("div", { id: `pair-${x}-src`, className: "ax-chips" })]),
       el("p", { id: `pair-${x}-step`, className: "ax-note" }),
       f[x].el,
     ]);
     this.root = el("div", { className: "ax-root pr-root" }, [
-      el("p", { className: "ax-note", text: "Compare the sentence in the viewer (A) with a second one (B) that differs in a word or two. "
-        + "Both are shown at the viewer's step, view, layer and head; tokens that only one of them has are marked." }),
+      el("p", { className: "ax-note",
+        text: "Compare the sentence in the viewer (A) with a second one (B) that differs in a word or two. "
+          + "Both are shown at the viewer's step, view, layer and head; "
+          + "tokens that only one of them has are marked." }),
       el("div", { className: "pr-curated" }, [
         el("span", { className: "ax-label", text: "Try a pair" }),
         el("div", { id: "pairs-curated", className: "pr-list" }, this.curated.map((p, i) => el("button", {
@@ -92,14 +99,17 @@ export class Pairs {
           title: "Put the first sentence in the viewer and compare the second" }))),
       ]),
       el("div", { className: "ax-controls" }, [
-        el("label", { className: "ax-field pr-field" }, [el("span", { text: "Sentence B" }), this.input]), this.button]),
+        el("label", { className: "ax-field pr-field" }, [el("span", { text: "Sentence B" }), this.input]),
+        this.button]),
       el("p", { id: "pair-status", className: "ax-note", "aria-live": "polite" }),
       el("div", { id: "pair-hint", className: "ax-hint", hidden: true }, [
-        el("span", { className: "ax-label", text: "What to look for" }), el("p", { id: "pair-hint-text", className: "ax-hint-text" })]),
+        el("span", { className: "ax-label", text: "What to look for" }),
+        el("p", { id: "pair-hint-text", className: "ax-hint-text" })]),
       el("div", { id: "pair-shown", className: "pr-shown", hidden: true }, [
         el("div", { className: "pr-sides" }, [side("a"), side("b")]),
         el("div", { className: "pr-cands-box" }, [ // scrolls sideways on a phone
-          el("table", { id: "pair-cands", className: "ax-lens-table pr-cands" }, [el("caption"), el("thead"), el("tbody")])]),
+          el("table", { id: "pair-cands", className: "ax-lens-table pr-cands" },
+            [el("caption"), el("thead"), el("tbody")])]),
         el("p", { id: "pair-diff-note", className: "ax-note" }),
         f.diff.el,
       ]),
@@ -110,11 +120,15 @@ export class Pairs {
     for (const e of this.root.querySelectorAll("[id]")) this.el[e.id] = e;
     this.hits = new Map();
     for (const [k, fig] of Object.entries(f)) {
-      if (fig.png) fig.png.addEventListener("click", () => downloadPng(fig.image(), `pair-${k}-step${this.store.get().step}.png`));
+      if (fig.png) {
+        fig.png.addEventListener("click", () => downloadPng(fig.image(), `pair-${k}-step${this.store.get().step}.png`));
+      }
       this.tip.bind(fig.canvas, (x, y) => { const hit = this.hits.get(k); return hit && hit(x, y); });
     }
     this.button.addEventListener("click", () => this.compare(this.input.value));
-    this.input.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); this.compare(this.input.value); } });
+    this.input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") { ev.preventDefault(); this.compare(this.input.value); }
+    });
     this.input.addEventListener("input", () => this.controls(this.store.get()));
     this.el["pairs-curated"].addEventListener("click", (ev) => {
       const b = ev.target.closest && ev.target.closest("button[data-pair]");
@@ -154,7 +168,7 @@ export class Pairs {
     try {
       value = a.error ? pairValue({ status: "error", text: a.text, error: a.error })
         : pairValue({ status: "done", text: a.text, trace: await readTrace(a.payload) });
-    } catch (err) {
+    } catch {
       value = pairValue({ status: "error", text: a.text, error: "The server's answer could not be read." });
     }
     if (!pending()) return; // asked again while this answer was inflating
@@ -195,10 +209,15 @@ export class Pairs {
     this.controls(s);
     const p = s.pair, status = this.el["pair-status"], shown = this.el["pair-shown"];
     const done = p && p.status === "done" && s.trace;
-    if (!p && !this.wanted) status.textContent = s.trace ? "" : "Translate a sentence first: it is A; then type B and press Compare.";
-    else if (p && p.status === "pending") status.textContent = `Tracing B: “${p.text.length > 80 ? `${p.text.slice(0, 80)}…` : p.text}”…`;
-    else if (p && p.status === "error") status.textContent = `⚠️ ${p.error}`;
-    else if (done) status.textContent = "";
+    if (!p && !this.wanted) {
+      status.textContent = s.trace ? "" : "Translate a sentence first: it is A; then type B and press Compare.";
+    } else if (p && p.status === "pending") {
+      status.textContent = `Tracing B: “${p.text.length > 80 ? `${p.text.slice(0, 80)}…` : p.text}”…`;
+    } else if (p && p.status === "error") {
+      status.textContent = `⚠️ ${p.error}`;
+    } else if (done) {
+      status.textContent = "";
+    }
     status.classList.toggle("ax-error", !!(p && p.status === "error"));
     shown.hidden = !done;
     const curated = done && this.curated.find((x) => x.a === s.trace.srcText && x.b === p.text);
@@ -230,7 +249,8 @@ export class Pairs {
     this.el["pair-b-step"].textContent = s.step > B.steps
       ? `B's translation ended at step ${B.steps}: it shows its last step while A is at step ${s.step}.`
       : s.step === A.steps && B.steps > A.steps
-        ? `Step ${tB} of ${B.steps}. B goes on for ${B.steps - A.steps} more step${B.steps - A.steps > 1 ? "s" : ""}; the viewer's step stops at A's last one.`
+        ? `Step ${tB} of ${B.steps}. B goes on for ${B.steps - A.steps} more step${B.steps - A.steps > 1 ? "s" : ""}; `
+          + "the viewer's step stops at A's last one."
         : `Step ${tB} of ${B.steps}.`;
     const width = this.root.clientWidth, half = width >= 760 ? Math.floor((width - 16) / 2) : width;
     const head = headIndex(s.head), hi = view === "rollout" ? Math.max(maxOf(A.rollout), maxOf(B.rollout)) : 1;
@@ -252,13 +272,15 @@ export class Pairs {
       this.mark(k, s, view, t);
     }
     drawCandidates(this.el["pair-cands"], A, B, tA, tB);
-    this.hits.set("diff", drawDifference(this.figs.diff, this.el["pair-diff-note"], this.root.clientWidth, s, view, A, B, a, b, where));
+    this.hits.set("diff", drawDifference(this.figs.diff, this.el["pair-diff-note"], this.root.clientWidth,
+      s, view, A, B, a, b, where));
     this.mark("diff", s, view, s.step);
   }
 
   /** The settings a drawing shows, as data-* attributes tests wait for (as the viewer's). */
   mark(k, s, view, t) {
-    Object.assign(this.figs[k].el.dataset, { step: s.step, shownStep: t, view, layer: s.layer, head: s.head, hide: s.hide ? "1" : "0" });
+    Object.assign(this.figs[k].el.dataset,
+      { step: s.step, shownStep: t, view, layer: s.layer, head: s.head, hide: s.hide ? "1" : "0" });
   }
 
   /** `below()`: the largest weight this row shows as 0 (payload.js zeroBound). */
@@ -276,8 +298,9 @@ export class Pairs {
       if (A.isSpecial(tok)) chip.classList.add("special");
       if (only.has(i)) { chip.classList.add("pr-diff"); chip.dataset.only = side; }
       chip.dataset.index = String(i);
-      if (tok.startsWith("▁")) chip.append(el("span", { className: "ws", text: "▁", "aria-hidden": "true" }), tok.slice(1));
-      else chip.textContent = tok;
+      if (tok.startsWith("▁")) {
+        chip.append(el("span", { className: "ws", text: "▁", "aria-hidden": "true" }), tok.slice(1));
+      } else chip.textContent = tok;
       chip.title = `token ${i + 1}: ${tok}${only.has(i) ? ` (only in ${side.toUpperCase()})` : ""}`;
       return chip;
     }));
@@ -291,7 +314,9 @@ export class Pairs {
 
   /** The token each sentence emits at its shown step is the current chip. */
   current(k, tr, t) {
-    for (const chip of this.el[`pair-${k}-tgt`].children) chip.classList.toggle("current", Number(chip.dataset.index) === t);
+    for (const chip of this.el[`pair-${k}-tgt`].children) {
+      chip.classList.toggle("current", Number(chip.dataset.index) === t);
+    }
   }
 }
 

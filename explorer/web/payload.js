@@ -1,4 +1,4 @@
-// The one decoder of what the server sends: the arrays of transformer/wire.py, and the
+// The one decoder of what the server sends: the arrays of transformer/core/wire.py, and the
 // compact trace (schema in explorer/payload.py), whole for the viewer or its attention
 // part alone for the training snapshots of the epoch comparison. Everything is decoded
 // once per sentence into dense Float32Arrays, so that every later click only slices

@@ -10,16 +10,21 @@ import { HeatFigure } from "./figure.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
 
-const ROLLOUT_TITLE = "Source relevance of each step: Chefer et al. 2021, attention-only rules (all layers, mean of heads)";
+const ROLLOUT_TITLE = "Source relevance of each step: Chefer et al. 2021, "
+  + "attention-only rules (all layers, mean of heads)";
 
 export const label = "Map";
 
 /** The one-line caption of the map, per view. */
 export const CAPTIONS = {
-  cross: () => words("Where each new Italian token (row, the ", ["query"], ") looks in the English sentence (columns, the ", ["keys", "key"], ")."),
-  decoder: () => words("Which Italian tokens written so far each step (row) looks at; later ones are hidden by the ", ["mask"], "."),
-  encoder: () => words("How each English token (row) looks at every other one while the ", ["encoder"], " reads them all at once."),
-  rollout: () => words(["Rollout", "rollout"], ": how much each English token feeds each step, through every ", ["layer"], "."),
+  cross: () => words("Where each new Italian token (row, the ", ["query"],
+    ") looks in the English sentence (columns, the ", ["keys", "key"], ")."),
+  decoder: () => words("Which Italian tokens written so far each step (row) looks at; later ones are hidden by the ",
+    ["mask"], "."),
+  encoder: () => words("How each English token (row) looks at every other one while the ", ["encoder"],
+    " reads them all at once."),
+  rollout: () => words(["Rollout", "rollout"], ": how much each English token feeds each step, through every ",
+    ["layer"], "."),
 };
 
 export class MapPicture {
@@ -47,12 +52,14 @@ export class MapPicture {
   /** The cell size for `size` ({width, height, font}): room for the legend beside the map. */
   spec(size) {
     return { maxWidth: Math.max(240, size.width - (size.narrow ? 0 : 4 * size.font + 20)), maxHeight: size.height,
-      font: size.font, minCell: Math.max(14, size.font + 2), maxCell: Math.round(4 * size.font), rowShare: size.narrow ? 0.3 : 0.4 };
+      font: size.font, minCell: Math.max(14, size.font + 2), maxCell: Math.round(4 * size.font),
+      rowShare: size.narrow ? 0.3 : 0.4 };
   }
 
   /** Rows as labelled on a phone: the step and what it writes ("12: go"), a number for a step to come. */
   static short(tr, rows) {
-    return rows.map((r) => ({ ...r, label: r.future ? String(r.index + 1) : `${r.index + 1}: ${tr.tgt[r.index + 1]}` }));
+    return rows.map((r) => ({ ...r,
+      label: r.future ? String(r.index + 1) : `${r.index + 1}: ${tr.tgt[r.index + 1]}` }));
   }
 
   draw(s, tr, lay, size) {
@@ -63,7 +70,8 @@ export class MapPicture {
 
   drawAttention(s, tr, lay, size) {
     const where = `layer ${s.layer}, ${headName(s.head)}`, head = headIndex(s.head);
-    const stepPart = s.view === "encoder" ? ` (the same at every step; now step ${s.step})` : ` · step ${s.step} of ${tr.steps}`;
+    const stepPart = s.view === "encoder" ? ` (the same at every step; now step ${s.step})`
+      : ` · step ${s.step} of ${tr.steps}`;
     const masked = (q, k) => lay.causal && k > q;
     const hit = drawHeatmap(this.fig, {
       title: `${VIEWS[s.view]} · ${where}${stepPart}`, xTitle: AXES[s.view][1], yTitle: AXES[s.view][0],
@@ -83,7 +91,8 @@ export class MapPicture {
       rows: lay.rows, cols: lay.cols, ...this.spec(size), matrix: analysisMatrix(tr.rollout, lay.rows, lay.cols),
       hi: maxOf(tr.rollout), scaleTitle: "relevance",
       tip: (r, c) => (lay.rows[r].future ? [`${lay.rows[r].tip} is not generated yet (now at step ${s.step})`]
-        : [`${lay.rows[r].tip}`, `source: ${lay.cols[c].tip}`, `relevance: ${share(tr.rollout.data[lay.rows[r].index * K + lay.cols[c].index])} (row sums to 1)`,
+        : [`${lay.rows[r].tip}`, `source: ${lay.cols[c].tip}`,
+          `relevance: ${share(tr.rollout.data[lay.rows[r].index * K + lay.cols[c].index])} (row sums to 1)`,
           "Chefer et al. 2021, attention-only rules"]),
     });
     this.ctx.hits.set("attn-plot", hit);

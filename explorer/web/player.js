@@ -6,7 +6,8 @@ import { icon } from "./draw.js";
 
 // what uses the keys itself: arrows move in text, menus and sliders; space also presses
 // buttons and links, opens <summary> and ticks checkboxes
-const OWN_ARROWS = "select, textarea, input:not([type=checkbox]):not([type=radio]):not([type=button]), [contenteditable=''], [contenteditable='true']";
+const OWN_ARROWS = "select, textarea, input:not([type=checkbox]):not([type=radio]):not([type=button]), "
+  + "[contenteditable=''], [contenteditable='true']";
 const OWN_SPACE = `${OWN_ARROWS}, button, a[href], summary, input, [role=button]`;
 
 export class Player {

@@ -11,7 +11,9 @@ export class Presenter {
     this.button = button;
     button.addEventListener("click", () => this.toggle());
     document.addEventListener("fullscreenchange", () => {
-      if (!document.fullscreenElement && this.store.get().presenting && this.wasFull) this.store.set({ presenting: false });
+      if (!document.fullscreenElement && this.store.get().presenting && this.wasFull) {
+        this.store.set({ presenting: false });
+      }
       this.wasFull = !!document.fullscreenElement;
     });
     document.addEventListener("keydown", (ev) => {

@@ -10,10 +10,12 @@ import { section } from "./viewer-page.js";
 
 export class LensSection {
   constructor() {
-    this.table = el("table", { id: "logit-lens", className: "ax-lens-table" }, [el("caption"), el("thead"), el("tbody")]);
+    this.table = el("table", { id: "logit-lens", className: "ax-lens-table" },
+      [el("caption"), el("thead"), el("tbody")]);
     this.note = el("p", { id: "logit-lens-note", className: "ax-note" });
     this.box = el("div", { id: "logit-lens-box", className: "ax-lens" }, [this.table, this.note]);
-    this.el = section("lens", [term("Logit lens", "logit lens"), ": what each ", term("layer"), " would say"], [this.box]);
+    this.el = section("lens", [term("Logit lens", "logit lens"), ": what each ", term("layer"), " would say"],
+      [this.box]);
   }
 
   clear() {
@@ -30,12 +32,14 @@ export class LensSection {
     const emitted = tr.tgt[t + 1];
     const [caption, thead, tbody] = this.table.children;
     caption.textContent = `Logit lens at step ${t + 1}: top-5 of each decoder layer`;
-    thead.replaceChildren(el("tr", {}, [el("th", { text: "layer" }), ...lens[0].map((_, i) => el("th", { text: `#${i + 1}` }))]));
+    thead.replaceChildren(el("tr", {},
+      [el("th", { text: "layer" }), ...lens[0].map((_, i) => el("th", { text: `#${i + 1}` }))]));
     tbody.replaceChildren(...lens.map((cands, l) => el("tr", {}, [
       el("th", { text: `${l + 1}${l === lens.length - 1 ? " (output)" : ""}` }),
       ...cands.map((c) => el("td", {
         className: c.token === emitted ? "ax-emitted" : "", title: `layer ${l + 1}: ${c.token}, p = ${share(c.prob)}`,
-      }, [el("span", { className: "ax-lens-tok", text: c.token }), el("span", { className: "ax-lens-p", text: share(c.prob) })])),
+      }, [el("span", { className: "ax-lens-tok", text: c.token }),
+        el("span", { className: "ax-lens-p", text: share(c.prob) })])),
     ])));
     // first layer from which the emitted token is top-1 and stays top-1 (as analysis.logit_lens_first_layer)
     let first = null;

@@ -12,8 +12,8 @@ export class PeSection {
   /** `ctx`: {store, hits, width()} of the viewer. */
   constructor(ctx) {
     this.ctx = ctx;
-    this.figs = { "pe-heat": new Figure("pe-heat", "positional encoding table"), "pe-sim": new Figure("pe-sim", "position similarity"),
-      "pe-curves": new Figure("pe-curves", "encoding curves") };
+    this.figs = { "pe-heat": new Figure("pe-heat", "positional encoding table"),
+      "pe-sim": new Figure("pe-sim", "position similarity"), "pe-curves": new Figure("pe-curves", "encoding curves") };
     this.len = el("input", { id: "pe-len", type: "range", min: 1, max: 16, value: 12 });
     this.pos = el("input", { id: "pe-pos", type: "range", min: 0, max: 11, value: 0 });
     this.text = el("p", { id: "pe-text", className: "ax-note" });
@@ -30,7 +30,8 @@ export class PeSection {
 
   bind() {
     const store = this.ctx.store;
-    this.len.addEventListener("input", () => store.set({ peLen: Number(this.len.value), peFollow: Math.min(store.get().peFollow, Number(this.len.value) - 1) }));
+    this.len.addEventListener("input", () => store.set({ peLen: Number(this.len.value),
+      peFollow: Math.min(store.get().peFollow, Number(this.len.value) - 1) }));
     this.pos.addEventListener("input", () => store.set({ peFollow: Number(this.pos.value) }));
   }
 

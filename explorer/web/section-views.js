@@ -16,27 +16,36 @@ export class ViewsSection {
   /** `ctx`: {store, tip, hits, width(), cellTip(s, row, col, masked, weight, where), mark(id, s)} of the viewer. */
   constructor(ctx) {
     this.ctx = ctx;
-    this.figs = { "enc-rollout": new HeatFigure("enc-rollout", "encoder rollout"), mosaic: new Figure("mosaic", "all heads") };
+    this.figs = { "enc-rollout": new HeatFigure("enc-rollout", "encoder rollout"),
+      mosaic: new Figure("mosaic", "all heads") };
     this.el = section("views", ["More views: encoder, decoder, ", term("rollout"), ", ", term("heads", "head")], [
       el("div", { className: "ax-controls" }, [
         select("view-select", "attention", Object.entries(VIEWS)),
         select("layer-select", term("layer")),
         select("head-select", term("head")),
         el("label", { className: "ax-field" }, [el("input", { id: "hide-specials", type: "checkbox" }),
-          el("span", {}, words("hide ", ["[SOS]", "sos"], " ", ["[EOS]", "eos"], " [PAD] (weights not renormalised)"))]),
+          el("span", {}, words("hide ", ["[SOS]", "sos"], " ", ["[EOS]", "eos"],
+            " [PAD] (weights not renormalised)"))]),
       ]),
-      el("p", { id: "attn-note", className: "ax-note" }, words("Rows are ", ["queries", "query"], ", columns are ", ["keys", "key"], ". The menus change the picture above. Hover (or tap) a cell to name it; click a tile of the mosaic to open that head. Keys: ← → step, space plays.")),
-      el("p", { id: "rollout-note", className: "ax-note", hidden: true }, words("Layer and head do not apply to ", ["rollout"], ": it combines every layer and averages the heads. Rows are target steps (each sums to 1 over the source), columns source tokens. Hover (or tap) a cell to read it.")),
+      el("p", { id: "attn-note", className: "ax-note" }, words("Rows are ", ["queries", "query"], ", columns are ",
+        ["keys", "key"], ". The menus change the picture above. Hover (or tap) a cell to name it; "
+        + "click a tile of the mosaic to open that head. Keys: ← → step, space plays.")),
+      el("p", { id: "rollout-note", className: "ax-note", hidden: true }, words("Layer and head do not apply to ",
+        ["rollout"], ": it combines every layer and averages the heads. "
+        + "Rows are target steps (each sums to 1 over the source), columns source tokens. "
+        + "Hover (or tap) a cell to read it.")),
       this.figs["enc-rollout"].el,
       el("div", { id: "select-mode-row", className: "ax-controls", hidden: true }, [
         el("label", { className: "ax-field" }, [el("input", { id: "select-mode", type: "checkbox" }),
-          el("span", {}, words("select mode: a click on a head adds it to (or removes it from) the ", ["knock-out"], " selection; shift-click does the same at any time"))]),
+          el("span", {}, words("select mode: a click on a head adds it to (or removes it from) the ", ["knock-out"],
+            " selection; shift-click does the same at any time"))]),
       ]),
       this.figs.mosaic.el,
     ]);
     const $ = (id) => this.el.querySelector(`#${id}`);
-    this.controls = { view: $("view-select"), layer: $("layer-select"), head: $("head-select"), hide: $("hide-specials"),
-      selecting: $("select-mode"), attnNote: $("attn-note"), rolloutNote: $("rollout-note"), selectRow: $("select-mode-row") };
+    this.controls = { view: $("view-select"), layer: $("layer-select"), head: $("head-select"),
+      hide: $("hide-specials"), selecting: $("select-mode"), attnNote: $("attn-note"), rolloutNote: $("rollout-note"),
+      selectRow: $("select-mode-row") };
   }
 
   bind() {
@@ -68,7 +77,8 @@ export class ViewsSection {
     c.attnNote.hidden = rollout; // it speaks of heads and the mosaic, which rollout does not have
     const L = tr.layers(rollout ? "cross" : s.view);
     if (c.layer.options.length !== L) {
-      c.layer.replaceChildren(...Array.from({ length: L }, (_, l) => el("option", { value: l + 1, text: `layer ${l + 1}` })));
+      c.layer.replaceChildren(...Array.from({ length: L },
+        (_, l) => el("option", { value: l + 1, text: `layer ${l + 1}` })));
     }
     c.layer.value = String(s.layer);
     c.head.value = s.head;
@@ -100,8 +110,9 @@ export class ViewsSection {
     const { rows: axis } = layout(tr, { view: "encoder", step: s.step, hide: s.hide });
     const S = tr.encoderRollout.shape[1];
     const hit = drawHeatmap(fig, {
-      title: ENC_ROLLOUT_TITLE, xTitle: "flows from source token", yTitle: "top-layer source position", rows: axis, cols: axis,
-      matrix: analysisMatrix(tr.encoderRollout, axis, axis), hi: maxOf(tr.encoderRollout), scaleTitle: "share", maxWidth: this.ctx.width(),
+      title: ENC_ROLLOUT_TITLE, xTitle: "flows from source token", yTitle: "top-layer source position",
+      rows: axis, cols: axis, matrix: analysisMatrix(tr.encoderRollout, axis, axis), hi: maxOf(tr.encoderRollout),
+      scaleTitle: "share", maxWidth: this.ctx.width(),
       tip: (r, c) => [`position: ${axis[r].tip}`, `from: ${axis[c].tip}`,
         `share: ${share(tr.encoderRollout.data[axis[r].index * S + axis[c].index])} (row sums to 1)`],
     });

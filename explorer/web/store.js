@@ -27,12 +27,16 @@ export const SENTENCE_STATE = Object.freeze({
   // only in the view it was clicked in, and a new step (STEP_STATE) forgets it too
   cell: null,
   arithmetic: null, // rows of the arithmetic panel by "view:layer:head:query": {status, ...attention-row/1 | error}
-  // the head and step the sentence opened on, and why (viewer.js): {layer, head, step, key, weight, source, n, ...} or null
+  // the head and step the sentence opened on, and why (viewer.js):
+  // {layer, head, step, key, weight, source, n, ...} or null
   focus: null,
 });
 
 /** Keys that belong to the step: a new step starts from these. */
-export const STEP_STATE = Object.freeze({ candidate: 1, cell: null }); // What-if rank (0 = most likely); the clicked cell
+export const STEP_STATE = Object.freeze({
+  candidate: 1, // What-if rank (0 = most likely)
+  cell: null, // the clicked cell
+});
 
 const INITIAL = Object.freeze({
   trace: null, // the decoded payload (payload.js Trace) in the viewer, or null
@@ -46,7 +50,8 @@ const INITIAL = Object.freeze({
   picture: "map", // how the main view draws attention: "map" (heatmap.js) or "lines" (lines.js)
   presenting: false, // presentation mode: the main view alone, full screen, in large type (present.js)
   explain: false, // the arithmetic of attention beside the main view (viewer-main.js; its panel is arithmetic.js)
-  focused: null, // {view, layer, head} the viewer last opened a sentence on: while they stay, the next one opens on its own
+  // {view, layer, head} the viewer last opened a sentence on: while they stay, the next one opens on its own
+  focused: null,
   playing: false,
   speed: 4, // Play, steps per second
   peLen: 12, // positional encoding: positions shown, and the one followed (0-based, as in the formula)
@@ -84,7 +89,8 @@ export class Store {
   /** Merge `patch` into the state and tell every subscriber which keys changed. */
   set(patch) {
     const s = this.state, changed = new Set();
-    const next = own(patch, "step") && patch.step !== s.step && !own(patch, "candidate") ? { ...STEP_STATE, ...patch } : patch;
+    const next = own(patch, "step") && patch.step !== s.step && !own(patch, "candidate")
+      ? { ...STEP_STATE, ...patch } : patch;
     for (const [k, v] of Object.entries(next)) {
       if (s[k] !== v) { s[k] = v; changed.add(k); }
     }

@@ -36,10 +36,12 @@ const words_ = (tr, tokens) => tokens.filter((t) => !tr.isSpecial(t));
 
 /** A step with several rows on the map for the steps that talk about it: the viewer's own
  * step when it already has a few, else one a little past the middle of the translation. */
-const severalRows = (tr, s) => (s.step >= Math.min(3, tr.steps) ? s.step : Math.min(tr.steps, Math.max(3, Math.ceil(tr.steps * 0.6))));
+const severalRows = (tr, s) => (s.step >= Math.min(3, tr.steps) ? s.step
+  : Math.min(tr.steps, Math.max(3, Math.ceil(tr.steps * 0.6))));
 
 /** "head 5 of layer 3" or "the mean of the heads of layer 3": the map's layer and head in words. */
-const mapHead = (s) => (s.head === "mean" || s.head === "max" ? `the ${s.head} of the heads of layer ${s.layer}` : `head ${s.head} of layer ${s.layer}`);
+const mapHead = (s) => (s.head === "mean" || s.head === "max" ? `the ${s.head} of the heads of layer ${s.layer}`
+  : `head ${s.head} of layer ${s.layer}`);
 
 /** The steps: a target (CSS selector), a viewer section to open first (its name in the store's
  * `open`), the view settings to show first (`show(tr, s)`, a store patch), a title and the
@@ -50,19 +52,25 @@ export const STEPS = [
     text: (tr) => {
       const real = words_(tr, tr.src);
       return words(`The model does not read words: your sentence became ${real.length} `, ["tokens", "token"],
-        `, from ${word(real[0] || tr.src[0])} to ${word(real[real.length - 1] || tr.src[0])}, and the model adds the markers `,
-        ["[SOS]", "sos"], " and ", ["[EOS]", "eos"], " around them. ▁ starts a new word; a chip without it continues the one before.");
+        `, from ${word(real[0] || tr.src[0])} to ${word(real[real.length - 1] || tr.src[0])}, `
+          + "and the model adds the markers ",
+        ["[SOS]", "sos"], " and ", ["[EOS]", "eos"],
+        " around them. ▁ starts a new word; a chip without it continues the one before.");
     },
   },
   {
     target: "#src-chips", title: "2. The encoder reads everything at once",
-    text: (tr) => words("The ", ["encoder"], ` reads all ${words_(tr, tr.src).length} English tokens together, in one pass through its `,
-      `${tr.layers("encoder")} `, ["layers", "layer"], ": every token can look at every other one. It never changes after that."),
+    text: (tr) => words("The ", ["encoder"],
+      ` reads all ${words_(tr, tr.src).length} English tokens together, in one pass through its `,
+      `${tr.layers("encoder")} `, ["layers", "layer"],
+      ": every token can look at every other one. It never changes after that."),
   },
   {
     target: "#prefix-chips", title: "3. The decoder writes one token at a time",
-    text: (tr) => words("The ", ["decoder"], ` wrote the Italian in ${tr.steps} steps. At each step it reads what it has written so far `,
-      `(it started from [SOS]) and adds one token: step 1 wrote ${word(tr.tgt[1])}. Press ▶ or the → key to follow it.`),
+    text: (tr) => words("The ", ["decoder"],
+      ` wrote the Italian in ${tr.steps} steps. At each step it reads what it has written so far `,
+      `(it started from [SOS]) and adds one token: step 1 wrote ${word(tr.tgt[1])}. `
+        + "Press ▶ or the → key to follow it."),
   },
   {
     target: "#attn-plot", title: "4. Cross-attention: where each new word looks",
@@ -70,7 +78,8 @@ export const STEPS = [
     text: (tr, s) => {
       const t = s.step - 1, [k, w] = strongest(tr, s.layer - 1, headIndex(s.head), t);
       return words("This map is ", ["cross-attention"], ": one row per step, one column per English token. At step ",
-        `${t + 1}, writing ${word(tr.tgt[t + 1])}, the model looked most at ${word(tr.src[k])} (${pct(w)} of the attention of `,
+        `${t + 1}, writing ${word(tr.tgt[t + 1])}, the model looked most at ${word(tr.src[k])} `
+          + `(${pct(w)} of the attention of `,
         `${mapHead(s)}; the map shows it).`);
     },
   },
@@ -81,8 +90,10 @@ export const STEPS = [
       const t = s.step - 1, L = s.layer - 1;
       const peaks = Array.from({ length: tr.heads }, (_, h) => [h, ...strongest(tr, L, h, t)]);
       const sharp = peaks.reduce((a, b) => (b[2] > a[2] ? b : a)), flat = peaks.reduce((a, b) => (b[2] < a[2] ? b : a));
-      return words(`Each layer has ${tr.heads} `, ["heads", "head"], ` that look in their own way: one row of tiles here per layer. `,
-        `The map above shows ${s.head === "mean" || s.head === "max" ? `the ${s.head} of` : "one of"} the heads of layer ${L + 1}; `,
+      return words(`Each layer has ${tr.heads} `, ["heads", "head"],
+        " that look in their own way: one row of tiles here per layer. ",
+        `The map above shows ${s.head === "mean" || s.head === "max" ? `the ${s.head} of` : "one of"} `
+          + `the heads of layer ${L + 1}; `,
         `at step ${t + 1}, head ${sharp[0] + 1} of that layer puts ${pct(sharp[2])} on ${word(tr.src[sharp[1]])}, `,
         `while head ${flat[0] + 1} spreads out (at most ${pct(flat[2])} anywhere). Click a tile to open that head.`);
     },
@@ -93,14 +104,16 @@ export const STEPS = [
     text: (tr, s) => {
       const t = Math.min(s.step, tr.steps) - 1, [a, b] = tr.topk(t);
       return words(`At every step the model scores every word it knows. At step ${t + 1} it gave ${word(a.token)} `,
-        `${pct(a.prob)}${b ? ` and ${word(b.token)} ${pct(b.prob)}` : ""}; it writes the most likely one (greedy decoding). `,
+        `${pct(a.prob)}${b ? ` and ${word(b.token)} ${pct(b.prob)}` : ""}; `
+          + "it writes the most likely one (greedy decoding). ",
         ["Beam search", "beam"], " below keeps several options open instead.");
     },
   },
   {
     target: "#why-tools", title: "7. Where to go next: why did it say that?",
-    text: () => words("These tools ask the model again: What if? forces another candidate, ", ["knock-out", "knock-out"],
-      " silences heads, head importance ranks them (in ", ["nats"], "), beam search shows the alternatives. In the viewer, the ",
+    text: () => words("These tools ask the model again: What if? forces another candidate, ",
+      ["knock-out", "knock-out"], " silences heads, head importance ranks them (in ", ["nats"],
+      "), beam search shows the alternatives. In the viewer, the ",
       ["logit lens"], " and ", ["rollout"], " sections say more. Tap any dotted word for its meaning."),
   },
 ];
@@ -113,7 +126,8 @@ export class Tour {
       title: "Translate a sentence first", text: "Take the tour" });
     this.startBtn.addEventListener("click", () => this.start());
     this.offerText = el("span", { id: "tour-offer", className: "tour-offer", text: "New here?", hidden: true });
-    this.noThanks = el("button", { id: "tour-no", type: "button", className: "ax-action", text: "No thanks", hidden: true });
+    this.noThanks = el("button", { id: "tour-no", type: "button", className: "ax-action", text: "No thanks",
+      hidden: true });
     this.noThanks.addEventListener("click", () => this.end());
     host.replaceChildren(el("div", { className: "tour-host" }, [this.offerText, this.startBtn, this.noThanks]));
     this.title = el("strong", { id: "tour-title", className: "tour-title" });
@@ -122,7 +136,8 @@ export class Tour {
     this.back = el("button", { id: "tour-back", type: "button", className: "ax-action", text: "Back" });
     this.next = el("button", { id: "tour-next", type: "button", className: "ax-action primary", text: "Next" });
     this.skip = el("button", { id: "tour-skip", type: "button", className: "ax-action", text: "Skip tour" });
-    this.bubble = el("div", { id: "tour-bubble", className: "tour-bubble", role: "dialog", "aria-labelledby": "tour-title", hidden: true }, [
+    this.bubble = el("div", { id: "tour-bubble", className: "tour-bubble", role: "dialog",
+      "aria-labelledby": "tour-title", hidden: true }, [
       this.title, this.body, el("div", { className: "tour-buttons" }, [this.count, this.skip, this.back, this.next])]);
     document.body.append(this.bubble);
     this.back.addEventListener("click", () => this.go(this.i - 1));
@@ -132,7 +147,8 @@ export class Tour {
     store.subscribe((s, changed) => {
       if (!changed.has("trace")) return;
       this.startBtn.disabled = !s.trace;
-      this.startBtn.title = s.trace ? "A short walk through what the model did with this sentence" : "Translate a sentence first";
+      this.startBtn.title = s.trace ? "A short walk through what the model did with this sentence"
+        : "Translate a sentence first";
       if (!s.trace) this.end(false);
       else if (this.i >= 0) this.go(this.i); // a new sentence: the same step, told again
       else if (!seen()) this.offer();

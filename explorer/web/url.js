@@ -46,7 +46,8 @@ export function linkFor(s, loc = window.location) {
     url.hash = "";
     return url.href.replace(/#$/, "");
   }
-  const frag = new URLSearchParams({ text: tr.srcText, step: s.step, view: s.view, layer: s.layer, head: s.head, hide: s.hide ? 1 : 0 });
+  const frag = new URLSearchParams({ text: tr.srcText, step: s.step, view: s.view, layer: s.layer, head: s.head,
+    hide: s.hide ? 1 : 0 });
   if (s.picture === "lines") frag.set("picture", "lines");
   if (tr.forcedPrefix.length && (s.origin === "whatif" || s.origin === "beam")) {
     frag.set("forced", tr.forcedPrefix.join("."));
@@ -61,7 +62,8 @@ export function linkFor(s, loc = window.location) {
 /** Keep the address bar in step with the store (replaceState: no history entry per click). */
 export function syncAddress(store) {
   store.subscribe((s, changed) => {
-    if (![...changed].some((k) => k === "trace" || k === "origin" || k === "pair" || k === "open" || VIEW_KEYS.includes(k))) return;
+    if (![...changed].some((k) => k === "trace" || k === "origin" || k === "pair" || k === "open"
+      || VIEW_KEYS.includes(k))) return;
     const href = linkFor(s);
     if (href !== window.location.href) history.replaceState(history.state, "", href);
   });

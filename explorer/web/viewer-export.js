@@ -10,18 +10,21 @@ import { composite, downloadPng } from "./draw.js";
 export function downloadView(s, figs, lensOpen) {
   const tr = s.trace;
   if (!tr) return;
-  const shown = (id) => figs[id] && !figs[id].el.hidden && figs[id].canvas.width > 1 && !figs[id].el.closest("details:not([open])");
+  const shown = (id) => figs[id] && !figs[id].el.hidden && figs[id].canvas.width > 1
+    && !figs[id].el.closest("details:not([open])");
   const lens = lensOpen ? tr.lens(s.step - 1) : null, parts = [];
   for (const id of ["attn-plot", "enc-rollout", "mosaic", "topk"]) if (shown(id)) parts.push(figs[id].image());
   if (lens) {
     const table = document.createElement("canvas");
-    drawLensTable(table, { lens, emitted: tr.tgt[s.step], caption: `Logit lens at step ${s.step}: top-5 of each decoder layer` });
+    drawLensTable(table, { lens, emitted: tr.tgt[s.step],
+      caption: `Logit lens at step ${s.step}: top-5 of each decoder layer` });
     parts.push(table);
   }
   for (const id of ["pe-heat", "pe-sim", "pe-curves"]) if (shown(id)) parts.push(figs[id].image());
   const image = composite([
     `${tr.srcText}  →  ${tr.translation}`,
-    `Step ${s.step} of ${tr.steps}: ${VIEWS[s.view]}${s.view === "rollout" ? "" : `, layer ${s.layer}, ${headName(s.head)}`}${s.hide ? ", specials hidden" : ""}`,
+    `Step ${s.step} of ${tr.steps}: ${VIEWS[s.view]}`
+      + `${s.view === "rollout" ? "" : `, layer ${s.layer}, ${headName(s.head)}`}${s.hide ? ", specials hidden" : ""}`,
   ], parts);
   downloadPng(image, `attention-view-step${s.step}.png`);
 }

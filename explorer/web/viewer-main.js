@@ -33,14 +33,20 @@ export class MainView {
     this.col = el("div", { id: "attn-col", className: "ax-attncol" });
     this.slots = {};
     const buttons = Object.entries(PICTURES).map(([name, p]) => {
-      this.slots[name] = name === "map" ? this.col : el("div", { id: `attn-${name}`, className: "ax-picture-slot", hidden: true });
+      this.slots[name] = name === "map" ? this.col
+        : el("div", { id: `attn-${name}`, className: "ax-picture-slot", hidden: true });
       if (name !== "map") this.col.append(this.slots[name]);
-      return el("button", { id: `picture-${name}`, type: "button", "data-picture": name, "aria-pressed": "false", text: p.label });
+      return el("button", { id: `picture-${name}`, type: "button", "data-picture": name, "aria-pressed": "false",
+        text: p.label });
     });
-    this.picker = el("div", { id: "picture-picker", className: "ax-picker", role: "group", "aria-label": "Draw attention as" }, buttons);
-    this.explain = el("button", { id: "explain-btn", type: "button", className: "ax-explain-btn", "aria-pressed": "false", hidden: true,
-      title: "The arithmetic of one row of this map, beside it: click a cell to pick the row", text: "Explain a row" });
-    this.el = el("section", { id: "main-view", className: "ax-main", "data-needs-trace": true, "aria-label": "Attention" }, [
+    this.picker = el("div", { id: "picture-picker", className: "ax-picker", role: "group",
+      "aria-label": "Draw attention as" }, buttons);
+    this.explain = el("button", { id: "explain-btn", type: "button", className: "ax-explain-btn",
+      "aria-pressed": "false", hidden: true,
+      title: "The arithmetic of one row of this map, beside it: click a cell to pick the row",
+      text: "Explain a row" });
+    this.el = el("section", { id: "main-view", className: "ax-main", "data-needs-trace": true,
+      "aria-label": "Attention" }, [
       el("div", { className: "ax-mainhead" }, [this.caption, this.explain, this.picker]),
       this.note,
       el("div", { className: "ax-toprow" }, [this.col, el("div", { className: "ax-side" }, [this.topk.el])]),
@@ -56,7 +62,8 @@ export class MainView {
       const s = ctx.store.get(), open = (s.open || []).filter((x) => x !== EXPLAIN_PANEL);
       ctx.store.set(s.explain ? { explain: false, open } : { explain: true, open: [...open, EXPLAIN_PANEL] });
     });
-    this.pictures = Object.fromEntries(Object.entries(PICTURES).map(([name, p]) => [name, new p.Picture(this.slots[name], ctx)]));
+    this.pictures = Object.fromEntries(Object.entries(PICTURES)
+      .map(([name, p]) => [name, new p.Picture(this.slots[name], ctx)]));
     this.picker.addEventListener("click", (ev) => {
       const b = ev.target.closest && ev.target.closest("button[data-picture]");
       if (b) ctx.store.set({ picture: b.dataset.picture });
@@ -71,7 +78,8 @@ export class MainView {
     if (s.explain && !on && s.trace) this.ctx.store.set({ explain: false });
     this.explain.setAttribute("aria-pressed", String(on));
     this.explain.textContent = on ? "Hide the explanation" : "Explain a row";
-    const page = document.documentElement, before = page.classList.contains("ax-explaining"), narrow = (window.innerWidth || 1000) < 600;
+    const page = document.documentElement, before = page.classList.contains("ax-explaining");
+    const narrow = (window.innerWidth || 1000) < 600;
     page.classList.toggle("ax-explaining", on);
     page.classList.toggle("ax-narrow", narrow); // a drawer on the right, or on a phone a sheet at the bottom (app.css)
     // the picture and its explanation on one screen: the picture goes to the top (on a phone, above the sheet)
@@ -96,7 +104,8 @@ export class MainView {
     const font = mainFont(s.presenting, narrow), vh = window.innerHeight || 800;
     const width = Math.max(260, (this.col.clientWidth || this.el.clientWidth || 800) - 4);
     const height = Math.max(8 * font, Math.round(vh * (s.presenting ? 0.62 : 0.38)));
-    return { width, height, font, narrow, touch: window.matchMedia ? window.matchMedia("(hover: none)").matches : false };
+    return { width, height, font, narrow,
+      touch: window.matchMedia ? window.matchMedia("(hover: none)").matches : false };
   }
 
   draw(s, tr) {
@@ -128,7 +137,8 @@ export class MainView {
     this.note.hidden = !on;
     if (!on) return;
     const over = f.source === "test" ? `over ${f.n.toLocaleString("en")} test sentences` : "in this sentence";
-    this.note.textContent = `Opened on layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of English words (${over})`
+    this.note.textContent = `Opened on layer ${f.layer}, ${headName(String(f.head))}, `
+      + `the sharpest reader of English words (${over})`
       + (f.key === null ? "." // no step writes a word while looking at one (unknown characters, say)
         : `: at step ${f.step}, writing ${word(tr.tgt[f.step])}, it gives ${word(tr.src[f.key])} ${share(f.weight)}.`);
   }

@@ -16,7 +16,8 @@ export const select = (id, label, options = []) => el("label", { className: "ax-
   el("select", { id }, options.map(([v, t]) => el("option", { value: v, text: t }))),
 ]);
 
-const chipRow = (label, id) => el("div", { className: "ax-tokrow" }, [el("span", { className: "ax-label" }, [].concat(label)), el("div", { id, className: "ax-chips" })]);
+const chipRow = (label, id) => el("div", { className: "ax-tokrow" },
+  [el("span", { className: "ax-label" }, [].concat(label)), el("div", { id, className: "ax-chips" })]);
 
 /** A closed section named `name` (its name in the store's `open`): a <details> whose summary is `summary` (nodes). */
 export function section(name, summary, children) {
@@ -32,8 +33,10 @@ function tokenRows() {
 }
 
 function stepControls() {
-  const prev = el("button", { id: "prev-btn", type: "button", "aria-label": "Previous step", title: "Previous step (←)" }, [icon("prev")]);
-  const next = el("button", { id: "next-btn", type: "button", "aria-label": "Next step", title: "Next step (→)" }, [icon("next")]);
+  const prev = el("button", { id: "prev-btn", type: "button", "aria-label": "Previous step",
+    title: "Previous step (←)" }, [icon("prev")]);
+  const next = el("button", { id: "next-btn", type: "button", "aria-label": "Next step",
+    title: "Next step (→)" }, [icon("next")]);
   const play = el("button", { id: "play-btn", type: "button", title: "Play / pause (space)", "aria-pressed": "false" });
   const speed = select("play-speed", "speed", SPEEDS.map((s) => [s, `${count(s, "step")}/s`]));
   return el("div", { className: "ax-controls ax-stepbar" }, [
@@ -43,7 +46,8 @@ function stepControls() {
     el("span", { id: "step-label", className: "ax-steplabel", text: "Step – of –" }),
     el("button", { id: "present-btn", type: "button", className: "ax-present-btn", "aria-pressed": "false",
       title: "Presentation mode: this picture alone, full screen, in large type (Esc leaves)", text: "Present" }),
-    el("button", { id: "download-view-png", type: "button", className: "ax-download", title: "Download this view as a PNG image" },
+    el("button", { id: "download-view-png", type: "button", className: "ax-download",
+      title: "Download this view as a PNG image" },
       [el("span", { className: "ax-long", text: "Download this view " }), "(PNG)"]),
   ]);
 }
@@ -51,7 +55,8 @@ function stepControls() {
 /** The whole viewer: `main` is the main view's element (viewer-main.js), `sections` the closed sections'. */
 export function viewerPage(main, sections) {
   return el("div", { className: "ax-root", tabindex: "-1" }, [
-    el("p", { id: "viewer-empty", className: "ax-empty", text: "Translate a sentence to step through its decoding here." }),
+    el("p", { id: "viewer-empty", className: "ax-empty",
+      text: "Translate a sentence to step through its decoding here." }),
     el("p", { id: "viewer-forced", className: "ax-forced", hidden: true }),
     el("p", { id: "present-sentence", className: "ax-present-sentence", "data-needs-trace": true }),
     tokenRows(),
@@ -59,7 +64,8 @@ export function viewerPage(main, sections) {
     // what is written so far and what this step does, side by side where there is room
     el("div", { className: "ax-steprow", "data-needs-trace": true }, [
       el("div", { className: "ax-tokrow ax-prefixrow" }, [
-        el("span", { className: "ax-label", text: "Generated so far" }), el("div", { id: "prefix-chips", className: "ax-chips" })]),
+        el("span", { className: "ax-label", text: "Generated so far" }),
+        el("div", { id: "prefix-chips", className: "ax-chips" })]),
       el("p", { id: "step-text", className: "ax-steptext" }),
     ]),
     main,

@@ -32,7 +32,8 @@ import { Player } from "./player.js";
 import { Presenter } from "./present.js";
 import { downloadView } from "./viewer-export.js";
 
-const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture", "presenting"];
+const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture",
+  "presenting"];
 
 export class Viewer {
   constructor(host, store, server = null) {
@@ -76,10 +77,16 @@ export class Viewer {
     for (const [id, fig] of Object.entries(this.figs)) {
       fig.png.addEventListener("click", () => downloadPng(fig.image(), `${id}-step${s().step}.png`));
       if (id === "attn-plot" || id === "topk") continue; // the main view binds its own
-      this.tip.bind(fig.canvas, (x, y) => { const hit = this.hits.get(id), lines = hit && hit(x, y); return lines && (Array.isArray(lines) ? lines : lines.lines); });
+      this.tip.bind(fig.canvas, (x, y) => {
+        const hit = this.hits.get(id), lines = hit && hit(x, y);
+        return lines && (Array.isArray(lines) ? lines : lines.lines);
+      });
     }
     let resize = null;
-    window.addEventListener("resize", () => { clearTimeout(resize); resize = setTimeout(() => this.render(true), 150); });
+    window.addEventListener("resize", () => {
+      clearTimeout(resize);
+      resize = setTimeout(() => this.render(true), 150);
+    });
   }
 
   isOpen(name) {
@@ -94,7 +101,9 @@ export class Viewer {
       this.sections[name] = d;
       d.addEventListener("toggle", () => {
         const open = this.store.get().open || [];
-        if (d.open !== open.includes(name)) this.store.set({ open: d.open ? [...open, name] : open.filter((x) => x !== name) });
+        if (d.open !== open.includes(name)) {
+          this.store.set({ open: d.open ? [...open, name] : open.filter((x) => x !== name) });
+        }
         if (d.open) this.render(true);
       });
     }
@@ -135,14 +144,18 @@ export class Viewer {
     let focus = null;
     if (fromLink) Object.assign(view, { link: null, picture: link.settings.picture === "lines" ? "lines" : "map" });
     else if (tr.origin === "whatif" && tr.forcedPrefix.length) view.step = tr.forcedPrefix.length; // the forced step
-    else if (this.server && tr.origin === "translate" && tr.focus && this.followsFocus(now)) { // a notebook shows its trace from step 1
+    else if (this.server && tr.origin === "translate" && tr.focus && this.followsFocus(now)) {
+      // with a server only: a notebook shows its trace from step 1
       const f = tr.focus, c = clearestStep(tr, f.layer - 1, f.head - 1) || { step: 1, key: null, weight: null };
-      focus = { layer: f.layer, head: f.head, step: c.step, key: c.key, weight: c.weight, source: f.source, n: f.n_sentences };
+      focus = { layer: f.layer, head: f.head, step: c.step, key: c.key, weight: c.weight, source: f.source,
+        n: f.n_sentences };
       Object.assign(view, { view: "cross", layer: f.layer, head: String(f.head), step: c.step,
         focused: { view: "cross", layer: f.layer, head: String(f.head) } });
     }
     store.setTrace(tr, tr.origin, { ...view, focus });
-    if (tr.origin === "whatif" || tr.origin === "beam") this.root.scrollIntoView({ behavior: "smooth", block: "start" });
+    if (tr.origin === "whatif" || tr.origin === "beam") {
+      this.root.scrollIntoView({ behavior: "smooth", block: "start" });
+    }
   }
 
   /** Whether the view settings are still the viewer's own choice: the defaults before any
@@ -163,7 +176,8 @@ export class Viewer {
     if (changed.has("open") || changed.has("trace")) this.showSections(s);
     if (changed.has("explain") || changed.has("open") || changed.has("trace")) {
       const before = document.documentElement.classList.contains("ax-explaining");
-      if (this.main.followExplain(s) !== before) requestAnimationFrame(() => this.render(true)); // the picture's width changed
+      // the picture's width changed
+      if (this.main.followExplain(s) !== before) requestAnimationFrame(() => this.render(true));
     }
   }
 
@@ -171,7 +185,9 @@ export class Viewer {
   showTrace(s) {
     const tr = s.trace, e = this.el;
     this.root.classList.remove("ax-is-empty");
-    for (const c of this.root.querySelectorAll(".ax-controls button, .ax-controls select, .ax-controls input")) c.disabled = false;
+    for (const c of this.root.querySelectorAll(".ax-controls button, .ax-controls select, .ax-controls input")) {
+      c.disabled = false;
+    }
     this.chips(e["src-chips"], tr.src);
     this.chips(e["tgt-chips"], tr.tgt);
     this.views.showTrace(tr);
@@ -190,17 +206,23 @@ export class Viewer {
     const forced = this.el["viewer-forced"], n = tr.forcedPrefix.length;
     forced.hidden = !n;
     if (n && origin === "beam") {
-      forced.textContent = `Beam-search hypothesis: all ${n} tokens forced as beam search found them, so every step below shows how the model reads this version.`;
+      forced.textContent = `Beam-search hypothesis: all ${n} tokens forced as beam search found them, `
+        + "so every step below shows how the model reads this version.";
     } else if (n) {
-      forced.textContent = `What-if version: step ${n} forced to ${quote(tr.tgt[n].replace(/▁/g, ""))}; later steps decoded greedily.`;
+      forced.textContent = `What-if version: step ${n} forced to ${quote(tr.tgt[n].replace(/▁/g, ""))}; `
+        + "later steps decoded greedily.";
     }
   }
 
   clear() {
     const e = this.el;
     this.root.classList.add("ax-is-empty");
-    for (const c of this.root.querySelectorAll(".ax-controls button, .ax-controls select, .ax-controls input")) c.disabled = true;
-    for (const id of ["src-chips", "tgt-chips", "prefix-chips", "step-text", "present-sentence"]) e[id].replaceChildren();
+    for (const c of this.root.querySelectorAll(".ax-controls button, .ax-controls select, .ax-controls input")) {
+      c.disabled = true;
+    }
+    for (const id of ["src-chips", "tgt-chips", "prefix-chips", "step-text", "present-sentence"]) {
+      e[id].replaceChildren();
+    }
     for (const fig of Object.values(this.figs)) fig.clear();
     this.main.clear();
     this.pe.clear();
@@ -220,7 +242,8 @@ export class Viewer {
     const t = s.step - 1;
     const prefix = this.el["prefix-chips"];
     this.chips(prefix, tr.tgt.slice(0, t + 2), t + 1);
-    if (prefix.scrollWidth > prefix.clientWidth) prefix.scrollLeft = prefix.scrollWidth; // one scrolling line on a phone: the newest token in view
+    // one scrolling line on a phone: the newest token in view
+    if (prefix.scrollWidth > prefix.clientWidth) prefix.scrollLeft = prefix.scrollWidth;
     this.stepText(tr, t);
     this.el["present-sentence"].textContent = `${tr.srcText}  →  ${tr.translation}`;
     this.main.draw(s, tr);
@@ -248,7 +271,8 @@ export class Viewer {
   stepText(tr, t) {
     const emitted = tr.tgt[t + 1], top = tr.topk(t)[0];
     const forced = t < tr.forcedPrefix.length;
-    const how = forced ? (t === tr.forcedPrefix.length - 1 && this.store.get().origin !== "beam" ? "forced by What if?" : "forced")
+    const how = forced
+      ? (t === tr.forcedPrefix.length - 1 && this.store.get().origin !== "beam" ? "forced by What if?" : "forced")
       : top && top.token === emitted ? `top candidate, p = ${share(top.prob)}` : "chosen";
     this.el["step-text"].replaceChildren(
       el("strong", { text: `Step ${t + 1} of ${tr.steps}. ` }),
@@ -258,7 +282,8 @@ export class Viewer {
 
   /** The settings a drawing shows, as data-* attributes tests and benchmarks wait for. */
   mark(id, s, extra = {}) {
-    Object.assign(this.el[id].dataset, { step: s.step, view: s.view, layer: s.layer, head: s.head, hide: s.hide ? "1" : "0", ...extra });
+    Object.assign(this.el[id].dataset,
+      { step: s.step, view: s.view, layer: s.layer, head: s.head, hide: s.hide ? "1" : "0", ...extra });
   }
 
   /** Tooltip lines of one attention cell of `layer` (0-based) and `head` (index, "mean" or "max"). */
@@ -266,7 +291,10 @@ export class Viewer {
     if (row.future) return [`${row.tip} is not generated yet (now at step ${s.step})`];
     const tr = s.trace, lines = [`query: ${row.tip}`, `key: ${col.tip}`];
     if (masked(row.index, col.index)) lines.push("masked: a decoder position cannot attend to later ones");
-    else lines.push(`weight: ${weightText(tr.weight(s.view, layer, head, row.index, col.index), tr.zeroBound(s.view, layer, head, row.index))}`);
+    else {
+      lines.push(`weight: ${weightText(tr.weight(s.view, layer, head, row.index, col.index),
+        tr.zeroBound(s.view, layer, head, row.index))}`);
+    }
     lines.push(where);
     return lines;
   }

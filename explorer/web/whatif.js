@@ -11,12 +11,15 @@ export class WhatIf {
     this.store = store;
     this.server = server;
     this.select = el("select", { "aria-label": "Candidate at the current step", disabled: true });
-    this.decodeBtn = el("button", { id: "whatif-btn", type: "button", className: "ax-action", text: "Decode with this token", disabled: true });
-    this.openBtn = el("button", { id: "open-whatif-btn", type: "button", className: "ax-action", text: "Explore that version", disabled: true });
+    this.decodeBtn = el("button", { id: "whatif-btn", type: "button", className: "ax-action",
+      text: "Decode with this token", disabled: true });
+    this.openBtn = el("button", { id: "open-whatif-btn", type: "button", className: "ax-action",
+      text: "Explore that version", disabled: true });
     this.text = el("div", { id: "whatif-text", className: "ax-whatif-text", "aria-live": "polite" });
     host.replaceChildren(el("div", { className: "ax-root ax-whatif" }, [
       el("div", { className: "ax-controls" }, [
-        el("label", { id: "candidate", className: "ax-field" }, [el("span", { text: "Candidate at the current step" }), this.select]),
+        el("label", { id: "candidate", className: "ax-field" },
+          [el("span", { text: "Candidate at the current step" }), this.select]),
         this.decodeBtn, this.openBtn,
       ]),
       this.text,
@@ -49,16 +52,20 @@ export class WhatIf {
   render(s) {
     const tr = s.trace, w = s.whatif;
     const cands = tr ? tr.topk(s.step - 1) : [];
-    this.select.replaceChildren(...cands.map((c, k) => el("option", { value: k, text: `${k + 1}. ${c.token}  (p = ${share(c.prob)})` })));
+    this.select.replaceChildren(...cands.map((c, k) => el("option",
+      { value: k, text: `${k + 1}. ${c.token}  (p = ${share(c.prob)})` })));
     this.select.value = String(Math.min(s.candidate, Math.max(0, cands.length - 1)));
     this.select.disabled = !tr;
     this.decodeBtn.disabled = !tr || (w && w.status === "pending");
     this.openBtn.disabled = !(w && w.status === "done");
     if (!w) { this.text.replaceChildren(); delete this.text.dataset.state; return; }
     this.text.dataset.state = w.status;
-    if (w.status === "pending") this.text.replaceChildren(el("p", { className: "ax-note", text: `Decoding again with candidate ${w.rank + 1} forced at step ${w.step}…` }));
-    else if (w.status === "error") this.text.replaceChildren(el("p", { className: "ax-error", text: `⚠️ ${w.error}` }));
-    else {
+    if (w.status === "pending") {
+      this.text.replaceChildren(el("p", { className: "ax-note",
+        text: `Decoding again with candidate ${w.rank + 1} forced at step ${w.step}…` }));
+    } else if (w.status === "error") {
+      this.text.replaceChildren(el("p", { className: "ax-error", text: `⚠️ ${w.error}` }));
+    } else {
       this.text.replaceChildren(
         el("p", {}, [el("strong", { text: "Original: " }), w.original]),
         el("p", {}, [el("strong", { text: `Step ${w.step} forced to “${w.token}”: ` }), w.translation]),

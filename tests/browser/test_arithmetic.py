@@ -34,7 +34,6 @@ PAYLOAD_TOL = 1 / 255 + 1e-3
 def reference(app_server):
     """The app's model in this process: the traces the heatmaps show, at full precision."""
     from transformer import load_translator
-
     tr = load_translator(app_server.checkpoint)
     return {text: tr.trace(text) for text in (SENTENCE, OTHER)}
 

@@ -33,7 +33,7 @@ NEGATIVE_ZERO = re.compile(r"[−-]0(\.0+)?(?!\.?\d*[1-9])")  # "−0", "-0.00":
 def reference(app_server):
     """The app's model in this process: the translation the viewer shows and B's."""
     from transformer import load_translator
-    from transformer.attribution import greedy_targets
+    from transformer.interpret.attribution import greedy_targets
 
     tr = load_translator(app_server.checkpoint)
     a, b = greedy_targets(tr, [SENTENCE, OTHER])
@@ -80,7 +80,7 @@ def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
     press(page, "#attr-go")
     done(page, "dla", "attribution:2:")
     tr, trace = reference["tr"], reference["trace"]
-    from transformer.attribution import direct_logit_attribution
+    from transformer.interpret.attribution import direct_logit_attribution
 
     want = direct_logit_attribution(tr, SENTENCE, 1, target_ids=trace.tgt_ids[1:])
     L, H = want.cross.shape

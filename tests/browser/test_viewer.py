@@ -343,7 +343,7 @@ def test_gradio_client_translate_endpoint(server):
         trace = json.loads(trace)
     assert translation and trace["translation"] == translation
     assert trace["schema"] == "transformer-trace/1"
-    from transformer.wire import unpack_arrays
+    from transformer.core.wire import unpack_arrays
 
     cross = unpack_arrays(trace)["cross_attn"]  # encoded on the wire: (L, H, T, S) float32
     assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))

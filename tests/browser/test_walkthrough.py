@@ -429,7 +429,7 @@ def test_space_presses_the_focused_button_and_plays_elsewhere(desktop):
 # --- 10. a long paste -------------------------------------------------------------------------
 
 def test_a_long_paste_is_cut_once_by_the_model_and_the_notice_says_what_was_dropped(desktop, app_server):
-    from transformer.tokenizer import encode, load_tokenizer
+    from transformer.core.tokenizer import encode, load_tokenizer
 
     page = desktop
     text = " ".join(f"Sentence number {i} is about a red car." for i in range(1, 400))[:5000]

@@ -4,7 +4,7 @@
 creates the model repo if needed and uploads the folder in one commit: config, weights,
 tokenizer(s), metrics, the model card (``README.md``) and any snapshots. Training state
 (``*.pt``) and hidden temporary folders stay home. Loading back is
-``load_translator("owner/name")`` (:func:`transformer.checkpoint.locate_checkpoint`).
+``load_translator("owner/name")`` (:func:`transformer.core.checkpoint.locate_checkpoint`).
 
 :func:`select_files` says which files ``HfApi.upload_folder`` sends for given patterns, so
 a command can list an upload before (or instead of) making it.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .checkpoint import CheckpointError, load_checkpoint
+from transformer.core.checkpoint import CheckpointError, load_checkpoint
 
 # never uploaded: optimizer/training state and leftovers of interrupted atomic writes
 IGNORE_PATTERNS = ["*.pt", ".*", "*/.*", "*.tmp-*"]

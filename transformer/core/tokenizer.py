@@ -85,7 +85,7 @@ def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], vocab_size: int,
                     length: int | None = None, split_punctuation: bool = False,
                     extra_special_tokens: Iterable[str] = ()) -> Tokenizer:
     """Train a BPE tokenizer on ``texts``: any iterable of sentences, or of *lists* of
-    sentences (batches, e.g. :func:`transformer.data.text_batches`). Batches are how a large
+    sentences (batches, e.g. :func:`transformer.training.data.text_batches`). Batches are how a large
     corpus should come in: nothing holds the whole corpus as Python strings, and the Rust
     trainer counts each batch in parallel. ``length`` (number of items, optional) only
     feeds the trainer's progress estimate. ``extra_special_tokens`` come after the four

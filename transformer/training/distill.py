@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 from typing import Callable, Sequence
 
-from .beam import translate_beam
-from .translator import load_translator
+from transformer.core.beam import translate_beam
+from transformer.core.translator import load_translator
 
 # sentences handed to ``translate_beam`` at a time (it batches them by length, 64 at a
 # time): fixed, because the batches' padding can change a beam's last digits, so the same

@@ -1,6 +1,6 @@
 """The model card written beside a trained checkpoint (``README.md`` in the directory).
 
-    python -m transformer.modelcard --checkpoint checkpoints/en-it --command "python train.py" \
+    python -m transformer.cli.modelcard --checkpoint checkpoints/en-it --command "python train.py" \
         --samples data/tatoeba-en-it/test.jsonl --data data/tatoeba-en-it --extra-data data/tatoeba-en-it-bt
 
 Built with ``huggingface_hub``'s :class:`~huggingface_hub.ModelCard` and
@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import TransformerConfig
+from transformer.core.checkpoint import REPO_ROOT
+from transformer.core.config import TransformerConfig
 
 TATOEBA_CREDIT = "Tatoeba (tatoeba.org), CC-BY 2.0 FR"
 # the hub dataset the shipped corpus comes from (the Tatoeba MT Challenge release v2021-08-07)
@@ -47,9 +48,8 @@ def display_source(data_source: str) -> str:
     """A local data path as the repository-relative path people can reproduce
     (``data/tatoeba-en-it``), not this machine's absolute path."""
     path = Path(str(data_source)).expanduser()
-    root = Path(__file__).resolve().parent.parent
     try:
-        return path.resolve().relative_to(root).as_posix() if path.exists() else str(data_source)
+        return path.resolve().relative_to(REPO_ROOT).as_posix() if path.exists() else str(data_source)
     except ValueError:
         return str(data_source)
 
@@ -138,6 +138,95 @@ def _eval_results(scores_by_split: dict[str, dict], dataset_id: str | None, data
     return out
 
 
+GENERIC_LIMITATIONS = (
+    "A small teaching model trained on short everyday sentences: it loses track of long sentences\n"
+    "(and can degenerate into repetition), splits and often mistranslates rare words and names\n"
+    "(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms\n"
+    "word by word, and knows nothing of technical, legal or literary text. It is not a\n"
+    "production translator.")
+# the card's Markdown below its metadata; build_model_card fills it (str.format)
+CARD_TEMPLATE = """
+# {title}
+
+An encoder-decoder Transformer ("Attention Is All You Need") written from scratch in PyTorch,
+small enough to look inside: every attention map of every layer and head can be inspected
+while it translates.
+
+| | |
+|---|---|
+| command | `{command}` |
+| training wall time | {train_minutes} minutes |
+| parameters | {n_params:,} |
+| shape | {shape} |
+| vocabulary | {cfg.src_vocab_size} (source) / {cfg.tgt_vocab_size} (target), tied embeddings: {cfg.tie_embeddings} |
+| stored as | {cfg.storage_dtype} safetensors |{detail_rows}
+
+## Use
+
+```python
+from transformer import load_translator   # this project's package
+tr = load_translator("path/to/this/folder")  # or the hub repo id 'owner/name'
+tr.translate(["Where is the station?"])
+```
+
+or explore it in the attention viewer: `python app.py --checkpoint <folder or owner/name>`.
+
+## Scores
+
+Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
+
+| split | BLEU | chrF |
+|---|---|---|
+{score_rows}
+{extra}
+## {samples_heading}
+
+| source | reference | model |
+|---|---|---|
+{sample_lines}
+
+## Data
+
+{credit}
+
+## Limitations
+
+{limits}
+
+## Training history (validation, greedy)
+
+{history}
+"""
+
+
+def _shape(cfg: TransformerConfig) -> str:
+    return (f"d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers} encoder + "
+            f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm")
+
+
+def _score_rows(scores: dict[str, dict], test: dict | None) -> str:
+    rows = "\n".join(f"| {split} | {s.get('bleu')} | {s.get('chrf')} |" for split, s in scores.items())
+    long = (test or {}).get("long")
+    if long:  # the long sentences apart: they are rare in training, and the scores above hide them
+        rows += f"\n| test, sentences of {long['min_words']}+ words ({long['n']}) | {long['bleu']} | {long['chrf']} |"
+    return rows
+
+
+def _sections_text(metrics: dict, sections: dict[str, str] | None) -> str:
+    sections = dict(sections or {})
+    if metrics.get("beam") and BEAM_HEADING not in sections:
+        sections[BEAM_HEADING] = beam_section(metrics["beam"])
+    return "".join(f"\n## {heading}\n\n{text.strip()}\n" for heading, text in sections.items())
+
+
+def _credit(data_source: str, extra_data: tuple[str, ...]) -> str:
+    credit = f"Trained on {display_source(data_source)}"
+    credit += "".join(f", plus {display_source(extra)}" for extra in extra_data) + "."
+    if any("tatoeba" in str(d).lower() for d in (data_source, *extra_data)):
+        credit += f" Sentences from {TATOEBA_CREDIT}."
+    return credit
+
+
 def build_model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
                      samples: list[tuple[str, str, str]], data_source: str, *, test_scores: dict | None = None,
                      dataset_id: str | None = None, license: str = "mit", model_name: str | None = None,
@@ -178,80 +267,15 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
         eval_results=_eval_results(scores, dataset_id, dataset_name, src, tgt) or None,
     )
 
-    shape = (f"d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers} encoder + "
-             f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm")
-    score_rows = "\n".join(f"| {split} | {s.get('bleu')} | {s.get('chrf')} |" for split, s in scores.items())
-    long = (test or {}).get("long")
-    if long:  # the long sentences apart: they are rare in training, and the scores above hide them
-        score_rows += f"\n| test, sentences of {long['min_words']}+ words ({long['n']}) | {long['bleu']} | {long['chrf']} |"
-    sample_lines = "\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |" for s, r, h in samples)
-    detail_rows = "".join(f"\n| {_cell(k)} | {_cell(v)} |" for k, v in (details or []))
-    sections = dict(sections or {})
-    if metrics.get("beam") and BEAM_HEADING not in sections:
-        sections[BEAM_HEADING] = beam_section(metrics["beam"])
-    extra = "".join(f"\n## {heading}\n\n{text.strip()}\n" for heading, text in sections.items())
-    limits = limitations.strip() if limitations else (
-        "A small teaching model trained on short everyday sentences: it loses track of long sentences\n"
-        "(and can degenerate into repetition), splits and often mistranslates rare words and names\n"
-        "(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms\n"
-        "word by word, and knows nothing of technical, legal or literary text. It is not a\n"
-        "production translator.")
-    credit = f"Trained on {display_source(data_source)}"
-    credit += "".join(f", plus {display_source(extra)}" for extra in extra_data) + "."
-    if any("tatoeba" in str(d).lower() for d in (data_source, *extra_data)):
-        credit += f" Sentences from {TATOEBA_CREDIT}."
-    body = f"""
-# {title or f"{src}->{tgt} Transformer (from scratch)"}
-
-An encoder-decoder Transformer ("Attention Is All You Need") written from scratch in PyTorch,
-small enough to look inside: every attention map of every layer and head can be inspected
-while it translates.
-
-| | |
-|---|---|
-| command | `{_cell(command)}` |
-| training wall time | {metrics.get("train_minutes")} minutes |
-| parameters | {n_params:,} |
-| shape | {shape} |
-| vocabulary | {cfg.src_vocab_size} (source) / {cfg.tgt_vocab_size} (target), tied embeddings: {cfg.tie_embeddings} |
-| stored as | {cfg.storage_dtype} safetensors |{detail_rows}
-
-## Use
-
-```python
-from transformer import load_translator   # this project's package
-tr = load_translator("path/to/this/folder")  # or the hub repo id 'owner/name'
-tr.translate(["Where is the station?"])
-```
-
-or explore it in the attention viewer: `python app.py --checkpoint <folder or owner/name>`.
-
-## Scores
-
-Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
-
-| split | BLEU | chrF |
-|---|---|---|
-{score_rows}
-{extra}
-## {samples_heading}
-
-| source | reference | model |
-|---|---|---|
-{sample_lines}
-
-## Data
-
-{credit}
-
-## Limitations
-
-{limits}
-
-## Training history (validation, greedy)
-
-{_table(history)}
-"""
+    body = CARD_TEMPLATE.format(
+        title=title or f"{src}->{tgt} Transformer (from scratch)", command=_cell(command),
+        train_minutes=metrics.get("train_minutes"), n_params=n_params, shape=_shape(cfg), cfg=cfg,
+        detail_rows="".join(f"\n| {_cell(k)} | {_cell(v)} |" for k, v in (details or [])),
+        score_rows=_score_rows(scores, test), extra=_sections_text(metrics, sections),
+        samples_heading=samples_heading, sample_lines="\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |"
+                                                                for s, r, h in samples),
+        credit=_credit(data_source, extra_data), limits=limitations.strip() if limitations else GENERIC_LIMITATIONS,
+        history=_table(history))
     return ModelCard(f"---\n{data.to_yaml()}\n---\n{body}")
 
 
@@ -261,13 +285,20 @@ def model_card(cfg: TransformerConfig, n_params: int, command: str, history: lis
     return str(build_model_card(cfg, n_params, command, history, metrics, samples, data_source, **kwargs))
 
 
+def trainer_card(trainer, metrics: dict, samples: list[tuple[str, str, str]]) -> str:
+    """The card of a run's best/ folder, for ``Trainer(model_card=trainer_card)``: what the
+    trainer knows of the run (its command, history and data) and the evaluation just made."""
+    return model_card(trainer.cfg, trainer.n_params, trainer.command, trainer.history, metrics, samples,
+                      trainer.data.source, extra_data=trainer.data.extra)
+
+
 SNAPSHOTS_HEADING = "Training snapshots"
 
 
 def snapshots_section(directory: str | Path) -> str | None:
     """Markdown for the ``snapshots/`` of a checkpoint folder: each snapshot's epoch, step,
     minutes and validation scores, then the folder's own model; None without snapshots."""
-    from .checkpoint import WEIGHTS_FILE, list_snapshots, read_metrics
+    from transformer.core.checkpoint import WEIGHTS_FILE, list_snapshots, read_metrics
 
     snaps = list_snapshots(directory)
     if not snaps:
@@ -293,7 +324,7 @@ def checkpoint_card(directory: str | Path, command: str, samples: list[tuple[str
     ``metrics.json`` (validation, test and beam scores, the training history, minutes and
     parameters) and ``snapshots/``. ``command`` is what made the model (the folder does not
     know how it was launched); other keywords as :func:`build_model_card`."""
-    from .checkpoint import read_config, read_metrics
+    from transformer.core.checkpoint import read_config, read_metrics
 
     directory = Path(directory)
     metrics = read_metrics(directory)
@@ -313,9 +344,9 @@ def spread(pairs: list, n: int) -> list:
 
 
 def parse_args(argv=None):
-    from .cli import ArgumentParser, whole_number
+    from transformer.cli import ArgumentParser, whole_number
 
-    p = ArgumentParser(prog="python -m transformer.modelcard",
+    p = ArgumentParser(prog="python -m transformer.cli.modelcard",
                        description="Rebuild a checkpoint folder's model card (README.md) from its own files.")
     p.add_argument("--checkpoint", required=True, help="the checkpoint folder whose README.md is rewritten")
     p.add_argument("--command", required=True, help="the command that trained the model, shown on the card")
@@ -336,9 +367,9 @@ def main(argv=None) -> int:
     import json
     import sys
 
-    from .checkpoint import METRICS_FILE, CheckpointError, read_metrics, write_file_atomic
-    from .cli import fail, load_translator_or_exit
-    from .data import DataError, load_split
+    from transformer.core.checkpoint import METRICS_FILE, CheckpointError, read_metrics, write_file_atomic
+    from transformer.cli import fail, load_translator_or_exit
+    from transformer.training.data import DataError, load_split
 
     args = parse_args(argv)
     directory = Path(args.checkpoint)

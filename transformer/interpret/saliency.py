@@ -39,9 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .analysis import _spearman
-from .attribution import rounded, step_inputs, tokens
-from .model import Transformer
+from transformer.core.readings import _spearman
+from transformer.interpret.attribution import rounded, step_inputs, tokens
+from transformer.core.model import Transformer
 
 BASELINE = "zero word vectors; [SOS], [EOS] and the positional encoding kept"
 CHUNK = 128  # nodes per forward/backward pass
@@ -271,8 +271,7 @@ def saliency_figure(res: Saliency):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from . import figures as F
-
+    from transformer.interpret import figures as F
     rho = res.spearman()
     head = "mean of heads" if res.attention["head"] == "mean" else f"head {res.attention['head'] + 1}"
     where = f"layer {res.attention['layer'] + 1}, {head}"

@@ -32,10 +32,10 @@ The algorithm, per sentence of the batch:
      decrease, so an alive hypothesis with log-prob ``c < 0`` can at best reach
      ``c / lp(max_len)``;
    - or it has emitted its maximum number of tokens (the same per-row limit as greedy's
-     :func:`~transformer.decoding.max_new_tokens`); its alive hypotheses are then ranked
+     :func:`~transformer.core.decoding.max_new_tokens`); its alive hypotheses are then ranked
      with the finished ones, marked ``eos=False``.
 
-The KV cache (one :class:`~transformer.model.LayerCache` per decoder layer) holds one row
+The KV cache (one :class:`~transformer.core.model.LayerCache` per decoder layer) holds one row
 per alive hypothesis. After each step the rows are reordered with ``index_select`` so
 row ``r`` holds the prefix of the hypothesis it now continues: self-attention K/V (which
 grow by one position per step) are gathered, never recomputed. Cross-attention K/V are
@@ -102,11 +102,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .decoding import greedy_decode, max_new_tokens
-from .model import Transformer, select_cache_rows
+from transformer.core.decoding import greedy_decode, max_new_tokens
+from transformer.core.model import Transformer, select_cache_rows
 
 TREE_SCHEMA = "transformer-beam-tree/1"
-APP_MAX_BEAM = 8  # the app's beam-size control goes 1..8
+# a tree records every ranked candidate (2k per alive hypothesis and step); past k = 8 it is
+# too large to read as a picture or to send to a browser
+MAX_TREE_BEAM = 8
 
 
 @dataclass
@@ -205,7 +207,7 @@ def beam_search(
     """Beam search over a padded batch ``src`` (B, S) of source ids (see the module docstring).
 
     ``max_steps``: cap on emitted tokens for every sentence (default: per row,
-    :func:`~transformer.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
+    :func:`~transformer.core.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
     alpha >= 0. ``return_tree``: also build one beam tree per sentence, with the greedy
     path placed in it (free while greedy stays inside the beam, else one extra greedy
     decoding). ``tokenizer``: the target tokenizer, for token strings in the tree.
@@ -289,24 +291,9 @@ def _search(model, src, settings: SearchSettings, limits: list[int],
             _record_greedy_next(records, logits, logp, active, nb, row_hyp)
         next_rows, next_tok, next_cum, next_seqs, next_hyps, next_active = [], [], [], [], [], []
         for a, i in enumerate(active):
-            last_step = t + 1 >= limits[i]
-            kept = []  # (row, token, cum, record id)
-            for rank, status in enumerate(candidate_statuses(sel_tok[a], k, cfg.tgt_eos_id)):
-                tok, tot, lp = sel_tok[a][rank], sel_total[a][rank], sel_lp[a][rank]
-                row = a * nb + sel_beam[a][rank]
-                hyp = None
-                if records is not None:
-                    # out of steps, the kept candidates end hypotheses too
-                    final = "finished" if status == "kept" and last_step else status
-                    hyp = records[i].add(Candidate(row_hyp[row], t + 1, tok, tot, lp, rank, final))
-                if status == "finished":
-                    _offer(finished[i], _hypothesis(seqs[row] + [tok], tot, True, hyp, settings.length_penalty), k)
-                elif status == "kept":
-                    kept.append((row, tok, tot, hyp))
-            if last_step:  # out of steps: the alive hypotheses compete as they are
-                for row, tok, tot, hyp in kept:
-                    _offer(finished[i], _hypothesis(seqs[row] + [tok], tot, False, hyp, settings.length_penalty), k)
-            if last_step or _sentence_done(finished[i], kept, settings, limits[i]):
+            kept = _step_sentence(i, a * nb, t, [s[a] for s in (sel_tok, sel_total, sel_lp, sel_beam)], settings,
+                                  limits[i], records, finished[i], seqs, row_hyp, cfg.tgt_eos_id)
+            if kept is None:
                 continue
             next_active.append(i)
             for row, tok, tot, hyp in kept:
@@ -324,6 +311,37 @@ def _search(model, src, settings: SearchSettings, limits: list[int],
         seqs, row_hyp = next_seqs, next_hyps
         cum = torch.tensor(next_cum, device=device)
         t += 1
+
+
+def _step_sentence(i: int, first_row: int, t: int, selected: list, settings: SearchSettings, limit: int,
+                   records: list[SearchRecord] | None, finished: list[Hypothesis], seqs: list[list[int]],
+                   row_hyp: list[int | None], eos_id: int) -> list[tuple] | None:
+    """Sentence ``i``'s ranked candidates at step ``t`` (``selected``: its tokens, totals,
+    log-probs and beam rows, best first): a finished one is offered to ``finished``, and
+    every one is recorded when ``records`` is given. Returns the kept (row, token, cum,
+    record id) that go on, or None when the sentence is done."""
+    k = settings.beam_size
+    sel_tok, sel_total, sel_lp, sel_beam = selected
+    last_step = t + 1 >= limit
+    kept = []  # (row, token, cum, record id)
+    for rank, status in enumerate(candidate_statuses(sel_tok, k, eos_id)):
+        tok, tot, lp = sel_tok[rank], sel_total[rank], sel_lp[rank]
+        row = first_row + sel_beam[rank]
+        hyp = None
+        if records is not None:
+            # out of steps, the kept candidates end hypotheses too
+            final = "finished" if status == "kept" and last_step else status
+            hyp = records[i].add(Candidate(row_hyp[row], t + 1, tok, tot, lp, rank, final))
+        if status == "finished":
+            _offer(finished, _hypothesis(seqs[row] + [tok], tot, True, hyp, settings.length_penalty), k)
+        elif status == "kept":
+            kept.append((row, tok, tot, hyp))
+    if last_step:  # out of steps: the alive hypotheses compete as they are
+        for row, tok, tot, hyp in kept:
+            _offer(finished, _hypothesis(seqs[row] + [tok], tot, False, hyp, settings.length_penalty), k)
+    if last_step or _sentence_done(finished, kept, settings, limit):
+        return None
+    return kept
 
 
 def _decode_next(model, cache, memory, src_mask, rows: torch.Tensor, tokens: list[int], layout_changed: bool):
@@ -593,7 +611,7 @@ def beam_tree(
         raise ValueError(f"expected text, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("empty sentence: type some text to translate")
-    k = _check_beam_size(beam_size, APP_MAX_BEAM)
+    k = _check_beam_size(beam_size, MAX_TREE_BEAM)
     src = translator.encode_source(text)
     res = beam_search(translator.model, torch.tensor([src.ids]), k, length_penalty=length_penalty,
                       early_stopping=early_stopping, return_tree=True, tokenizer=translator.tgt_tok)

@@ -12,7 +12,7 @@ Gradient attribution (input x gradient, integrated gradients) is in ``saliency.p
 
 Steps and components
 --------------------
-Step t is 0-based, as in :meth:`Trace.step <transformer.trace.Trace.step>`: it reads
+Step t is 0-based, as in :meth:`Trace.step <transformer.core.trace.Trace.step>`: it reads
 ``[SOS] y1 ... yt`` and emits ``y(t+1)`` (the app calls it step t + 1). A translation is the
 greedy one unless ``target_ids`` (the output ids ``y1 ... yn`` without [SOS], e.g.
 ``trace.tgt_ids[1:]`` of a forced trace) are given. The decoder's components, named as
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .decoding import greedy_decode
-from .model import HeadProbe, LayerCache, LayerProbe, Transformer
+from transformer.core.decoding import greedy_decode
+from transformer.core.model import HeadProbe, LayerCache, LayerProbe, Transformer
 
 LN_NOTE = ("final LayerNorm folded in with its scale frozen at this step: each term is centred, divided by the "
            "step's sigma and multiplied by the gain; the norm's bias is its own term")
@@ -474,8 +474,7 @@ def attribution_figure(res: LogitAttribution):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from . import figures as F
-
+    from transformer.interpret import figures as F
     L, H = res.cross.shape
     fig = make_subplots(rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], vertical_spacing=0.2,
                         subplot_titles=["Decoder self-attention heads", "Cross-attention heads", "By block"])
@@ -511,8 +510,7 @@ def patching_figure(res: PatchingResult):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from . import figures as F
-
+    from transformer.interpret import figures as F
     self_f, cross_f, ffn_f = res.fraction("decoder_self"), res.fraction("cross"), res.fraction("ffn")
     L, H = self_f.shape
     fig = make_subplots(rows=1, cols=3, column_widths=[H, H, 1.4], horizontal_spacing=0.06,

@@ -1,6 +1,6 @@
 """Plotly figures of a trace: the explorer's views for notebooks and papers.
 
-``figure(trace, view, layer, head, step, hide_specials)`` (also ``Trace.figure``) returns a
+``figure(trace, view, layer, head, step, hide_specials)`` returns a
 ``plotly.graph_objects.Figure``. Why here and not in the explorer: people who work in
 notebooks want a figure object to restyle, export (``write_html``, ``write_image``) and put
 in a paper, without Gradio or a browser. Building one needs no network.
@@ -308,7 +308,7 @@ def candidates_figure(tokens: list[str], probs: np.ndarray, emitted: str, step: 
     return fig
 
 
-# --- the one entry point (Trace.figure) ---------------------------------------------------------
+# --- the one entry point -------------------------------------------------------------------------
 
 def _whole(name: str, value, lo: int, hi: int) -> int:
     if isinstance(value, bool):
@@ -334,8 +334,20 @@ def _head(head, H: int):
 
 def figure(trace, view: str = "cross", layer: int = 1, head="mean", step: int | None = None,
            hide_specials: bool = False, positions: int | None = None) -> go.Figure:
-    """The figure of one view of ``trace`` (a :class:`~transformer.trace.Trace`), as the
-    explorer shows it at these settings. See :meth:`Trace.figure <transformer.trace.Trace.figure>`."""
+    """One view of ``trace`` (a :class:`~transformer.core.trace.Trace`) as a
+    ``plotly.graph_objects.Figure``: the matrix, labels and masking the explorer shows at the
+    same settings.
+
+    Counting is 1-based as in the app. ``view``: ``"cross"`` (steps x source),
+    ``"decoder"`` (steps x decoder inputs, keys after their query masked),
+    ``"encoder"`` (source x source), ``"positional"`` (the model's positional
+    encoding, ``positions`` rows x d_model; default: one per source token),
+    ``"candidates"`` (top-k next tokens at ``step``), and when the trace has them
+    ``"rollout"`` and ``"encoder_rollout"``. ``layer`` 1..L and ``head`` (``"mean"``,
+    ``"max"`` or 1..H) apply to the attention views; ``step`` 1..T (default: the last,
+    the whole translation): rows of later steps show as not generated yet.
+    ``hide_specials`` drops the columns (and the encoder's rows) of special tokens
+    such as [SOS] and [EOS], weights not renormalised. Bad settings raise ``ValueError``."""
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}; got {view!r}")
     steps = trace.steps

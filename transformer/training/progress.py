@@ -17,7 +17,7 @@ from typing import TextIO
 
 from tqdm import tqdm
 
-from .trainer import Trainer, TrainingStopped, forecast
+from transformer.training.trainer import Trainer, TrainingStopped, forecast
 
 # steps timed (after the first, which warms up) for the forecast of a run that has no
 # finished epoch to go by

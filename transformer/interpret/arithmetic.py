@@ -1,7 +1,7 @@
 """The arithmetic of one attention row: how a single row of attention weights is made.
 
 For one attention kind, layer, head and query position of a recorded
-:class:`~transformer.trace.Trace`, :func:`attention_arithmetic` reruns the model on the
+:class:`~transformer.core.trace.Trace`, :func:`attention_arithmetic` reruns the model on the
 trace's own tokens and returns every number between the layer's input and the head's
 output::
 
@@ -52,8 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import HEAD_MASK_KINDS, MultiHeadAttention, Transformer
-from .trace import Trace
+from transformer.core.model import HEAD_MASK_KINDS, MultiHeadAttention, Transformer
+from transformer.core.trace import Trace
 
 KIND_ALIASES = {"decoder": "decoder_self"}
 TOP_K = 5  # contributions listed in ``AttentionRow.top``
@@ -165,7 +165,7 @@ def _check(model: Transformer, trace, kind, layer, head, query) -> str:
     """Validate the arguments; returns the canonical kind. Raises ValueError saying what is wrong."""
     cfg = model.cfg
     if not isinstance(trace, Trace):
-        raise TypeError(f"trace must be a transformer.trace.Trace, got {type(trace).__name__}")
+        raise TypeError(f"trace must be a transformer.core.trace.Trace, got {type(trace).__name__}")
     if model.training:
         # dropout would make every number random; switching modes here would change a
         # model other callers may be using at the same time
@@ -273,14 +273,28 @@ def _reasons(kind: str, query: int, masked: np.ndarray, key_ids: list[int], pad_
 
 
 # --------------------------------------------------------------------------- the row
+def _row_of_trace(trace: Trace, kind: str, layer: int, head: int, query: int):
+    """What the trace holds for this row: the query token, the token it led to (None in the
+    encoder), the key tokens and ids, and the recorded attention weights."""
+    if kind == "encoder":
+        return (trace.src_tokens[query], None, list(trace.src_tokens), list(trace.src_ids),
+                trace.encoder_attn[layer, head, query])
+    query_token, output_token = trace.tgt_tokens[query], trace.tgt_tokens[query + 1]
+    if kind == "decoder_self":
+        return (query_token, output_token, list(trace.tgt_tokens[: trace.steps]), list(trace.tgt_ids[: trace.steps]),
+                trace.decoder_self_attn[layer, head, query])
+    return (query_token, output_token, list(trace.src_tokens), list(trace.src_ids),
+            trace.cross_attn[layer, head, query])
+
+
 @torch.no_grad()
 def attention_arithmetic(translator_or_model, trace: Trace, kind: str, layer: int, head: int, query: int,
                          head_mask: dict | None = None) -> AttentionRow:
     """How row ``query`` of head ``head`` in layer ``layer`` of ``kind`` attention is made,
     with the model's own numbers (indices 0-based, see the module docstring).
 
-    ``translator_or_model``: a :class:`~transformer.translator.Translator` or a
-    :class:`~transformer.model.Transformer`, in eval mode. ``trace``: a trace this model
+    ``translator_or_model``: a :class:`~transformer.core.translator.Translator` or a
+    :class:`~transformer.core.model.Transformer`, in eval mode. ``trace``: a trace this model
     made (``Translator.trace``). ``head_mask``: the one the trace was decoded with, if any
     (a knock-out trace); ``head_scale`` then reports this head's factor.
 
@@ -298,11 +312,8 @@ def attention_arithmetic(translator_or_model, trace: Trace, kind: str, layer: in
     q = q_all[0, head, query]  # (d_k,)
     k, v = call["k"][0, head], call["v"][0, head]  # (n, d_k) each
     n = k.shape[0]
-    mask = call["mask"]
-    if mask is None:
-        keep = torch.ones(n, dtype=torch.bool)
-    else:
-        keep = mask.expand(1, cfg.h, q_all.shape[2], n)[0, head, query]  # (n,) True = may attend
+    mask = call["mask"]  # (n,) True = may attend
+    keep = torch.ones(n, dtype=torch.bool) if mask is None else mask.expand(1, cfg.h, q_all.shape[2], n)[0, head, query]
 
     # the model's formula on one row, in its order: (q @ k^T) / sqrt(d_k), blocked keys
     # filled with the dtype's minimum so they get exactly 0 after softmax
@@ -317,18 +328,7 @@ def attention_arithmetic(translator_or_model, trace: Trace, kind: str, layer: in
     hm = call["head_mask"]
     head_scale = 1.0 if hm is None else float(hm[0, head])
 
-    if kind == "encoder":
-        key_tokens, key_ids = list(trace.src_tokens), list(trace.src_ids)
-        query_token, output_token = trace.src_tokens[query], None
-        recorded = trace.encoder_attn[layer, head, query]
-    else:
-        query_token, output_token = trace.tgt_tokens[query], trace.tgt_tokens[query + 1]
-        if kind == "decoder_self":
-            key_tokens, key_ids = list(trace.tgt_tokens[: trace.steps]), list(trace.tgt_ids[: trace.steps])
-            recorded = trace.decoder_self_attn[layer, head, query]
-        else:
-            key_tokens, key_ids = list(trace.src_tokens), list(trace.src_ids)
-            recorded = trace.cross_attn[layer, head, query]
+    query_token, output_token, key_tokens, key_ids, recorded = _row_of_trace(trace, kind, layer, head, query)
     pad_id = cfg.tgt_pad_id if kind == "decoder_self" else cfg.src_pad_id
 
     masked = (~keep).numpy()

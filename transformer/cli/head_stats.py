@@ -1,6 +1,6 @@
 """Head diagnostics of a checkpoint over a test set, written as ``head_stats.json``.
 
-    python -m transformer.analyze --checkpoint checkpoints/en-it \
+    python -m transformer.cli.head_stats --checkpoint checkpoints/en-it \
         --data data/tatoeba-en-it [--split test] [--limit N] [--out FILE]
 
 Every source sentence is decoded greedily with the full trace; ``analysis.head_stats``
@@ -19,14 +19,15 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .analysis import aggregate_head_stats
-from .cli import ArgumentParser, check_output_or_exit, data_split_or_exit, fail, load_translator_or_exit, whole_number
-from .data import DataError, load_split
+from transformer.core.checkpoint import DEFAULT_CHECKPOINT
+from transformer.core.readings import aggregate_head_stats
+from transformer.cli import ArgumentParser, check_output_or_exit, data_split_or_exit, fail, load_translator_or_exit, whole_number
+from transformer.training.data import DataError, load_split
 
 
 def parse_args(argv=None):
-    p = ArgumentParser(prog="python -m transformer.analyze", description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
+    p = ArgumentParser(prog="python -m transformer.cli.head_stats", description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
     p.add_argument("--data", required=True,
                    help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
                         "OPUS Books schema, .jsonl.gz too; only the source side is used")

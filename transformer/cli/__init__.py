@@ -101,10 +101,10 @@ class DataSplit(NamedTuple):
 
 def data_split_or_exit(data: str, split: str | None) -> DataSplit:
     """What to read for ``--data`` and ``--split``, or a one-line message and exit code 2,
-    before any model loads. A file is read whole (``transformer.data`` calls it the
+    before any model loads. A file is read whole (``transformer.training.data`` calls it the
     "train" split); a folder gives its ``split`` file, by default ``test``: the held-out
     pairs a checkpoint is measured on."""
-    from .data import DataError, local_data_files
+    from transformer.training.data import DataError, local_data_files
 
     path = Path(data)
     if not path.exists():
@@ -165,7 +165,7 @@ def locate_checkpoint_or_exit(name_or_path: str | Path, flag: str | None = None)
     """The local checkpoint folder for a path or hub id (downloaded if need be), or a
     one-line message and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the
     message when the checkpoint is not the command's main one."""
-    from .checkpoint import CheckpointError, is_hub_id, locate_checkpoint
+    from transformer.core.checkpoint import CheckpointError, is_hub_id, locate_checkpoint
 
     prefix = f"{flag}: " if flag else ""
     try:
@@ -181,8 +181,8 @@ def load_translator_or_exit(name_or_path: str | Path, flag: str | None = None):
     """``load_translator(name_or_path)``, or a one-line message and exit code 2 when the
     checkpoint is missing, corrupt, or cannot be fetched from the hub (``flag``: see
     :func:`locate_checkpoint_or_exit`)."""
-    from .checkpoint import CheckpointError
-    from .translator import load_translator
+    from transformer.core.checkpoint import CheckpointError
+    from transformer.core.translator import load_translator
 
     directory = locate_checkpoint_or_exit(name_or_path, flag)
     try:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .wire import encode_f32
+from transformer.core.wire import encode_f32
 
 
 @dataclass
@@ -103,28 +103,6 @@ class Trace:
             topk_probs=self.topk_probs[t],
         )
 
-    def figure(self, view: str = "cross", layer: int = 1, head: int | str = "mean", step: int | None = None,
-               hide_specials: bool = False, positions: int | None = None):
-        """One view of this trace as a ``plotly.graph_objects.Figure``: the matrix, labels
-        and masking the explorer shows at the same settings (``transformer/figures.py``).
-
-        Counting is 1-based as in the app. ``view``: ``"cross"`` (steps x source),
-        ``"decoder"`` (steps x decoder inputs, keys after their query masked),
-        ``"encoder"`` (source x source), ``"positional"`` (the model's positional
-        encoding, ``positions`` rows x d_model; default: one per source token),
-        ``"candidates"`` (top-k next tokens at ``step``), and when the trace has them
-        ``"rollout"`` and ``"encoder_rollout"``. ``layer`` 1..L and ``head`` (``"mean"``,
-        ``"max"`` or 1..H) apply to the attention views; ``step`` 1..T (default: the last,
-        the whole translation): rows of later steps show as not generated yet.
-        ``hide_specials`` drops the columns (and the encoder's rows) of special tokens
-        such as [SOS] and [EOS], weights not renormalised.
-        Bad settings raise ``ValueError``. plotly is imported only when called, so the
-        model library never needs it to load."""
-        from .figures import figure
-
-        return figure(self, view=view, layer=layer, head=head, step=step, hide_specials=hide_specials,
-                      positions=positions)
-
     def to_dict(self, pe_positions: int | None = None, packed: bool = False) -> dict:
         """JSON-ready dict (schema in docs/how-it-works.md, "Trace JSON"). The PE table is cut to
         ``pe_positions`` rows (default: the source length) to keep downloads small.
@@ -132,8 +110,8 @@ class Trace:
         ``packed=False`` (the download): float arrays as nested lists rounded to 5
         decimals, converted whole (round in numpy, one ``tolist``). ``packed=True`` (the
         ``/translate`` API, sent on every request): float arrays exact, encoded as
-        :func:`transformer.wire.encode_f32` objects (why: see ``wire.py``);
-        :func:`transformer.wire.unpack_arrays` turns them back into numpy.
+        :func:`transformer.core.wire.encode_f32` objects (why: see ``wire.py``);
+        :func:`transformer.core.wire.unpack_arrays` turns them back into numpy.
         """
         n = len(self.src_tokens) if pe_positions is None else pe_positions
 

@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .config import TransformerConfig
+from transformer.core.config import TransformerConfig
 
 
 class LayerNorm(nn.Module):

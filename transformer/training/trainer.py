@@ -19,10 +19,10 @@ Output directory layout:
 
 The package never prints: progress goes to callbacks (``add_callback``), which fire on
 the main rank only. Under ``torchrun`` every rank trains on its own shard of each epoch's
-batches (see :func:`transformer.distributed.shard_batches`); only rank 0 evaluates and
+batches (see :func:`transformer.training.distributed.shard_batches`); only rank 0 evaluates and
 writes files while the others wait at a barrier.
 
-A stop request (SIGINT or SIGTERM through :class:`transformer.distributed.StopSignals`,
+A stop request (SIGINT or SIGTERM through :class:`transformer.training.distributed.StopSignals`,
 or ``trainer.stop.request()``) ends ``fit`` after the current optimiser step on every rank
 at once: the position is saved in ``OUT/mid-epoch/`` and ``fit`` raises
 :class:`TrainingStopped`. ``Trainer.resume`` continues from there, bit-identical to a run
@@ -48,23 +48,22 @@ from typing import Callable
 import torch
 from tokenizers import Tokenizer
 
-from .checkpoint import (
+from transformer.core.checkpoint import (
     WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, read_metrics, replace_dir,
     resolve_checkpoint_dir, save_checkpoint, weights_state_dict, write_file_atomic,
 )
-from .config import TransformerConfig
-from .data import ParallelData, encode_pairs, load_extra_train, load_parallel, make_batch, token_budget_batches
-from .decoding import greedy_decode
-from .distributed import DistContext, StopSignals, shard_batches
-from .metrics import corpus_scores
-from .model import Transformer, build_model, count_parameters
-from .modelcard import model_card
-from .tokenizer import SYNTHETIC_TAG, load_tokenizer, special_ids, train_tokenizer
-from .training import (
+from transformer.core.config import TransformerConfig
+from transformer.training.data import ParallelData, encode_pairs, load_extra_train, load_parallel, make_batch, token_budget_batches
+from transformer.core.decoding import greedy_decode
+from transformer.training.distributed import DistContext, StopSignals, shard_batches
+from transformer.core.metrics import corpus_scores
+from transformer.core.model import Transformer, build_model, count_parameters
+from transformer.core.tokenizer import SYNTHETIC_TAG, load_tokenizer, special_ids, train_tokenizer
+from transformer.training.presets import (
     Preset, Stopwatch, TrainSettings, average_checkpoints, bf16_is_fast, make_optimizer, make_scheduler, rng_state,
     seed_everything, set_rng_state, train_step, validation_loss,
 )
-from .translator import Translator
+from transformer.core.translator import Translator
 
 STATE_FILE = "train_state.pt"
 MID_EPOCH_DIR = "mid-epoch"
@@ -332,7 +331,7 @@ def build_fresh(preset: Preset, data: ParallelData, src_lang: str, tgt_lang: str
     ``seed`` (DistributedDataParallel then copies rank 0's weights to every rank anyway).
     """
     dist = dist or DistContext()
-    m = asdict(preset.model)
+    tie = preset.model.tie_embeddings
 
     specials = [SYNTHETIC_TAG] if preset.tag_synthetic else []
 
@@ -348,14 +347,15 @@ def build_fresh(preset: Preset, data: ParallelData, src_lang: str, tgt_lang: str
         src_tok = tokenizer(lambda: [s for s, _ in data.train])
         tgt_tok = tokenizer(lambda: [t for _, t in data.train])
         files = {}
-        if m["tie_embeddings"] == "all":  # one shared matrix needs one shared vocabulary
-            m["tie_embeddings"] = "decoder"
+        if tie == "all":  # one shared matrix needs one shared vocabulary
+            tie = "decoder"
     ids = {f"src_{k}_id": v for k, v in special_ids(src_tok).items()}
     ids.update({f"tgt_{k}_id": v for k, v in special_ids(tgt_tok).items()})
     try:
-        cfg = TransformerConfig(**m, **ids, **files, src_vocab_size=src_tok.get_vocab_size(),
-                                tgt_vocab_size=tgt_tok.get_vocab_size(), src_lang=src_lang, tgt_lang=tgt_lang,
-                                storage_dtype=storage_dtype)
+        # the preset's shape, with what the tokenizers and the run decide
+        cfg = replace(preset.model, **ids, **files, tie_embeddings=tie, src_vocab_size=src_tok.get_vocab_size(),
+                      tgt_vocab_size=tgt_tok.get_vocab_size(), src_lang=src_lang, tgt_lang=tgt_lang,
+                      storage_dtype=storage_dtype)
     except ValueError as exc:
         raise TrainingError(str(exc)) from exc
     seed_everything(seed)
@@ -417,7 +417,8 @@ class Trainer:
     def __init__(self, model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, data: ParallelData,
                  settings: TrainSettings, out: str | Path, *, device: str = "cpu", val_limit: int = 1000,
                  keep_epochs: int = 6, snapshots: tuple[int, ...] = DEFAULT_SNAPSHOTS, command: str = "",
-                 dist: DistContext | None = None, state: dict | None = None, stop: StopSignals | None = None) -> None:
+                 dist: DistContext | None = None, state: dict | None = None, stop: StopSignals | None = None,
+                 model_card: Callable[["Trainer", dict, list], str] | None = None) -> None:
         check_settings(settings)
         if keep_epochs < 1:
             raise TrainingError(f"keep-epochs must be at least 1 (resume and averaging read them), got {keep_epochs}")
@@ -435,6 +436,7 @@ class Trainer:
             settings = replace(settings, bf16=False)
         self.settings, self.out, self.data = settings, Path(out), data
         self.val_limit, self.keep_epochs, self.snapshots, self.command = val_limit, keep_epochs, snapshots, command
+        self.model_card = model_card  # (trainer, metrics, samples) -> the README.md written into best/
         self.model, self.src_tok, self.tgt_tok, self.cfg = model.to(self.device), src_tok, tgt_tok, model.cfg
         self.n_params = count_parameters(model)
         self.callbacks: dict[str, list[Callable]] = defaultdict(list)
@@ -765,8 +767,7 @@ class Trainer:
         is_best = scores["chrf"] > self.best_chrf
         if is_best:
             self.best_chrf = scores["chrf"]
-            card = model_card(self.cfg, self.n_params, self.command, self.history, metrics, samples[:10],
-                              self.data.source, extra_data=self.data.extra)
+            card = self.model_card(self, metrics, samples[:10]) if self.model_card else None
             with self._on_cpu() as cpu_model:
                 # best/ carries the run's history, so that its card can be rebuilt from the folder
                 save_checkpoint(self.best_dir, cpu_model, self.src_tok, self.tgt_tok,

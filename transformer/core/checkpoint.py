@@ -27,9 +27,9 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from tokenizers import Tokenizer
 
-from .config import TransformerConfig
-from .model import Transformer, build_model
-from .tokenizer import load_tokenizer, special_ids
+from transformer.core.config import TransformerConfig
+from transformer.core.model import Transformer, build_model
+from transformer.core.tokenizer import load_tokenizer, special_ids
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -38,7 +38,7 @@ SNAPSHOTS_DIR = "snapshots"
 # the checkpoint the app and the CLIs load when given none; when the package runs from
 # another directory it is found beside the package (the repository's copy)
 DEFAULT_CHECKPOINT = "checkpoints/en-it"
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # files a hub download needs (the model card and metrics are nice to have)
 CHECKPOINT_PATTERNS = ["*.json", "*.safetensors", "README.md"]
 

@@ -13,12 +13,12 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from . import analysis
-from .checkpoint import load_checkpoint, read_metrics
-from .decoding import greedy_decode
-from .trace import Trace
-from .model import Transformer
-from .tokenizer import SPECIAL_TOKENS, encode
+from transformer.core import readings
+from transformer.core.checkpoint import load_checkpoint, read_metrics
+from transformer.core.decoding import greedy_decode
+from transformer.core.trace import Trace
+from transformer.core.model import Transformer
+from transformer.core.tokenizer import SPECIAL_TOKENS, encode
 
 
 @dataclass
@@ -62,7 +62,7 @@ class Translator:
     @torch.no_grad()
     def translate(self, sentences: list[str], batch_size: int = 64, beam_size: int = 1) -> list[str]:
         """Batched translation of a list of sentences, greedy when ``beam_size`` is 1,
-        beam search (``transformer.beam``) otherwise. Sentences are sorted by length so
+        beam search (``transformer.core.beam``) otherwise. Sentences are sorted by length so
         each batch pads little; results come back in input order. Empty sentences raise
         ``ValueError``; anything but a list (or tuple) of strings raises ``TypeError``."""
         if not isinstance(sentences, (list, tuple)):
@@ -73,7 +73,7 @@ class Translator:
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
         if beam_size > 1:
-            from .beam import translate_beam
+            from transformer.core.beam import translate_beam
 
             return translate_beam(self, list(sentences), beam_size=beam_size, batch_size=batch_size)
         encoded = []
@@ -168,9 +168,9 @@ class Translator:
             logit_lens_ids=rec.lens_ids,
             logit_lens_probs=rec.lens_probs,
         )
-        trace.encoder_rollout = analysis.encoder_rollout(trace.encoder_attn)
-        trace.rollout = analysis.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)
-        trace.head_stats = analysis.head_stats(trace)
+        trace.encoder_rollout = readings.encoder_rollout(trace.encoder_attn)
+        trace.rollout = readings.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)
+        trace.head_stats = readings.head_stats(trace)
         return trace
 
 

@@ -8,16 +8,16 @@ import contextlib
 import math
 import random
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from safetensors.torch import load_file
 
-from .config import TransformerConfig
-from .data import Batch, make_batch, token_budget_batches
-from .model import Transformer
+from transformer.core.config import TransformerConfig
+from transformer.training.data import Batch, make_batch, token_budget_batches
+from transformer.core.model import Transformer
 
 
 @dataclass(frozen=True)
@@ -28,64 +28,68 @@ class TrainSettings:
     settings the run started with: add fields with defaults, never rename or remove one.
     """
 
-    epochs: int = 20
-    batch_tokens: int = 6000
-    lr: float = 1e-3
-    warmup_steps: int = 800
+    # a field whose metadata has "help" is a flag of `python train.py` (transformer.cli.flags)
+    epochs: int = field(default=20, metadata={"help": "number of epochs (sets the length of the LR schedule)"})
+    batch_tokens: int = field(default=6000, metadata={"help": "padded source+target tokens per batch (per process)"})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate after warmup"})
+    warmup_steps: int = field(default=800, metadata={"help": "linear warmup steps"})
     min_lr_ratio: float = 0.05
     weight_decay: float = 0.01
-    label_smoothing: float = 0.1
-    word_dropout: float = 0.0
+    label_smoothing: float = field(default=0.1, metadata={"fraction": True, "help": "label smoothing epsilon"})
+    word_dropout: float = field(default=0.0, metadata={
+        "fraction": True, "help": "probability that a source token is replaced by the unknown token during training"})
     clip_norm: float = 1.0
-    bf16: bool = True
-    seed: int = 0
-    max_minutes: float | None = None
-    average_last: int = 5
+    bf16: bool = field(default=True, metadata={
+        "help": "bf16 autocast (used only where the hardware runs it natively; elsewhere the run falls back to "
+                "float32 with a warning); --no-bf16 trains in float32"})
+    seed: int = field(default=0, metadata={"min": None, "help": "seed for splits, shuffling and initialisation"})
+    max_minutes: float | None = field(default=None, metadata={
+        "help": "wall-clock budget for the whole run: training stops cleanly in time for the last evaluation and "
+                "the checkpoint average (none: no budget)"})
+    average_last: int = field(default=5, metadata={
+        "min": 0, "help": "average the last N epoch checkpoints at the end (0 or 1: off)"})
     # data-parallel training processes; each trains on ``batch_tokens`` per step, so one
-    # optimiser step sees ``processes * batch_tokens`` tokens (``train.py --processes``)
-    processes: int = 1
+    # optimiser step sees ``processes * batch_tokens`` tokens
+    processes: int = field(default=1, metadata={
+        "help": "data-parallel training processes that train.py starts itself, as torchrun --nproc_per_node would: "
+                "each trains on its own share of every epoch with --batch-tokens per step, so one optimiser step "
+                "sees N times the tokens. On a CPU, 2 processes of 1 thread each make epochs faster than 1 process "
+                "of 2 threads (docs/experiments.md). With fewer GPUs than N, one process per GPU with "
+                "--batch-tokens scaled up to the same tokens per step; --resume takes the run's own"})
     # a mid-epoch checkpoint every this many minutes of training (and at every stop), so
-    # that a crash or a kill loses at most this much (``train.py --save-every-minutes``)
-    save_every_minutes: float = 10.0
-
-
-@dataclass(frozen=True)
-class ModelPreset:
-    """The shape of a new model; the vocabulary sizes and special-token ids come from the
-    tokenizers trained for the run. Defaults are ``TransformerConfig``'s."""
-
-    d_model: int = TransformerConfig.d_model
-    h: int = TransformerConfig.h
-    d_ff: int = TransformerConfig.d_ff
-    n_encoder_layers: int = TransformerConfig.n_encoder_layers
-    n_decoder_layers: int = TransformerConfig.n_decoder_layers
-    dropout: float = TransformerConfig.dropout
-    attn_dropout: float = TransformerConfig.attn_dropout
-    max_positions: int = TransformerConfig.max_positions
-    norm_placement: str = TransformerConfig.norm_placement
-    tie_embeddings: str = TransformerConfig.tie_embeddings
+    # that a crash or a kill loses at most this much
+    save_every_minutes: float = field(default=10.0, metadata={
+        "help": "save a mid-epoch checkpoint this often, as well as at every stop (Ctrl-C or SIGTERM), so that "
+                "--resume loses at most this much (a resumed run keeps its own unless given)"})
 
 
 @dataclass(frozen=True)
 class Preset:
-    """Everything a fresh run starts from: model shape, vocabulary and optimisation."""
+    """Everything a fresh run starts from: model shape, vocabulary and optimisation.
 
-    model: ModelPreset
-    vocab_size: int
-    joint_vocab: bool
+    ``model`` gives the shape (``d_model``, ``h``, layers, dropout...); its vocabulary sizes,
+    special-token ids and languages are placeholders that the run's tokenizers replace."""
+
+    model: TransformerConfig
+    vocab_size: int = field(metadata={"help": "BPE vocabulary size (per tokenizer)"})
+    joint_vocab: bool = field(metadata={
+        "help": "one tokenizer for both languages; --no-joint-vocab trains one per language (and disables full "
+                "weight tying)"})
     train: TrainSettings
     description: str = ""
-    # the tokenizer cuts punctuation off words (``transformer.tokenizer``)
-    split_punctuation: bool = False
+    # the tokenizer cuts punctuation off words (``transformer.core.tokenizer``)
+    split_punctuation: bool = field(default=False, metadata={
+        "help": "the tokenizer cuts punctuation off words ('car.' is 'car' + '.')"})
     # synthetic (back-translated) sources start with a tag token, so the model can tell
     # them from real ones; the tag lives in the run's tokenizer, which is how --resume knows
-    tag_synthetic: bool = False
+    tag_synthetic: bool = field(default=False, metadata={
+        "help": "start every synthetic (back-translated) source with a [BT] tag token"})
 
 
 PRESETS: dict[str, Preset] = {
     # a smoke run: on the default corpus about a minute on 2 CPU cores
     "tiny": Preset(
-        model=ModelPreset(d_model=32, h=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.1,
+        model=TransformerConfig(d_model=32, h=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.1,
                           attn_dropout=0.0, max_positions=64),
         vocab_size=1000, joint_vocab=True,
         train=TrainSettings(epochs=2, batch_tokens=4000, lr=3e-3, warmup_steps=10, bf16=False, average_last=2),
@@ -96,7 +100,7 @@ PRESETS: dict[str, Preset] = {
     # tag lets the model tell the synthetic sources apart, and punctuation is its own token so
     # that "car" and "car." share one. docs/experiments.md has the runs behind each choice.
     "base": Preset(
-        model=ModelPreset(d_model=256, h=8, d_ff=1024, n_encoder_layers=4, n_decoder_layers=4, dropout=0.2,
+        model=TransformerConfig(d_model=256, h=8, d_ff=1024, n_encoder_layers=4, n_decoder_layers=4, dropout=0.2,
                           attn_dropout=0.1, max_positions=128, norm_placement="pre", tie_embeddings="all"),
         vocab_size=4000, joint_vocab=True, split_punctuation=True, tag_synthetic=True,
         train=TrainSettings(epochs=36, batch_tokens=2000, lr=2e-3, warmup_steps=300, bf16=True, max_minutes=240,
@@ -114,17 +118,6 @@ PRESETS["real-only"] = replace(
     train=replace(PRESETS["base"].train, epochs=31, max_minutes=90, average_last=5, processes=1),
     description="the recipe for the real pairs alone (with --extra-train and no path): 3+3 layers, "
                 "4k joint vocabulary, 31 epochs in a 90-minute budget",
-)
-# earlier recipes on the real pairs alone, kept so that docs/experiments.md can be reproduced
-PRESETS["base-8k"] = replace(
-    PRESETS["real-only"], model=replace(PRESETS["real-only"].model, dropout=0.15), vocab_size=8000,
-    train=replace(PRESETS["real-only"].train, epochs=22, max_minutes=60),
-    description="an earlier recipe: 8k joint vocabulary, dropout 0.15, 22 epochs",
-)
-PRESETS["small-vocab"] = replace(
-    PRESETS["real-only"], model=replace(PRESETS["real-only"].model, dropout=0.1),
-    train=replace(PRESETS["real-only"].train, epochs=21, max_minutes=88),
-    description="an earlier recipe: 4k joint vocabulary, dropout 0.1, 21 epochs",
 )
 
 def seed_everything(seed: int) -> None:

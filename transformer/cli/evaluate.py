@@ -1,8 +1,8 @@
 """Score a checkpoint on a JSONL test file with batched greedy or beam decoding and sacrebleu.
 
-    python -m transformer.evaluate --checkpoint checkpoints/en-it --data data/tatoeba-en-it/test.jsonl
-    python -m transformer.evaluate --data data/tatoeba-en-it --beam-size 4
-    python -m transformer.evaluate --checkpoint runs/base/best --data data/tatoeba-en-it/test.jsonl --save
+    python -m transformer.cli.evaluate --checkpoint checkpoints/en-it --data data/tatoeba-en-it/test.jsonl
+    python -m transformer.cli.evaluate --data data/tatoeba-en-it --beam-size 4
+    python -m transformer.cli.evaluate --checkpoint runs/base/best --data data/tatoeba-en-it/test.jsonl --save
 
 Progress goes to stderr; the last stdout line is one JSON object with at least
 ``bleu``, ``chrf``, ``n`` and ``seconds``, and ``long``: the same scores on the pairs whose
@@ -21,8 +21,9 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .checkpoint import METRICS_FILE, write_file_atomic
-from .cli import (
+from transformer.core.checkpoint import DEFAULT_CHECKPOINT
+from transformer.core.checkpoint import METRICS_FILE, write_file_atomic
+from transformer.cli import (
     ArgumentParser,
     DataSplit,
     check_output_or_exit,
@@ -31,14 +32,14 @@ from .cli import (
     load_translator_or_exit,
     whole_number,
 )
-from .data import DataError, load_split
-from .metrics import LONG_SENTENCE_WORDS, corpus_scores, long_slice_scores
-from .modelcard import display_source
+from transformer.training.data import DataError, load_split
+from transformer.core.metrics import LONG_SENTENCE_WORDS, corpus_scores, long_slice_scores
+from transformer.cli.modelcard import display_source
 
 
 def parse_args(argv=None):
-    p = ArgumentParser(prog="python -m transformer.evaluate", description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint directory or hub repo id")
+    p = ArgumentParser(prog="python -m transformer.cli.evaluate", description=__doc__.split("\n")[0])
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
     p.add_argument("--data", required=True,
                    help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
                         "OPUS Books schema, .jsonl.gz too")

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .model import Transformer, causal_mask, select_cache_rows
-from .trace import StepView, Trace  # noqa: F401  (re-exported: older imports)
+from transformer.core.model import Transformer, causal_mask, select_cache_rows
+from transformer.core.trace import StepView, Trace  # noqa: F401  (re-exported: older imports)
 
 
 @dataclass
@@ -283,7 +283,7 @@ class _StepRecorder:
 
 @torch.no_grad()
 def naive_greedy_decode(model: Transformer, src: torch.Tensor, max_steps: int) -> list[int]:
-    """The seed tutorial's decoder loop, kept as the baseline for the benchmark and tests:
+    """The textbook decoder loop, kept as the baseline for the benchmark and tests:
     no cache, the whole prefix goes through the decoder again at every step, with explicit
     attention. ``src`` is (1, S), usually padded to a fixed length."""
     cfg = model.cfg

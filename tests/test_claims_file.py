@@ -1,0 +1,197 @@
+"""The claims file itself (explorer/claims.py): the README's "What to look for" is the render of
+``checkpoints/en-it/claims.json``, a malformed file is one clear error, the page takes its
+examples and pair hints from its own checkpoint's file (generic ones without it), and
+``python -m explorer.claims`` checks and rewrites the README's section. What the values say
+about the model is tests/test_claims.py's job."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from explorer import claims
+from explorer.claims import FILE, GENERIC, ClaimsError, for_checkpoint, load, main, render_section, rendered_readme
+
+ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ROOT / "checkpoints" / "en-it"
+BEGIN = "<!-- claims:begin claims.json (edit that file) -->"
+
+
+def shipped_data() -> dict:
+    return json.loads((SHIPPED / FILE).read_text(encoding="utf-8"))
+
+
+def write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def small_claims(**changes) -> dict:
+    """A valid claims file of one example, one pair and one README item."""
+    data = {"schema": claims.SCHEMA,
+            "values": {"p": {"value": 0.5, "digits": 2, "where": "step 1, candidates: 'il'"}},
+            "examples": [{"sentence": "the cat sleeps.", "hint": "Step 1 says 'il' ({p})."}],
+            "pairs": [{"a": "the cat sleeps.", "b": "the dog sleeps.", "hint": "One noun changes."}],
+            "readme": {"intro": ["Checked on a tiny model."],
+                       "items": [{"title": "A cat.", "lines": ["It is", "{p}."]}]}}
+    data.update(changes)
+    return data
+
+
+# --- the README --------------------------------------------------------------------------------
+def test_the_readme_section_is_the_render_of_the_shipped_claims():
+    """Edit checkpoints/en-it/claims.json, then ``python -m explorer.claims --write README.md``."""
+    text, fresh, source = rendered_readme(ROOT / "README.md")
+    assert source.resolve() == (SHIPPED / FILE).resolve()
+    assert text == fresh, "README.md differs from claims.json: run python -m explorer.claims --write README.md"
+    start = text.index("### What to look for\n\n<!-- claims:begin ")
+    assert text.index("<!-- claims:end -->\n\n### ", start)  # the section ends before the next heading
+
+
+def test_render_reads_as_the_readme_writes_it():
+    """Intro, a blank line, one list item per claim (title in bold, lines kept as written), each
+    figure at its decimals with a real minus sign."""
+    data = small_claims()
+    data["values"]["p"] = {"value": -1234.5, "digits": 1, "where": "somewhere"}
+    assert render_section(claims.parse(data)) == "Checked on a tiny model.\n\n- **A cat.** It is\n  \u22121,234.5.\n"
+
+
+@pytest.fixture
+def readme(tmp_path) -> Path:
+    write_json(tmp_path / FILE, small_claims())
+    path = tmp_path / "README.md"
+    path.write_text(f"# Title\n\n### What to look for\n\n{BEGIN}\nstale\n<!-- claims:end -->\n\n## Next\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_check_and_write(readme, capsys):
+    assert main(["--check", str(readme)]) == 1
+    assert "--write" in capsys.readouterr().err
+    assert main(["--write", str(readme)]) == 0
+    assert readme.read_text(encoding="utf-8") == (
+        f"# Title\n\n### What to look for\n\n{BEGIN}\nChecked on a tiny model.\n\n- **A cat.** It is\n  0.50.\n"
+        "<!-- claims:end -->\n\n## Next\n")
+    assert main(["--check", str(readme)]) == 0
+
+
+@pytest.mark.parametrize("text", ["no markers\n", f"{BEGIN}\n{BEGIN}\n<!-- claims:end -->\n",
+                                  f"<!-- claims:end -->\n{BEGIN}\n"])
+def test_markers_missing_or_out_of_order_are_one_error(readme, capsys, text):
+    readme.write_text(text, encoding="utf-8")
+    assert main(["--check", str(readme)]) == 2 and main(["--write", str(readme)]) == 2
+    assert readme.read_text(encoding="utf-8") == text
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "claims:begin" in err
+
+
+def test_a_malformed_claims_file_leaves_the_readme_alone(readme, capsys):
+    (readme.parent / FILE).write_text("{", encoding="utf-8")
+    before = readme.read_text(encoding="utf-8")
+    assert main(["--write", str(readme)]) == 2 and readme.read_text(encoding="utf-8") == before
+    assert f"{readme.parent / FILE}: not JSON" in capsys.readouterr().err
+
+
+def test_the_command_line_has_help():
+    out = subprocess.run([sys.executable, "-m", "explorer.claims", "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0 and "--check README" in out.stdout and "--write README" in out.stdout
+    assert subprocess.run([sys.executable, "-m", "explorer.claims"], cwd=ROOT, capture_output=True).returncode == 2
+
+
+# --- loading and checking ---------------------------------------------------------------------------
+def with_value(**value) -> dict:
+    return small_claims(values={"p": {"value": 0.5, "digits": 2, "where": "x", **value}})
+
+
+@pytest.mark.parametrize("data, problem", [
+    ([], "expected a JSON object"),
+    (small_claims(schema="explorer-claims/2"), "schema: expected 'explorer-claims/1'"),
+    (small_claims(extra=1), "extra: unknown key"),
+    (with_value(digits=None), "values.p.digits: expected a whole number"),
+    (with_value(digits=True), "values.p.digits: expected a whole number"),
+    (with_value(value="0.5"), "values.p.value: expected a number"),
+    (with_value(where=""), "values.p.where: expected a description"),
+    (small_claims(values={"P": {"value": 1, "digits": 0, "where": "x"}}), "values.P: a name is"),
+    (small_claims(examples=[{"sentence": "x"}]), "examples[0]: expected the keys sentence, hint"),
+    (small_claims(pairs=[{"a": "x", "b": "", "hint": "y"}]), "pairs[0].b: expected text"),
+    (small_claims(readme={"intro": [], "items": [{"title": "t", "lines": ["a\nb"]}]}), "readme.items[0].lines"),
+    (small_claims(examples=[{"sentence": "x", "hint": "{q} and {p}"}]), "examples[0].hint: {q} is not one of the"),
+    (small_claims(examples=[{"sentence": "x", "hint": "{p"}]), "examples[0].hint: an unpaired brace"),
+    (small_claims(examples=[], readme={"intro": [], "items": []}), "values.p: no text states this value"),
+])
+def test_a_malformed_file_is_one_clear_error(tmp_path, data, problem):
+    path = write_json(tmp_path / FILE, data)
+    with pytest.raises(ClaimsError) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}: {problem}") and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("content, problem", [(None, "no such file"), ("{", "not JSON"), (b"\xff", "cannot read it")])
+def test_a_missing_or_unreadable_file_is_one_clear_error(tmp_path, content, problem):
+    path = tmp_path / FILE
+    if content is not None:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(ClaimsError, match=f"^{path}: {problem}"):
+        load(path)
+
+
+def test_the_app_gets_generic_claims_without_a_file_and_after_a_malformed_one(tmp_path, caplog):
+    assert for_checkpoint(None) is GENERIC and for_checkpoint(tmp_path) is GENERIC
+    (tmp_path / FILE).write_text('{"schema": "something else"}', encoding="utf-8")
+    with caplog.at_level(logging.ERROR, logger="app.claims"):
+        assert for_checkpoint(tmp_path) is GENERIC
+    assert f"{tmp_path / FILE}: schema" in caplog.text
+    write_json(tmp_path / FILE, small_claims())
+    assert for_checkpoint(tmp_path).examples() == [["the cat sleeps.", "Step 1 says 'il' (0.50)."]]
+
+
+def test_generic_hints_state_no_figures_and_offer_the_shipped_sentences():
+    """A model of one's own gets the same sentences as the shipped one, with questions instead of results."""
+    shipped = load(SHIPPED / FILE)
+    assert [s for s, _ in GENERIC.examples()] == [s for s, _ in shipped.examples()]
+    assert [(p["a"], p["b"]) for p in GENERIC.pairs()] == [(p["a"], p["b"]) for p in shipped.pairs()]
+    assert not any(c.isdigit() for _, hint in GENERIC.examples() for c in hint)
+    assert not any(c.isdigit() for p in GENERIC.pairs() for c in p["hint"])
+    with pytest.raises(ClaimsError, match="no readme section"):
+        render_section(GENERIC)
+
+
+# --- the page -----------------------------------------------------------------------------------------
+def block_data(demo, elem_id: str):
+    """The JSON a browser view gets with the page (its block's ``data``)."""
+    return json.loads(next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == elem_id).props["data"])
+
+
+def test_the_default_examples_and_pairs_are_the_shipped_claims():
+    import explorer.app as explorer_app
+    from explorer.panels import pairs
+
+    shipped = load(SHIPPED / FILE)
+    assert explorer_app.EXAMPLES == shipped.examples() and pairs.PAIRS == shipped.pairs()
+    assert all(isinstance(s, str) and isinstance(h, str) for s, h in explorer_app.EXAMPLES)
+
+
+def test_the_page_sends_its_checkpoints_examples_and_pairs(tiny_checkpoint, tmp_path):
+    """The browser gets ``[[sentence, hint], ...]`` (web/hint.js) and ``{"pairs": [{a, b, hint}]}``
+    (web/pairs.js), from the checkpoint's claims.json, and generic ones without it."""
+    import explorer.app as explorer_app
+    from transformer import load_translator
+
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(tiny_checkpoint, ckpt)
+
+    def sent(expected) -> None:
+        app = explorer_app.App(load_translator(ckpt))
+        demo = app.build()
+        assert block_data(demo, "hint") == expected.examples()
+        assert block_data(demo, "pairs-view") == {"pairs": expected.pairs()}
+        assert app.panel("pairs").pairs == expected.pairs()
+
+    sent(GENERIC)
+    sent(load(write_json(ckpt / FILE, small_claims())))
