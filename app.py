@@ -27,20 +27,42 @@ log = logging.getLogger("app")
 def parse_args(argv=None):
     # environment defaults are strings, which argparse passes through the same type checks as flags
     p = ArgumentParser(prog="python app.py", description="Serve the attention explorer (a Gradio app).")
-    p.add_argument("--checkpoint", default=os.environ.get("CHECKPOINT", DEFAULT_CHECKPOINT),
-                   help="checkpoint directory or hub repo id (env CHECKPOINT)")
-    p.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
-                   help="interface to listen on (env GRADIO_SERVER_NAME; 0.0.0.0 for all)")
-    p.add_argument("--port", type=port_number, default=os.environ.get("GRADIO_SERVER_PORT", "7860"),
-                   help="port to listen on (env GRADIO_SERVER_PORT)")
-    p.add_argument("--concurrency", type=whole_number(1), default=os.environ.get("APP_CONCURRENCY", "2"),
-                   help="requests of the other model endpoints (What if?, analyses, beam) run at once "
-                        "(env APP_CONCURRENCY); more queue up. Translate has its own queue (--max-batch)")
-    p.add_argument("--max-batch", type=whole_number(1), default=os.environ.get("APP_MAX_BATCH", "8"),
-                   help="most sentences traced together when visitors translate at the same time "
-                        "(env APP_MAX_BATCH; 1 turns batching off)")
-    p.add_argument("--torch-threads", type=whole_number(0), default=os.environ.get("APP_TORCH_THREADS", "0"),
-                   help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)")
+    p.add_argument(
+        "--checkpoint",
+        default=os.environ.get("CHECKPOINT", DEFAULT_CHECKPOINT),
+        help="checkpoint directory or hub repo id (env CHECKPOINT)",
+    )
+    p.add_argument(
+        "--host",
+        default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"),
+        help="interface to listen on (env GRADIO_SERVER_NAME; 0.0.0.0 for all)",
+    )
+    p.add_argument(
+        "--port",
+        type=port_number,
+        default=os.environ.get("GRADIO_SERVER_PORT", "7860"),
+        help="port to listen on (env GRADIO_SERVER_PORT)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=whole_number(1),
+        default=os.environ.get("APP_CONCURRENCY", "2"),
+        help="requests of the other model endpoints (What if?, analyses, beam) run at once "
+        "(env APP_CONCURRENCY); more queue up. Translate has its own queue (--max-batch)",
+    )
+    p.add_argument(
+        "--max-batch",
+        type=whole_number(1),
+        default=os.environ.get("APP_MAX_BATCH", "8"),
+        help="most sentences traced together when visitors translate at the same time "
+        "(env APP_MAX_BATCH; 1 turns batching off)",
+    )
+    p.add_argument(
+        "--torch-threads",
+        type=whole_number(0),
+        default=os.environ.get("APP_TORCH_THREADS", "0"),
+        help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)",
+    )
     return p.parse_args(argv)
 
 
@@ -88,8 +110,9 @@ def main(argv=None) -> int:
     demo = build_ui(tr, max_batch=args.max_batch)
     demo.queue(default_concurrency_limit=args.concurrency)
     try:
-        demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css(),
-                    head=module_preloads())
+        demo.launch(
+            server_name=args.host, server_port=args.port, show_error=False, css=page_css(), head=module_preloads()
+        )
     except OSError as exc:  # the port was taken while the model loaded
         fail(f"--port {args.port}: {exc}")
     return 0

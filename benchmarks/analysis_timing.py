@@ -61,8 +61,13 @@ def main(argv=None) -> int:
         "greedy_ms": median_ms(lambda: tr.translate([text]), r),
         "trace_ms": median_ms(lambda: tr.trace(text), r),
         "head_stats_ms": median_ms(lambda: readings.head_stats(trace), r),
-        "rollout_ms": median_ms(lambda: (readings.encoder_rollout(trace.encoder_attn), readings.source_relevance(
-            trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)), r),
+        "rollout_ms": median_ms(
+            lambda: (
+                readings.encoder_rollout(trace.encoder_attn),
+                readings.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn),
+            ),
+            r,
+        ),
         "to_dict_ms": median_ms(trace.to_dict, r),
         "json_ms": median_ms(lambda: json.dumps(payload), r),
         "importance_ms": median_ms(lambda: knockout.head_importance(tr, text), r),
@@ -70,9 +75,17 @@ def main(argv=None) -> int:
     }
     figures["importance_over_greedy"] = round(figures["importance_ms"] / figures["greedy_ms"], 2)
     figures["to_dict_over_trace"] = round(figures["to_dict_ms"] / figures["trace_ms"], 3)
-    info = {"sentence": text, "words": len(text.split()), "steps": trace.steps, "src_tokens": len(trace.src_tokens),
-            "payload_bytes": len(json.dumps(payload)), "threads": torch.get_num_threads(), "repeat": r,
-            "importance_target_ms": 300, "importance_target_met": figures["importance_ms"] <= 300}
+    info = {
+        "sentence": text,
+        "words": len(text.split()),
+        "steps": trace.steps,
+        "src_tokens": len(trace.src_tokens),
+        "payload_bytes": len(json.dumps(payload)),
+        "threads": torch.get_num_threads(),
+        "repeat": r,
+        "importance_target_ms": 300,
+        "importance_target_met": figures["importance_ms"] <= 300,
+    }
     for name, value in figures.items():
         print(f"{name:>24}: {value}")
     for name, value in info.items():

@@ -38,8 +38,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
-LONG_FILLER = ("The book that I bought yesterday is very interesting, and my friends want to read it "
-               "before we go to the sea with our parents next summer. ")
+LONG_FILLER = (
+    "The book that I bought yesterday is very interesting, and my friends want to read it "
+    "before we go to the sea with our parents next summer. "
+)
 
 
 def timed(fn, repeat: int) -> tuple[float, object]:
@@ -100,10 +102,17 @@ def measure(app, text: str, repeat: int) -> dict:
     finally:
         del tr.trace, app.batcher.trace
     return {
-        "src_tokens": len(trace.src_tokens), "steps": trace.steps,
-        "translate_ms": translate_ms, "trace_ms": trace_ms, "translate_extra_ms": translate_extra_ms,
-        "payload_ms": payload_ms, "trace_file_ms": file_ms, "payload_kb": round(len(payload.encode()) / 1000, 1),
-        "api_ms": api_ms, "api_extra_ms": api_extra_ms, "api_kb": round(len(api_json.encode()) / 1000, 1),
+        "src_tokens": len(trace.src_tokens),
+        "steps": trace.steps,
+        "translate_ms": translate_ms,
+        "trace_ms": trace_ms,
+        "translate_extra_ms": translate_extra_ms,
+        "payload_ms": payload_ms,
+        "trace_file_ms": file_ms,
+        "payload_kb": round(len(payload.encode()) / 1000, 1),
+        "api_ms": api_ms,
+        "api_extra_ms": api_extra_ms,
+        "api_kb": round(len(api_json.encode()) / 1000, 1),
         "api_extra_vs_model": round(api_extra_ms / trace_ms, 2),
     }
 
@@ -127,10 +136,14 @@ def measure_epochs(app, text: str, repeat: int) -> dict | None:
         per_snapshot.append([s["trace_ms"] for s in data["snapshots"]])
         again.append(timed(lambda: panel.epoch_data(trace), 1)[0])
     columns = list(zip(*per_snapshot))
-    return {"snapshots": [s["epoch"] for s in data["snapshots"]], "load_s": round(load_s, 2),
-            "first_trace_median_ms": [round(statistics.median(c), 1) for c in columns],
-            "first_trace_max_ms": [round(max(c), 1) for c in columns], "again_ms": statistics.median(again),
-            "repeat": repeat}
+    return {
+        "snapshots": [s["epoch"] for s in data["snapshots"]],
+        "load_s": round(load_s, 2),
+        "first_trace_median_ms": [round(statistics.median(c), 1) for c in columns],
+        "first_trace_max_ms": [round(max(c), 1) for c in columns],
+        "again_ms": statistics.median(again),
+        "repeat": repeat,
+    }
 
 
 def main(argv=None) -> int:
@@ -153,23 +166,29 @@ def main(argv=None) -> int:
     app.build()  # callbacks return dicts keyed by the components build() makes
     app.translate(SENTENCE)  # warm-up: first calls allocate and load code paths
     result = {"sentence_words": len(SENTENCE.split()), "short": measure(app, SENTENCE, args.repeat)}
-    result[f"long_{args.long_tokens}_tokens"] = measure(app, long_sentence(tr, args.long_tokens), max(1, args.repeat // 2))
+    result[f"long_{args.long_tokens}_tokens"] = measure(
+        app, long_sentence(tr, args.long_tokens), max(1, args.repeat // 2)
+    )
     result["epochs"] = measure_epochs(app, SENTENCE, args.repeat)
     if not args.skip_startup:
         result["startup_s"] = round(startup_seconds(args.checkpoint, args.startup_timeout), 2)
     for name in ("short", f"long_{args.long_tokens}_tokens"):
         r = result[name]
-        print(f"{name} ({r['src_tokens']} source tokens, {r['steps']} steps): Translate callback {r['translate_ms']} ms:"
-              f" model {r['trace_ms']} ms + {r['translate_extra_ms']} ms besides the model (payload {r['payload_ms']} ms,"
-              f" {r['payload_kb']} KB; trace file {r['trace_file_ms']} ms); /translate API {r['api_ms']} ms, of which "
-              f"{r['api_extra_ms']} ms besides the model = {r['api_extra_vs_model']}x the model ({r['api_kb']} KB JSON)")
+        print(
+            f"{name} ({r['src_tokens']} source tokens, {r['steps']} steps): Translate callback {r['translate_ms']} ms:"
+            f" model {r['trace_ms']} ms + {r['translate_extra_ms']} ms besides the model (payload {r['payload_ms']} ms,"
+            f" {r['payload_kb']} KB; trace file {r['trace_file_ms']} ms); /translate API {r['api_ms']} ms, of which "
+            f"{r['api_extra_ms']} ms besides the model = {r['api_extra_vs_model']}x the model ({r['api_kb']} KB JSON)"
+        )
     e = result["epochs"]
     if e is None:
         print("epochs: the checkpoint has no snapshots")
     else:
-        print(f"epochs {e['snapshots']}: loading the snapshots {e['load_s']} s; first trace of each (10 words, "
-              f"{e['repeat']} runs): median {e['first_trace_median_ms']} ms, max {e['first_trace_max_ms']} ms; "
-              f"again (cached): {e['again_ms']} ms")
+        print(
+            f"epochs {e['snapshots']}: loading the snapshots {e['load_s']} s; first trace of each (10 words, "
+            f"{e['repeat']} runs): median {e['first_trace_median_ms']} ms, max {e['first_trace_max_ms']} ms; "
+            f"again (cached): {e['again_ms']} ms"
+        )
     print(f"startup {result.get('startup_s', 'n/a')} s")
     print(json.dumps(result))
     return 0

@@ -34,11 +34,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from transformer.interpret.attribution import (
-    activation_patching,
-    direct_logit_attribution,
-    greedy_targets,
-)
+from transformer.interpret.attribution import activation_patching, direct_logit_attribution, greedy_targets
 from transformer.cli import load_translator_or_exit
 from transformer.interpret.saliency import saliency
 
@@ -97,16 +93,27 @@ def main(argv=None) -> int:
         figures[f"{name}_over_greedy"] = round(figures[f"{name}_ms"] / figures["greedy_ms"], 2)
     sal, sal_tol = saliency(tr, a, last, ya), saliency(tr, a, last, ya, tolerance=1e-2)
     patch = activation_patching(tr, a, b, step, ya, yb)
-    info = {"sentence": a, "other": b, "words": len(a.split()), "last_step": last, "patching_step": step,
-            "token_a": patch.token_a, "token_b": patch.token_b, "src_tokens": len(tr.encode_source(a).ids),
-            "src_tokens_b": len(tr.encode_source(b).ids),
-            "patched_rows": 1 + 2 * tr.cfg.n_decoder_layers * tr.cfg.h + tr.cfg.n_decoder_layers + 1,
-            "patch_all_fraction": round(patch.fraction("all"), 6),
-            "gap_16": round(sal.completeness_gap, 4), "tol_panels": sal_tol.n_steps,
-            "gap_tol": round(sal_tol.completeness_gap, 4), "threads": torch.get_num_threads(), "repeat": r,
-            "load_average_1min": round(os.getloadavg()[0], 2),
-            "patching_target_met": figures["patching_ms"] <= 1000,
-            "saliency_target_met": figures["saliency_ms"] <= 1000}
+    info = {
+        "sentence": a,
+        "other": b,
+        "words": len(a.split()),
+        "last_step": last,
+        "patching_step": step,
+        "token_a": patch.token_a,
+        "token_b": patch.token_b,
+        "src_tokens": len(tr.encode_source(a).ids),
+        "src_tokens_b": len(tr.encode_source(b).ids),
+        "patched_rows": 1 + 2 * tr.cfg.n_decoder_layers * tr.cfg.h + tr.cfg.n_decoder_layers + 1,
+        "patch_all_fraction": round(patch.fraction("all"), 6),
+        "gap_16": round(sal.completeness_gap, 4),
+        "tol_panels": sal_tol.n_steps,
+        "gap_tol": round(sal_tol.completeness_gap, 4),
+        "threads": torch.get_num_threads(),
+        "repeat": r,
+        "load_average_1min": round(os.getloadavg()[0], 2),
+        "patching_target_met": figures["patching_ms"] <= 1000,
+        "saliency_target_met": figures["saliency_ms"] <= 1000,
+    }
     for name, value in {**figures, **info}.items():
         print(f"{name:>22}: {value}")
     print(json.dumps({**figures, **info}, ensure_ascii=False))

@@ -42,19 +42,26 @@ TREE_TARGET_MS = 500
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", default=str(ROOT / "checkpoints" / "en-it"),
-                   help="checkpoint directory or hub repo id")
-    p.add_argument("--data", default=str(ROOT / "data" / "tatoeba-en-it" / "test.jsonl"),
-                   help="JSONL file (read whole), or a folder: its test.jsonl; OPUS Books schema, .jsonl.gz too")
+    p.add_argument(
+        "--checkpoint", default=str(ROOT / "checkpoints" / "en-it"), help="checkpoint directory or hub repo id"
+    )
+    p.add_argument(
+        "--data",
+        default=str(ROOT / "data" / "tatoeba-en-it" / "test.jsonl"),
+        help="JSONL file (read whole), or a folder: its test.jsonl; OPUS Books schema, .jsonl.gz too",
+    )
     p.add_argument("--beam-sizes", default="1,4,8", help="comma-separated beam sizes to score")
     p.add_argument("--limit", type=int, default=None, help="score only the first N pairs")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per decoding batch")
     p.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha of the length penalty")
     p.add_argument("--repeat", type=int, default=10, help="timed runs of beam_tree (median reported)")
     p.add_argument("--sentence", default=SENTENCE, help="sentence for the beam_tree timing")
-    p.add_argument("--save", action="store_true",
-                   help="record the table in the checkpoint: metrics.json gains a 'beam' entry and the "
-                        "model card (README.md) a 'Beam search' section (local checkpoint folders only)")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="record the table in the checkpoint: metrics.json gains a 'beam' entry and the "
+        "model card (README.md) a 'Beam search' section (local checkpoint folders only)",
+    )
     return p.parse_args(argv)
 
 
@@ -103,19 +110,30 @@ def flag_problem(args) -> str | None:
 
 def decode_rows(tr, sources: list[str], refs: list[str], args) -> list[dict]:
     """One row per decoder: greedy (as ``transformer.cli.evaluate`` decodes), then each beam size."""
+
     def run(name, k, fn):
         print(f"decoding {len(sources)} sentences: {name}", file=sys.stderr)
         start = time.perf_counter()
         hyps = fn()
         seconds = time.perf_counter() - start
-        return {"decoder": name, "k": k, **corpus_scores(hyps, refs), "seconds": round(seconds, 2),
-                "sentences_per_s": round(len(sources) / seconds, 2)}, hyps
+        return {
+            "decoder": name,
+            "k": k,
+            **corpus_scores(hyps, refs),
+            "seconds": round(seconds, 2),
+            "sentences_per_s": round(len(sources) / seconds, 2),
+        }, hyps
 
     greedy_row, greedy_hyps = run("greedy", 1, lambda: translate_all(tr, sources, args.batch_size))
     rows = [greedy_row]
     for k in args.beam_sizes:
-        row, hyps = run(f"beam k={k}", k, lambda k=k: translate_beam(
-            tr, sources, beam_size=k, batch_size=args.batch_size, length_penalty=args.length_penalty))
+        row, hyps = run(
+            f"beam k={k}",
+            k,
+            lambda k=k: translate_beam(
+                tr, sources, beam_size=k, batch_size=args.batch_size, length_penalty=args.length_penalty
+            ),
+        )
         if k == 1:
             row["equals_greedy"] = hyps == greedy_hyps
         rows.append(row)
@@ -132,10 +150,17 @@ def time_beam_tree(tr, sentence: str, repeat: int, length_penalty: float) -> dic
         _, tree = beam_tree(tr, sentence, 4, length_penalty=length_penalty)
         times.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
-    return {"k": 4, "words": len(sentence.split()), "median_ms": round(statistics.median(times), 1),
-            "min_ms": round(min(times), 1), "median_cpu_ms": round(statistics.median(cpu), 1),
-            "target_ms": TREE_TARGET_MS, "meets_target": statistics.median(times) <= TREE_TARGET_MS,
-            "nodes": len(tree["nodes"]), "json_bytes": len(json.dumps(tree))}
+    return {
+        "k": 4,
+        "words": len(sentence.split()),
+        "median_ms": round(statistics.median(times), 1),
+        "min_ms": round(min(times), 1),
+        "median_cpu_ms": round(statistics.median(cpu), 1),
+        "target_ms": TREE_TARGET_MS,
+        "meets_target": statistics.median(times) <= TREE_TARGET_MS,
+        "nodes": len(tree["nodes"]),
+        "json_bytes": len(json.dumps(tree)),
+    }
 
 
 def print_table(rows: list[dict], tree_ms: dict, heading: str) -> None:
@@ -143,11 +168,15 @@ def print_table(rows: list[dict], tree_ms: dict, heading: str) -> None:
     print(f"\n{heading}, torch threads {torch.get_num_threads()}")
     print(f"{'decoder':<12} {'BLEU':>6} {'chrF':>6} {'dBLEU':>6} {'sent/s':>8} {'seconds':>8} {'time x':>7}")
     for r in rows:
-        print(f"{r['decoder']:<12} {r['bleu']:>6.2f} {r['chrf']:>6.2f} {r['bleu'] - base['bleu']:>+6.2f} "
-              f"{r['sentences_per_s']:>8.2f} {r['seconds']:>8.2f} {r['seconds'] / max(base['seconds'], 1e-9):>7.2f}")
-    print(f"beam_tree k=4, {tree_ms['words']} words: median {tree_ms['median_ms']} ms (min {tree_ms['min_ms']}, "
-          f"CPU {tree_ms['median_cpu_ms']} ms, target <= {TREE_TARGET_MS} ms), {tree_ms['nodes']} nodes, "
-          f"{tree_ms['json_bytes']} bytes of JSON")
+        print(
+            f"{r['decoder']:<12} {r['bleu']:>6.2f} {r['chrf']:>6.2f} {r['bleu'] - base['bleu']:>+6.2f} "
+            f"{r['sentences_per_s']:>8.2f} {r['seconds']:>8.2f} {r['seconds'] / max(base['seconds'], 1e-9):>7.2f}"
+        )
+    print(
+        f"beam_tree k=4, {tree_ms['words']} words: median {tree_ms['median_ms']} ms (min {tree_ms['min_ms']}, "
+        f"CPU {tree_ms['median_cpu_ms']} ms, target <= {TREE_TARGET_MS} ms), {tree_ms['nodes']} nodes, "
+        f"{tree_ms['json_bytes']} bytes of JSON"
+    )
 
 
 def main(argv=None) -> int:
@@ -174,21 +203,39 @@ def main(argv=None) -> int:
         tree_ms = time_beam_tree(tr, args.sentence, args.repeat, args.length_penalty)
     except ValueError as exc:  # e.g. a source that is only control characters
         return fail(f"{path}: {exc}")
-    print_table(rows, tree_ms, f"{len(sources)} sentences from {path}, checkpoint {args.checkpoint}, "
-                               f"length penalty {args.length_penalty}")
+    print_table(
+        rows,
+        tree_ms,
+        f"{len(sources)} sentences from {path}, checkpoint {args.checkpoint}, length penalty {args.length_penalty}",
+    )
     if args.save:
-        beam = {"data": display_source(str(data_file)), "n": len(sources), "length_penalty": args.length_penalty,
-                "torch_threads": torch.get_num_threads(), "batch_size": args.batch_size,
-                "command": " ".join(["python benchmarks/beam_eval.py", *(argv if argv is not None else sys.argv[1:])]),
-                "rows": rows}
+        beam = {
+            "data": display_source(str(data_file)),
+            "n": len(sources),
+            "length_penalty": args.length_penalty,
+            "torch_threads": torch.get_num_threads(),
+            "batch_size": args.batch_size,
+            "command": " ".join(["python benchmarks/beam_eval.py", *(argv if argv is not None else sys.argv[1:])]),
+            "rows": rows,
+        }
         try:
             for f in save_to_checkpoint(Path(args.checkpoint), beam):
                 print(f"wrote {f}", file=sys.stderr)
         except (OSError, ValueError) as exc:
             return fail(f"could not save to {args.checkpoint}: {exc}")
-    print(json.dumps({"checkpoint": str(args.checkpoint), "data": str(data_file), "n": len(sources),
-                      "length_penalty": args.length_penalty, "torch_threads": torch.get_num_threads(),
-                      "results": rows, "beam_tree": tree_ms}))
+    print(
+        json.dumps(
+            {
+                "checkpoint": str(args.checkpoint),
+                "data": str(data_file),
+                "n": len(sources),
+                "length_penalty": args.length_penalty,
+                "torch_threads": torch.get_num_threads(),
+                "results": rows,
+                "beam_tree": tree_ms,
+            }
+        )
+    )
     return 0
 
 

@@ -60,13 +60,18 @@ def write_corpus(path: Path, n_pairs: int, seed: int = 0, chunk: int = 50_000) -
             endings = rng.integers(0, len(it_endings), size=int(lengths.sum()))
             lines, pos = [], 0
             for i, n in enumerate(lengths):
-                words = ids[pos: pos + n]
+                words = ids[pos : pos + n]
                 en = " ".join(en_words[w] for w in words).capitalize() + "."
-                it = " ".join(it_words[(w * 7919) % n_it] + it_endings[e]
-                              for w, e in zip(words[::-1], endings[pos: pos + n])).capitalize() + "."
+                it = (
+                    " ".join(
+                        it_words[(w * 7919) % n_it] + it_endings[e] for w, e in zip(words[::-1], endings[pos : pos + n])
+                    ).capitalize()
+                    + "."
+                )
                 pos += n
-                lines.append(f'{{"id": "{start + i}", "translation": {{"en": "{en}", "it": "{it}"}}, '
-                             f'"origin": "synthetic"}}\n')
+                lines.append(
+                    f'{{"id": "{start + i}", "translation": {{"en": "{en}", "it": "{it}"}}, "origin": "synthetic"}}\n'
+                )
             f.writelines(lines)
 
 
@@ -91,19 +96,28 @@ def measure(data_dir: Path, vocab_size: int, cache_dir: Path) -> dict:
     t3, c3 = time.perf_counter(), time.process_time()
     src_len, tgt_len = train_enc.lengths()
     return {
-        "train_pairs": len(data.train), "validation_pairs": len(data.validation),
-        "load_s": round(t1 - t0, 2), "tokenizer_s": round(t2 - t1, 2), "encode_s": round(t3 - t2, 2),
-        "total_s": round(t3 - t0, 2), "load_cpu_s": round(c1 - c0, 2), "tokenizer_cpu_s": round(c2 - c1, 2),
-        "encode_cpu_s": round(c3 - c2, 2), "total_cpu_s": round(c3 - c0, 2), "vocab": tok.get_vocab_size(),
-        "train_tokens": int(src_len.sum() + tgt_len.sum()), "validation_encoded": len(val_enc),
+        "train_pairs": len(data.train),
+        "validation_pairs": len(data.validation),
+        "load_s": round(t1 - t0, 2),
+        "tokenizer_s": round(t2 - t1, 2),
+        "encode_s": round(t3 - t2, 2),
+        "total_s": round(t3 - t0, 2),
+        "load_cpu_s": round(c1 - c0, 2),
+        "tokenizer_cpu_s": round(c2 - c1, 2),
+        "encode_cpu_s": round(c3 - c2, 2),
+        "total_cpu_s": round(c3 - c0, 2),
+        "vocab": tok.get_vocab_size(),
+        "train_tokens": int(src_len.sum() + tgt_len.sum()),
+        "validation_encoded": len(val_enc),
         # Linux reports ru_maxrss in KiB
         "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
     }
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Time loading, tokenizer training and encoding of a synthetic "
-                                            "1M-pair corpus, and its peak memory.")
+    p = argparse.ArgumentParser(
+        description="Time loading, tokenizer training and encoding of a synthetic 1M-pair corpus, and its peak memory."
+    )
     p.add_argument("--pairs", type=int, default=1_000_000, help="synthetic pairs to generate")
     p.add_argument("--vocab-size", type=int, default=8000, help="joint BPE vocabulary size")
     p.add_argument("--workdir", default=None, help="where to write the corpus and cache (default: a new temp dir)")
@@ -124,14 +138,27 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         write_corpus(data_dir / "train.jsonl", args.pairs)
         size_mb = (data_dir / "train.jsonl").stat().st_size / 1e6
-        print(f"generated {args.pairs:,} pairs ({size_mb:.0f} MB JSONL) in {time.perf_counter() - t:.1f} s "
-              f"(not timed below)", file=sys.stderr)
+        print(
+            f"generated {args.pairs:,} pairs ({size_mb:.0f} MB JSONL) in {time.perf_counter() - t:.1f} s "
+            f"(not timed below)",
+            file=sys.stderr,
+        )
         cache = work / "hf-cache"
         shutil.rmtree(cache, ignore_errors=True)  # a cold cache every time
         child = subprocess.run(
-            [sys.executable, __file__, "--measure", str(data_dir), "--cache-dir", str(cache),
-             "--vocab-size", str(args.vocab_size)],
-            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            [
+                sys.executable,
+                __file__,
+                "--measure",
+                str(data_dir),
+                "--cache-dir",
+                str(cache),
+                "--vocab-size",
+                str(args.vocab_size),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         if child.returncode != 0:
             print(f"error: the measuring process failed (exit {child.returncode})", file=sys.stderr)
@@ -141,18 +168,34 @@ def main(argv=None) -> int:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
 
-    r = {"benchmark": "big_corpus", "pairs": args.pairs, "jsonl_mb": round(size_mb, 1), **r,
-         "cpus": os.cpu_count(), "load_avg_1m": round(os.getloadavg()[0], 2)}
+    r = {
+        "benchmark": "big_corpus",
+        "pairs": args.pairs,
+        "jsonl_mb": round(size_mb, 1),
+        **r,
+        "cpus": os.cpu_count(),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
     r["within_limits"] = r["total_s"] <= LIMIT_SECONDS and r["peak_rss_gb"] <= LIMIT_GB
     print(f"{r['train_pairs']:,} train + {r['validation_pairs']:,} validation pairs", file=sys.stderr)
-    print(f"  load (JSON -> Arrow, pick languages, split): {r['load_s']:7.1f} s wall {r['load_cpu_s']:7.1f} s CPU",
-          file=sys.stderr)
-    print(f"  joint BPE tokenizer ({r['vocab']:,} tokens):      {r['tokenizer_s']:7.1f} s wall "
-          f"{r['tokenizer_cpu_s']:7.1f} s CPU", file=sys.stderr)
-    print(f"  encode train + validation:                  {r['encode_s']:7.1f} s wall {r['encode_cpu_s']:7.1f} s CPU",
-          file=sys.stderr)
-    print(f"  total {r['total_s']:.1f} s (limit {LIMIT_SECONDS:.0f}), peak RSS {r['peak_rss_gb']:.2f} GB "
-          f"(limit {LIMIT_GB:.0f}); load average {r['load_avg_1m']} on {r['cpus']} CPUs", file=sys.stderr)
+    print(
+        f"  load (JSON -> Arrow, pick languages, split): {r['load_s']:7.1f} s wall {r['load_cpu_s']:7.1f} s CPU",
+        file=sys.stderr,
+    )
+    print(
+        f"  joint BPE tokenizer ({r['vocab']:,} tokens):      {r['tokenizer_s']:7.1f} s wall "
+        f"{r['tokenizer_cpu_s']:7.1f} s CPU",
+        file=sys.stderr,
+    )
+    print(
+        f"  encode train + validation:                  {r['encode_s']:7.1f} s wall {r['encode_cpu_s']:7.1f} s CPU",
+        file=sys.stderr,
+    )
+    print(
+        f"  total {r['total_s']:.1f} s (limit {LIMIT_SECONDS:.0f}), peak RSS {r['peak_rss_gb']:.2f} GB "
+        f"(limit {LIMIT_GB:.0f}); load average {r['load_avg_1m']} on {r['cpus']} CPUs",
+        file=sys.stderr,
+    )
     print(json.dumps(r))
     return 0
 

@@ -50,9 +50,14 @@ from transformer.core.wire import unpack_arrays  # noqa: E402
 
 TEST_SET = ROOT / "data" / "tatoeba-en-it" / "test.jsonl"
 FALLBACK = [
-    "I have a red car.", "I don't like coffee.", "The book that I bought yesterday is very interesting.",
-    "Tom gave Mary a beautiful present for her birthday.", "We will go to the beach tomorrow if it doesn't rain.",
-    "My sister is tall.", "Where is the station?", "The children play outside.",
+    "I have a red car.",
+    "I don't like coffee.",
+    "The book that I bought yesterday is very interesting.",
+    "Tom gave Mary a beautiful present for her birthday.",
+    "We will go to the beach tomorrow if it doesn't rain.",
+    "My sister is tall.",
+    "Where is the station?",
+    "The children play outside.",
 ]
 P95_TARGET_S = 2.0
 
@@ -201,12 +206,17 @@ def percentile(xs: list[float], q: float) -> float:
 
 
 def summary(lat: list[float]) -> dict:
-    return {"p50_ms": round(percentile(lat, 50) * 1000, 1), "p95_ms": round(percentile(lat, 95) * 1000, 1),
-            "max_ms": round(max(lat) * 1000, 1), "mean_ms": round(statistics.mean(lat) * 1000, 1)}
+    return {
+        "p50_ms": round(percentile(lat, 50) * 1000, 1),
+        "p95_ms": round(percentile(lat, 95) * 1000, 1),
+        "max_ms": round(max(lat) * 1000, 1),
+        "mean_ms": round(statistics.mean(lat) * 1000, 1),
+    }
 
 
-def visitors_in_threads(url: str, api_name: str, per_visitor: list[list[str]],
-                        fresh_tls: bool = False) -> tuple[list, float]:
+def visitors_in_threads(
+    url: str, api_name: str, per_visitor: list[list[str]], fresh_tls: bool = False
+) -> tuple[list, float]:
     """Every visitor a thread of this process: their clients share one interpreter lock."""
     with ThreadPoolExecutor(len(per_visitor)) as pool:
         clients = list(pool.map(lambda _: client(url, fresh_tls), range(len(per_visitor))))
@@ -238,16 +248,19 @@ def _visitor_process(url: str, api_name: str, texts: list[str], barrier, out_que
         out_queue.put((t, *call(c, t, api_name)))
 
 
-def visitors_in_processes(url: str, api_name: str, per_visitor: list[list[str]],
-                          fresh_tls: bool = False) -> tuple[list, float]:
+def visitors_in_processes(
+    url: str, api_name: str, per_visitor: list[list[str]], fresh_tls: bool = False
+) -> tuple[list, float]:
     """Every visitor its own process, as real visitors are separate machines: no shared
     interpreter lock, but their CPU still comes out of the same 2 cores."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     barrier, out_queue = ctx.Barrier(len(per_visitor) + 1), ctx.Queue()
-    procs = [ctx.Process(target=_visitor_process, args=(url, api_name, texts, barrier, out_queue, fresh_tls))
-             for texts in per_visitor]
+    procs = [
+        ctx.Process(target=_visitor_process, args=(url, api_name, texts, barrier, out_queue, fresh_tls))
+        for texts in per_visitor
+    ]
     for p in procs:
         p.start()
     barrier.wait()  # every visitor has its client: release them together
@@ -280,16 +293,24 @@ def run_once(url: str, args, texts: list[str], fresh_tls: bool = False) -> dict:
             alone[t] = normalise(out)
             payload.append(len(json.dumps(out, ensure_ascii=False).encode()))  # as sent: arrays packed
     wall = time.perf_counter() - t0
-    res = {"alone": {"n": len(texts), **summary(lat), "throughput_per_s": round(len(texts) / wall, 2),
-                     "errors": len(errors)},
-           "result_kb_median": round(statistics.median(payload) / 1000, 1) if payload else None}
-    log(f"alone: {len(texts)} calls one at a time, {res['alone']['throughput_per_s']}/s, "
+    res = {
+        "alone": {
+            "n": len(texts),
+            **summary(lat),
+            "throughput_per_s": round(len(texts) / wall, 2),
+            "errors": len(errors),
+        },
+        "result_kb_median": round(statistics.median(payload) / 1000, 1) if payload else None,
+    }
+    log(
+        f"alone: {len(texts)} calls one at a time, {res['alone']['throughput_per_s']}/s, "
         f"p50 {res['alone']['p50_ms']} ms, p95 {res['alone']['p95_ms']} ms, {len(errors)} errors; "
-        f"result JSON {res['result_kb_median']} KB (median)")
+        f"result JSON {res['result_kb_median']} KB (median)"
+    )
 
     # concurrent visitors, each with its own client (own session), released together
     jobs = [texts[i % len(texts)] for i in range(args.requests)]
-    per_visitor = [jobs[v::args.visitors] for v in range(args.visitors)]
+    per_visitor = [jobs[v :: args.visitors] for v in range(args.visitors)]
     cpu0 = time.process_time()
     if args.visitor_processes:
         results, wall = visitors_in_processes(url, args.api_name, per_visitor, fresh_tls)
@@ -306,24 +327,34 @@ def run_once(url: str, args, texts: list[str], fresh_tls: bool = False) -> dict:
         worst = max(worst, d)
         if bad or d > args.atol * (1 + 1e-9):  # a last-digit flip of a rounded value is exactly atol
             mismatches.append(f"{t!r}: {bad or f'max diff {d:.3g}'}")
-    res["concurrent"] = {"visitors": args.visitors, "visitor_processes": args.visitor_processes,
-                         "client_tls": "fresh" if fresh_tls else "shared",
-                         "n": len(results), **summary(lat),
-                         "throughput_per_s": round(len(results) / wall, 2), "wall_s": round(wall, 2),
-                         "errors": len(errs),
-                         "client_cpu_s": None if args.visitor_processes else round(client_cpu, 2)}
+    res["concurrent"] = {
+        "visitors": args.visitors,
+        "visitor_processes": args.visitor_processes,
+        "client_tls": "fresh" if fresh_tls else "shared",
+        "n": len(results),
+        **summary(lat),
+        "throughput_per_s": round(len(results) / wall, 2),
+        "wall_s": round(wall, 2),
+        "errors": len(errs),
+        "client_cpu_s": None if args.visitor_processes else round(client_cpu, 2),
+    }
     res["identical"] = not mismatches and not errs and not errors
     res["max_abs_diff"] = worst
-    log(f"concurrent: {len(results)} calls from {args.visitors} visitors, {res['concurrent']['throughput_per_s']}/s, "
+    log(
+        f"concurrent: {len(results)} calls from {args.visitors} visitors, {res['concurrent']['throughput_per_s']}/s, "
         f"p50 {res['concurrent']['p50_ms']} ms, p95 {res['concurrent']['p95_ms']} ms, "
         f"max {res['concurrent']['max_ms']} ms, {len(errs)} errors"
-        + ("" if args.visitor_processes else f"; the visitors used {client_cpu:.2f} s of CPU"))
-    log(f"identical to one at a time: {res['identical']} (max abs diff {worst:.3g}, "
-        f"{len(mismatches)} mismatches{': ' + mismatches[0] if mismatches else ''})")
+        + ("" if args.visitor_processes else f"; the visitors used {client_cpu:.2f} s of CPU")
+    )
+    log(
+        f"identical to one at a time: {res['identical']} (max abs diff {worst:.3g}, "
+        f"{len(mismatches)} mismatches{': ' + mismatches[0] if mismatches else ''})"
+    )
     if errs:
         log(f"  first error: {errs[0]}")
-    res["pass"] = (res["concurrent"]["errors"] == 0 and res["identical"]
-                   and res["concurrent"]["p95_ms"] <= P95_TARGET_S * 1000)
+    res["pass"] = (
+        res["concurrent"]["errors"] == 0 and res["identical"] and res["concurrent"]["p95_ms"] <= P95_TARGET_S * 1000
+    )
     return res
 
 
@@ -335,18 +366,29 @@ def main(argv=None) -> int:
     p.add_argument("--api-name", default=API_NAME, help="endpoint to call")
     p.add_argument("--visitors", type=int, default=24, help="concurrent clients")
     p.add_argument("--requests", type=int, default=48, help="translations sent by all visitors together")
-    p.add_argument("--visitor-processes", action="store_true",
-                   help="run each visitor in its own process instead of a thread of this one (real visitors "
-                        "do not share one Python interpreter lock; they still share these 2 cores)")
-    p.add_argument("--atol", type=float, default=1e-4,
-                   help="largest numeric difference still counted as identical: sentences traced together "
-                        "in one padded batch (app.py --max-batch) sum in another order, so attention "
-                        "weights differ around the 7th decimal, which can move the last digit of the head "
-                        "diagnostics (rounded to 4 decimals); text, tokens and ids must match exactly "
-                        "(default 1e-4; 0 = bit for bit)")
-    p.add_argument("--sweep", nargs="+", metavar="SETTING",
-                   help="settings to compare, each like torch-threads=1,concurrency=2 (app.py flags; "
-                        "the app is started once per setting)")
+    p.add_argument(
+        "--visitor-processes",
+        action="store_true",
+        help="run each visitor in its own process instead of a thread of this one (real visitors "
+        "do not share one Python interpreter lock; they still share these 2 cores)",
+    )
+    p.add_argument(
+        "--atol",
+        type=float,
+        default=1e-4,
+        help="largest numeric difference still counted as identical: sentences traced together "
+        "in one padded batch (app.py --max-batch) sum in another order, so attention "
+        "weights differ around the 7th decimal, which can move the last digit of the head "
+        "diagnostics (rounded to 4 decimals); text, tokens and ids must match exactly "
+        "(default 1e-4; 0 = bit for bit)",
+    )
+    p.add_argument(
+        "--sweep",
+        nargs="+",
+        metavar="SETTING",
+        help="settings to compare, each like torch-threads=1,concurrency=2 (app.py flags; "
+        "the app is started once per setting)",
+    )
     p.add_argument("--timeout", type=float, default=240, help="seconds to wait for app.py to answer")
     args = p.parse_args(argv)
     if args.visitors < 1 or args.requests < 1:
@@ -385,13 +427,26 @@ def main(argv=None) -> int:
     best = min(runs, key=lambda r: r["concurrent"]["p95_ms"])
     if len(runs) > 1:
         for r in runs:
-            log(f"{r['setting']:28s} alone {r['alone']['throughput_per_s']}/s ({r['alone']['p50_ms']} ms)  "
+            log(
+                f"{r['setting']:28s} alone {r['alone']['throughput_per_s']}/s ({r['alone']['p50_ms']} ms)  "
                 f"concurrent {r['concurrent']['throughput_per_s']}/s p50 {r['concurrent']['p50_ms']} ms "
-                f"p95 {r['concurrent']['p95_ms']} ms  identical {r['identical']}")
+                f"p95 {r['concurrent']['p95_ms']} ms  identical {r['identical']}"
+            )
         log(f"best (lowest concurrent p95): {best['setting']}")
-    print(json.dumps({"benchmark": "load", "visitors": args.visitors, "requests": args.requests,
-                      "target": {"errors": 0, "identical": True, "p95_ms": P95_TARGET_S * 1000},
-                      "runs": runs, "best": best["setting"], "pass": best["pass"]}, ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "benchmark": "load",
+                "visitors": args.visitors,
+                "requests": args.requests,
+                "target": {"errors": 0, "identical": True, "p95_ms": P95_TARGET_S * 1000},
+                "runs": runs,
+                "best": best["setting"],
+                "pass": best["pass"],
+            },
+            ensure_ascii=False,
+        )
+    )
     return 0
 
 

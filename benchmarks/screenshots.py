@@ -20,8 +20,11 @@ from pathlib import Path
 
 from ui_latency import CHROME_ARGS, ROOT, app_server
 
-SCREENS = {"laptop": {"width": 1366, "height": 900}, "projector": {"width": 1920, "height": 1080},
-           "phone": {"width": 390, "height": 844}}
+SCREENS = {
+    "laptop": {"width": 1366, "height": 900},
+    "projector": {"width": 1920, "height": 1080},
+    "phone": {"width": 390, "height": 844},
+}
 SENTENCE = "Tom gave Mary a beautiful present for her birthday."
 NO_TOUR = "try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}"
 
@@ -76,7 +79,9 @@ def views(page, out: Path, screen: str) -> None:
         shoot(page, out, screen, "present")
         page.keyboard.press("Escape")
         page.wait_for_function("() => !window.__explorer.getState().presenting")
-    page.evaluate("() => { for (const d of document.querySelectorAll('#viewer details[data-section]')) d.open = true; }")
+    page.evaluate(
+        "() => { for (const d of document.querySelectorAll('#viewer details[data-section]')) d.open = true; }"
+    )
     page.wait_for_selector("#mosaic[data-step]", state="attached")
     shoot(page, out, screen, "sections", "#viewer")
     run_panel(page, "analysis-panel", "#importance-btn", "#analysis-panel canvas")
@@ -87,8 +92,9 @@ def views(page, out: Path, screen: str) -> None:
     shoot(page, out, screen, "beam", "#beam-panel")
     open_panel(page, "pairs-panel")
     page.click("#pairs-curated button[data-pair='0']")
-    page.wait_for_function("() => { const p = window.__explorer.getState().pair; return p && p.status === 'done'; }",
-                           timeout=120_000)
+    page.wait_for_function(
+        "() => { const p = window.__explorer.getState().pair; return p && p.status === 'done'; }", timeout=120_000
+    )
     page.wait_for_timeout(300)
     shoot(page, out, screen, "pairs", "#pairs-panel")
     run_panel(page, "whatif-panel", "#whatif-btn", "#whatif-text")

@@ -43,7 +43,12 @@ from transformer.training.data import DataError, Batch, encode_pairs, load_split
 from transformer.core.decoding import naive_greedy_decode  # noqa: E402
 from transformer.core.model import build_model, sinusoidal_table  # noqa: E402
 from transformer.training.presets import (  # noqa: E402
-    TrainSettings, autocast, bf16_is_fast, make_optimizer, make_scheduler, train_step,
+    TrainSettings,
+    autocast,
+    bf16_is_fast,
+    make_optimizer,
+    make_scheduler,
+    train_step,
 )
 
 DEFAULT_CHECKPOINT = ROOT / "checkpoints" / "en-it"
@@ -56,7 +61,8 @@ SENTENCES = [
     "She said that she would come back tomorrow morning after work.",
     "We were very tired, so we went to bed early and slept until noon.",
     "My brother and I used to play football in the park near our house every Sunday afternoon.",
-    "If you had told me the truth from the beginning, I would have helped you with all my heart and we would be friends.",
+    "If you had told me the truth from the beginning, I would have helped you with all my heart "
+    "and we would be friends.",
 ]
 TEN_WORDS = "My sister bought a beautiful red dress for the party."
 SEED_SEQ_LEN, SEED_BATCH = 350, 8
@@ -91,8 +97,12 @@ def bench_decode(tr, repeat: int, pad_to: int) -> dict:
         naive_ms.append(_ms(lambda: naive_greedy_decode(model, padded, steps), repeat))
     ten = _ms(lambda: tr.trace(TEN_WORDS), repeat)
     t, n = statistics.mean(trace_ms), statistics.mean(naive_ms)
-    return {"trace_ms": round(t, 2), "naive_ms": round(n, 2), "decode_speedup": round(n / t, 2),
-            "trace_10_words_ms": round(ten, 2)}
+    return {
+        "trace_ms": round(t, 2),
+        "naive_ms": round(n, 2),
+        "decode_speedup": round(n / t, 2),
+        "trace_10_words_ms": round(ten, 2),
+    }
 
 
 class TorchBaseline(nn.Module):
@@ -104,8 +114,16 @@ class TorchBaseline(nn.Module):
         self.embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model)
         self.tgt_embed = self.embed if cfg.tie_embeddings == "all" else nn.Embedding(cfg.tgt_vocab_size, cfg.d_model)
         self.register_buffer("pe", sinusoidal_table(cfg.max_positions, cfg.d_model), persistent=False)
-        self.core = nn.Transformer(cfg.d_model, cfg.h, cfg.n_encoder_layers, cfg.n_decoder_layers, cfg.d_ff,
-                                   cfg.dropout, batch_first=True, norm_first=cfg.norm_placement == "pre")
+        self.core = nn.Transformer(
+            cfg.d_model,
+            cfg.h,
+            cfg.n_encoder_layers,
+            cfg.n_decoder_layers,
+            cfg.d_ff,
+            cfg.dropout,
+            batch_first=True,
+            norm_first=cfg.norm_placement == "pre",
+        )
         self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, src, tgt):
@@ -113,9 +131,15 @@ class TorchBaseline(nn.Module):
         s = self.drop(self.embed(src) * scale + self.pe[: src.shape[1]])
         t = self.drop(self.tgt_embed(tgt) * scale + self.pe[: tgt.shape[1]])
         causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], dtype=s.dtype)
-        h = self.core(s, t, tgt_mask=causal, src_key_padding_mask=src == self.cfg.src_pad_id,
-                      tgt_key_padding_mask=tgt == self.cfg.tgt_pad_id, memory_key_padding_mask=src == self.cfg.src_pad_id,
-                      tgt_is_causal=True)
+        h = self.core(
+            s,
+            t,
+            tgt_mask=causal,
+            src_key_padding_mask=src == self.cfg.src_pad_id,
+            tgt_key_padding_mask=tgt == self.cfg.tgt_pad_id,
+            memory_key_padding_mask=src == self.cfg.src_pad_id,
+            tgt_is_causal=True,
+        )
         return F.linear(h, self.tgt_embed.weight)
 
 
@@ -151,8 +175,10 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) ->
     dtype the trainer would choose here, and ``by_dtype`` holds both."""
     train_dtype = "bfloat16" if bf16_is_fast("cpu") else "float32"
     cfg = replace(cfg, dropout=0.1, attn_dropout=0.1)
-    budget_batches = [make_batch([encoded[i] for i in idx], cfg)
-                      for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0)[:steps]]
+    budget_batches = [
+        make_batch([encoded[i] for i in idx], cfg)
+        for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0)[:steps]
+    ]
     s = TrainSettings(warmup_steps=10)
 
     torch.manual_seed(0)
@@ -175,8 +201,12 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) ->
 
     def seed_step(b: Batch):
         out = seed_model(b.src, b.tgt_in, need_weights=True)  # explicit softmax(QK^T)V path
-        loss = F.cross_entropy(out.logits.reshape(-1, out.logits.shape[-1]), b.tgt_out.reshape(-1),
-                               ignore_index=cfg.tgt_pad_id, label_smoothing=0.1)
+        loss = F.cross_entropy(
+            out.logits.reshape(-1, out.logits.shape[-1]),
+            b.tgt_out.reshape(-1),
+            ignore_index=cfg.tgt_pad_id,
+            label_smoothing=0.1,
+        )
         seed_opt.zero_grad(set_to_none=True)
         loss.backward()
         seed_opt.step()
@@ -188,8 +218,12 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) ->
     def torch_step(b: Batch, bf16: bool):
         with autocast(bf16, "cpu"):
             logits = base(b.src, b.tgt_in)
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), b.tgt_out.reshape(-1),
-                                   ignore_index=cfg.tgt_pad_id, label_smoothing=0.1)
+            loss = F.cross_entropy(
+                logits.float().reshape(-1, logits.shape[-1]),
+                b.tgt_out.reshape(-1),
+                ignore_index=cfg.tgt_pad_id,
+                label_smoothing=0.1,
+            )
         base_opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(base.parameters(), 1.0)
@@ -207,10 +241,19 @@ def bench_train(cfg, encoded, steps: int, batch_tokens: int, rounds: int = 3) ->
     by_dtype = {}
     for name in DTYPES:
         ours_tps, torch_tps = tps[f"ours/{name}"], tps[f"torch/{name}"]
-        by_dtype[name] = {"ours_tok_s": round(ours_tps, 1), "torch_tok_s": round(torch_tps, 1),
-                          "train_speedup": round(ours_tps / seed_tps, 2), "vs_torch": round(ours_tps / torch_tps, 3)}
-    return {"train_dtype": train_dtype, **by_dtype[train_dtype], "seed_tok_s": round(seed_tps, 1),
-            "bf16_speedup": round(tps["ours/bfloat16"] / tps["ours/float32"], 2), "by_dtype": by_dtype}
+        by_dtype[name] = {
+            "ours_tok_s": round(ours_tps, 1),
+            "torch_tok_s": round(torch_tps, 1),
+            "train_speedup": round(ours_tps / seed_tps, 2),
+            "vs_torch": round(ours_tps / torch_tps, 3),
+        }
+    return {
+        "train_dtype": train_dtype,
+        **by_dtype[train_dtype],
+        "seed_tok_s": round(seed_tps, 1),
+        "bf16_speedup": round(tps["ours/bfloat16"] / tps["ours/float32"], 2),
+        "by_dtype": by_dtype,
+    }
 
 
 def print_train(train: dict) -> None:
@@ -218,34 +261,51 @@ def print_train(train: dict) -> None:
     print(f"train: seed (float32) {train['seed_tok_s']} tok/s; the trainer would use {train['train_dtype']} here")
     for name, r in train["by_dtype"].items():
         mark = "  <- the trainer's dtype" if name == train["train_dtype"] else ""
-        print(f"  {name:8}: ours {r['ours_tok_s']} tok/s, torch {r['torch_tok_s']} tok/s; "
-              f"ours/seed {r['train_speedup']}x, ours/torch {r['vs_torch']}{mark}")
+        print(
+            f"  {name:8}: ours {r['ours_tok_s']} tok/s, torch {r['torch_tok_s']} tok/s; "
+            f"ours/seed {r['train_speedup']}x, ours/torch {r['vs_torch']}{mark}"
+        )
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python benchmarks/speed.py",
-                                description="Decode and training speed, side by side.")
-    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT),
-                   help="checkpoint directory or hub repo id (default: the shipped checkpoints/en-it)")
-    p.add_argument("--data", default=str(DEFAULT_DATA),
-                   help="JSONL pairs for the training benchmark (default: the corpus in the repo, "
-                        "data/tatoeba-en-it/train.jsonl)")
+    p = argparse.ArgumentParser(
+        prog="python benchmarks/speed.py", description="Decode and training speed, side by side."
+    )
+    p.add_argument(
+        "--checkpoint",
+        default=str(DEFAULT_CHECKPOINT),
+        help="checkpoint directory or hub repo id (default: the shipped checkpoints/en-it)",
+    )
+    p.add_argument(
+        "--data",
+        default=str(DEFAULT_DATA),
+        help="JSONL pairs for the training benchmark (default: the corpus in the repo, data/tatoeba-en-it/train.jsonl)",
+    )
     p.add_argument("--repeat", type=int, default=5, help="timed repeats per sentence (median is kept)")
     p.add_argument("--train-steps", type=int, default=3, help="timed training steps per approach and round")
     p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (the median is kept)")
     p.add_argument("--batch-tokens", type=int, default=3000, help="token budget of our batches")
-    p.add_argument("--pad-to", type=int, default=SEED_SEQ_LEN,
-                   help="fixed source length of the naive decode (the seed's dataset pads to 350)")
+    p.add_argument(
+        "--pad-to",
+        type=int,
+        default=SEED_SEQ_LEN,
+        help="fixed source length of the naive decode (the seed's dataset pads to 350)",
+    )
     p.add_argument("--skip-train", action="store_true", help="only the decoding benchmark")
     args = p.parse_args(argv)
     if min(args.repeat, args.train_steps, args.rounds, args.batch_tokens) < 1:
         fail("--repeat, --train-steps, --rounds and --batch-tokens must be at least 1")
     tr = load_translator_or_exit(args.checkpoint)
-    print(f"threads: {torch.get_num_threads()}; model: d_model {tr.cfg.d_model}, h {tr.cfg.h}, "
-          f"{tr.cfg.n_encoder_layers}+{tr.cfg.n_decoder_layers} layers", file=sys.stderr)
+    print(
+        f"threads: {torch.get_num_threads()}; model: d_model {tr.cfg.d_model}, h {tr.cfg.h}, "
+        f"{tr.cfg.n_encoder_layers}+{tr.cfg.n_decoder_layers} layers",
+        file=sys.stderr,
+    )
     result = bench_decode(tr, args.repeat, args.pad_to)
-    print(f"decode: trace {result['trace_ms']} ms/sentence, naive {result['naive_ms']} ms/sentence, "
-          f"speedup {result['decode_speedup']}x; 10-word trace {result['trace_10_words_ms']} ms")
+    print(
+        f"decode: trace {result['trace_ms']} ms/sentence, naive {result['naive_ms']} ms/sentence, "
+        f"speedup {result['decode_speedup']}x; 10-word trace {result['trace_10_words_ms']} ms"
+    )
     if not args.skip_train:
         try:
             pairs = load_split(args.data, "train", tr.cfg.src_lang, tr.cfg.tgt_lang)

@@ -39,16 +39,28 @@ from transformer.training.presets import PRESETS, make_optimizer, make_scheduler
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--data", default=str(HERE.parent / "data" / "tatoeba-en-it"),
-                   help="local directory with train.jsonl and validation.jsonl")
+    p.add_argument(
+        "--data",
+        default=str(HERE.parent / "data" / "tatoeba-en-it"),
+        help="local directory with train.jsonl and validation.jsonl",
+    )
     p.add_argument("--d-ff", type=int, nargs="+", default=[1024, 512], help="feed-forward widths to compare")
-    p.add_argument("--dropout-impl", nargs="+", choices=["fast", "torch"], default=["fast"],
-                   help="dropout implementations to compare: the model's fast CPU mask, torch's nn.Dropout")
+    p.add_argument(
+        "--dropout-impl",
+        nargs="+",
+        choices=["fast", "torch"],
+        default=["fast"],
+        help="dropout implementations to compare: the model's fast CPU mask, torch's nn.Dropout",
+    )
     p.add_argument("--vocab-size", type=int, default=2000, help="joint vocabulary size of every shape")
     p.add_argument("--steps", type=int, default=55, help="timed training steps per shape and round")
     p.add_argument("--rounds", type=int, default=2, help="interleaved rounds; each figure is their median")
-    p.add_argument("--batch-tokens", type=int, default=PRESETS["base"].train.batch_tokens,
-                   help="tokens per batch (default: the base preset's)")
+    p.add_argument(
+        "--batch-tokens",
+        type=int,
+        default=PRESETS["base"].train.batch_tokens,
+        help="tokens per batch (default: the base preset's)",
+    )
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     args = p.parse_args(argv)
     if min(args.steps, args.rounds, args.threads, args.batch_tokens, *args.d_ff) < 1:
@@ -64,8 +76,10 @@ def main(argv: list[str] | None = None) -> None:
     enc = encode_pairs(data.train, tok, tok, model.cfg)
     index_batches = token_budget_batches(enc, settings.batch_tokens, settings.seed, 0)
     if len(index_batches) < args.steps:
-        fail(f"{args.data}: one epoch has {len(index_batches)} batches of {settings.batch_tokens} tokens, fewer "
-             f"than the {args.steps} steps asked for: lower --steps")
+        fail(
+            f"{args.data}: one epoch has {len(index_batches)} batches of {settings.batch_tokens} tokens, fewer "
+            f"than the {args.steps} steps asked for: lower --steps"
+        )
     batches = [make_batch([enc[i] for i in idx], model.cfg) for idx in index_batches[: args.steps]]
 
     def step_fn(d_ff: int, impl: str):
@@ -80,8 +94,11 @@ def main(argv: list[str] | None = None) -> None:
         return lambda b: train_step(m, b, opt, sched, settings, "cpu")
 
     # a variant's name is its d_ff alone when one dropout implementation is compared (as before)
-    variants = {(f"{d}" if len(args.dropout_impl) == 1 else f"{d}/{impl}"): (d, impl)
-                for d in args.d_ff for impl in args.dropout_impl}
+    variants = {
+        (f"{d}" if len(args.dropout_impl) == 1 else f"{d}/{impl}"): (d, impl)
+        for d in args.d_ff
+        for impl in args.dropout_impl
+    }
     names = list(variants)
     tok_s = side_by_side({n: step_fn(*variants[n]) for n in names}, {n: batches for n in names}, args.rounds)
     tokens = sum(b.n_src_tokens + b.n_tgt_tokens for b in batches)
@@ -89,9 +106,17 @@ def main(argv: list[str] | None = None) -> None:
     for n in names:
         d, impl = variants[n]
         print(f"d_ff {d}, {impl} dropout: {ms[n]} ms/step, {tok_s[n]:,.0f} tokens/s", flush=True)
-    print(json.dumps({"vocab_size": args.vocab_size, "threads": args.threads, "steps": args.steps,
-                      "ms_per_step": ms, f"speedup_vs_d_ff_{names[0]}": {n: round(tok_s[n] / tok_s[names[0]], 2)
-                                                                  for n in names}}))
+    print(
+        json.dumps(
+            {
+                "vocab_size": args.vocab_size,
+                "threads": args.threads,
+                "steps": args.steps,
+                "ms_per_step": ms,
+                f"speedup_vs_d_ff_{names[0]}": {n: round(tok_s[n] / tok_s[names[0]], 2) for n in names},
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

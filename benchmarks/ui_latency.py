@@ -48,8 +48,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the explorer package (its app launcher) and transformer
 PROBE = Path(__file__).with_name("ui_probe.js")
-CHROME_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-               "--disable-sync", "--no-first-run"]
+CHROME_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 VIEWPORT = {"width": 1440, "height": 900}
 
 # 10 words each, different translations, so a new result is never mistaken for the old one.
@@ -61,11 +67,15 @@ SENTENCES_10 = [
     "I think that this book is more interesting than that one.",
     "The children were playing in the garden when it started raining.",
 ]
-PLAY_SENTENCE = ("When I was young, my grandmother used to tell me long stories about the little village "
-                 "where she grew up near the sea.")
+PLAY_SENTENCE = (
+    "When I was young, my grandmother used to tell me long stories about the little village "
+    "where she grew up near the sea."
+)
 LINK_SENTENCE = "I don't like coffee."
-LONG_FILLER = ("The book that I bought yesterday is very interesting, and my friends want to read it "
-               "before we go to the sea with our parents next summer. ")
+LONG_FILLER = (
+    "The book that I bought yesterday is very interesting, and my friends want to read it "
+    "before we go to the sea with our parents next summer. "
+)
 
 # the targets of docs/benchmarks.md: name -> (figure key, comparison, limit)
 TARGETS = {
@@ -112,8 +122,9 @@ class Network:
         cdp = context.new_cdp_session(page)
         cdp.on("Network.requestWillBeSent", self._request)
         cdp.on("Network.requestServedFromCache", lambda e: self.cached.add(e["requestId"]))
-        cdp.on("Network.responseReceived", lambda e: e["response"].get("fromDiskCache") and self.cached.add(
-            e["requestId"]))
+        cdp.on(
+            "Network.responseReceived", lambda e: e["response"].get("fromDiskCache") and self.cached.add(e["requestId"])
+        )
         cdp.on("Network.dataReceived", lambda e: self.decoded.append((time.perf_counter(), e.get("dataLength", 0))))
         cdp.send("Network.enable")
         self.cdp = cdp
@@ -150,10 +161,13 @@ def attrs(page, sel: str = "#attn-plot") -> dict | None:
 
 def control_info(page, sel: str) -> dict | None:
     """type/value/min/max/options of a control (select options as values)."""
-    return page.evaluate("""sel => { const el = window.__bench.control(sel); if (!el) return null;
+    return page.evaluate(
+        """sel => { const el = window.__bench.control(sel); if (!el) return null;
         return {tag: el.tagName.toLowerCase(), type: el.type || null, value: el.value, min: el.min ?? null,
                 max: el.max ?? null, step: el.step ?? null, checked: !!el.checked, disabled: !!el.disabled,
-                options: el.options ? Array.from(el.options).map(o => o.value) : null}; }""", sel)
+                options: el.options ? Array.from(el.options).map(o => o.value) : null}; }""",
+        sel,
+    )
 
 
 def translated_conds(before: str) -> list[dict]:
@@ -173,8 +187,9 @@ def translate(page, net: Network, text: str, timeout_ms: int) -> dict:
     page.locator("#src-text textarea").fill(text)
     before = page.evaluate("() => (window.__bench.control('#translation') || {}).value || ''")
     t_net = time.perf_counter()
-    res = act(page, {"sel": "#translate-btn", "action": "click", "wait": translated_conds(before),
-                     "timeoutMs": timeout_ms})
+    res = act(
+        page, {"sel": "#translate-btn", "action": "click", "wait": translated_conds(before), "timeoutMs": timeout_ms}
+    )
     page.wait_for_timeout(300)  # let the DevTools events of the answer arrive
     res.update(bytes=net.bytes_since(t_net), requests=net.requests_since(t_net))
     return res
@@ -236,11 +251,13 @@ def click_series(page, rounds: int, timeout_ms: int, seed: int, limit: int = 10*
             nxt = step() + (1 if key == "ArrowRight" else -1)
             exp = {**state(), "data-step": str(nxt)}
             page.evaluate("() => document.activeElement && document.activeElement.blur()")
-            t = page.evaluate("""([key, wait, timeout]) => { const t0 = performance.now();
+            t = page.evaluate(
+                """([key, wait, timeout]) => { const t0 = performance.now();
                 document.body.dispatchEvent(new KeyboardEvent('keydown', {key, code: key, bubbles: true}));
                 return window.__bench.waitFor(wait, timeout).then(async ok =>
                     ok ? (await window.__bench.afterPaint()) - t0 : null); }""",
-                              [key, view_conds(exp), timeout_ms])
+                [key, view_conds(exp), timeout_ms],
+            )
             times["key_arrows"].append(t)
         for i in range(len(views) * 3 if len(views) > 1 else 0):
             cur = state().get("data-view")
@@ -253,8 +270,11 @@ def click_series(page, rounds: int, timeout_ms: int, seed: int, limit: int = 10*
             v = [x for x in layers if x != cur][i % (len(layers) - 1)]
             do("layer", {"sel": "#layer-select", "action": "set", "value": v}, {"data-layer": v})
         for i in range(len(heads) if len(heads) > 1 else 0):  # mean, max, every head
-            v = heads[(heads.index(state().get("data-head", heads[0])) + 1) % len(heads)] \
-                if state().get("data-head") in heads else heads[i]
+            v = (
+                heads[(heads.index(state().get("data-head", heads[0])) + 1) % len(heads)]
+                if state().get("data-head") in heads
+                else heads[i]
+            )
             do("head", {"sel": "#head-select", "action": "set", "value": v}, {"data-head": v})
         for _ in range(8):
             hide = control_info(page, "#hide-specials")
@@ -263,8 +283,11 @@ def click_series(page, rounds: int, timeout_ms: int, seed: int, limit: int = 10*
                 errors.append("hide: no #hide-specials")
                 break
             before = state().get("data-hide")
-            do("hide", {"sel": "#hide-specials", "action": "set", "value": not hide["checked"]},
-               {"data-hide": {"not": before}})
+            do(
+                "hide",
+                {"sel": "#hide-specials", "action": "set", "value": not hide["checked"]},
+                {"data-hide": {"not": before}},
+            )
         log(f"  round {r + 1}/{rounds}: {sum(len(v) for v in times.values())} actions timed so far")
     times["_errors"] = errors
     times["_sync"] = sync
@@ -276,12 +299,23 @@ def play_rate(page, speed_value, max_steps: int, timeout_s: float) -> dict:
     info = control_info(page, "#step-slider")
     n_steps = int(float(info["max"])) if info and info.get("max") else 1
     if (attrs(page) or {}).get("data-step") != "1":
-        act(page, {"sel": "#step-slider", "action": "set", "value": 1,
-                   "wait": view_conds({"data-step": "1"}), "timeoutMs": 5000})
+        act(
+            page,
+            {
+                "sel": "#step-slider",
+                "action": "set",
+                "value": 1,
+                "wait": view_conds({"data-step": "1"}),
+                "timeoutMs": 5000,
+            },
+        )
     if speed_value is not None:
-        page.evaluate("""v => { const el = window.__bench.control('#play-speed'); el.value = String(v);
+        page.evaluate(
+            """v => { const el = window.__bench.control('#play-speed'); el.value = String(v);
             el.dispatchEvent(new Event('input', {bubbles: true}));
-            el.dispatchEvent(new Event('change', {bubbles: true})); }""", speed_value)
+            el.dispatchEvent(new Event('change', {bubbles: true})); }""",
+            speed_value,
+        )
     last = min(n_steps, max_steps)
     page.evaluate("() => window.__bench.recordPlay()")
     page.evaluate("() => window.__bench.control('#play-btn').click()")
@@ -299,8 +333,7 @@ def play_rate(page, speed_value, max_steps: int, timeout_s: float) -> dict:
     if len(changes) < 2:
         return {"steps_per_s": None, "steps": len(changes), "speed": speed_value}
     span_ms = changes[-1][0] - changes[0][0]
-    return {"steps_per_s": round((len(changes) - 1) / span_ms * 1000, 2), "steps": len(changes),
-            "speed": speed_value}
+    return {"steps_per_s": round((len(changes) - 1) / span_ms * 1000, 2), "steps": len(changes), "speed": speed_value}
 
 
 def speed_settings(page) -> tuple[object, list]:
@@ -310,11 +343,13 @@ def speed_settings(page) -> tuple[object, list]:
     if info is None:
         return None, []
     if info["options"]:
+
         def num(v):
             try:
                 return float(v)
             except ValueError:
                 return float("-inf")
+
         return info["value"], [max(info["options"], key=num)]
     return info["value"], [info["max"]] if info.get("max") not in (None, "") else []
 
@@ -325,8 +360,9 @@ def fresh_page(browser, url: str, watches: dict, timeout_s: float) -> dict:
     try:
         page.goto(url, wait_until="commit")
         try:
-            page.wait_for_function("names => names.every(n => n in window.__bench.marks)", arg=list(watches),
-                                   timeout=timeout_s * 1000)
+            page.wait_for_function(
+                "names => names.every(n => n in window.__bench.marks)", arg=list(watches), timeout=timeout_s * 1000
+            )
         except Exception:  # noqa: BLE001 - a timeout is reported as a missing figure
             pass
         marks = page.evaluate("() => window.__bench ? window.__bench.marks : {}")
@@ -395,8 +431,10 @@ def run(args, url: str) -> dict:
 
         # 1. fresh page -> interactive; links -> heatmap painted (warm server, cold browser cache)
         interactive = [{"sel": "#translate-btn", "enabled": True}, {"sel": args.viewer_ready, "exists": True}]
-        fresh = [fresh_page(browser, url, {"interactive": interactive}, args.timeout)["interactive"]
-                 for _ in range(args.page_repeats)]
+        fresh = [
+            fresh_page(browser, url, {"interactive": interactive}, args.timeout)["interactive"]
+            for _ in range(args.page_repeats)
+        ]
         figures["fresh_page_interactive_s"] = med(fresh)
         log(f"fresh page -> interactive: {fresh} s (median {figures['fresh_page_interactive_s']})")
 
@@ -408,9 +446,13 @@ def run(args, url: str) -> dict:
 
         frag_state = {"text": LINK_SENTENCE, "step": 3, "view": "cross", "layer": 1, "head": "mean", "hide": 0}
         frag = url + "#" + urllib.parse.urlencode(frag_state, quote_via=urllib.parse.quote)
-        fheat = [{"sel": "#translation", "valueNot": ""},
-                 {"sel": "#attn-plot", "attrs": {"data-step": "3", "data-view": "cross", "data-layer": "1",
-                                                 "data-head": "mean"}}]
+        fheat = [
+            {"sel": "#translation", "valueNot": ""},
+            {
+                "sel": "#attn-plot",
+                "attrs": {"data-step": "3", "data-view": "cross", "data-layer": "1", "data-head": "mean"},
+            },
+        ]
         fl = [fresh_page(browser, frag, {"heatmap": fheat}, args.timeout)["heatmap"] for _ in range(args.page_repeats)]
         figures["fragment_link_heatmap_s"] = med(fl)
         log(f"#text=...&step=3 link -> that view painted: {fl} s (median {figures['fragment_link_heatmap_s']})")
@@ -419,8 +461,9 @@ def run(args, url: str) -> dict:
         context, page = new_page(browser)
         net = Network(context, page)
         page.goto(url)
-        page.wait_for_function("() => window.__bench.holds(conds)".replace(
-            "conds", json.dumps(interactive)), timeout=args.timeout * 1000)
+        page.wait_for_function(
+            "() => window.__bench.holds(conds)".replace("conds", json.dumps(interactive)), timeout=args.timeout * 1000
+        )
         open_viewer_sections(page)  # the worst case: every view of the viewer is drawn on each change
         warm = translate(page, net, SENTENCES_10[-1], args.timeout * 1000)  # warms the server and the page
         if warm["ms"] is None:
@@ -433,10 +476,14 @@ def run(args, url: str) -> dict:
         figures["translate_paint_max_ms"] = worst(ms)
         figures["payload_10_words_kb"] = round(statistics.median(r["bytes"] for r in runs) / 1000, 1)
         figures["translate_requests"] = max(len(r["requests"]) for r in runs)
-        log(f"Translate -> every view painted (10 words, warm): {[None if x is None else round(x) for x in ms]} ms "
-            f"(median {figures['translate_paint_median_ms']})")
-        log(f"payload of a 10-word Translate: {figures['payload_10_words_kb']} KB received, "
-            f"{figures['translate_requests']} requests")
+        log(
+            f"Translate -> every view painted (10 words, warm): {[None if x is None else round(x) for x in ms]} ms "
+            f"(median {figures['translate_paint_median_ms']})"
+        )
+        log(
+            f"payload of a 10-word Translate: {figures['payload_10_words_kb']} KB received, "
+            f"{figures['translate_requests']} requests"
+        )
         if any(x is None for x in ms):
             notes.append("Translate timed out: " + "; ".join(str(r.get("error")) for r in runs if r["ms"] is None))
 
@@ -444,8 +491,10 @@ def run(args, url: str) -> dict:
         big = translate(page, net, long, args.timeout * 1000)
         figures["payload_126_tokens_kb"] = round(big["bytes"] / 1000, 1)
         figures["translate_126_tokens_paint_ms"] = None if big["ms"] is None else round(big["ms"], 1)
-        log(f"payload of a {args.long_tokens}-token Translate: {figures['payload_126_tokens_kb']} KB received; "
-            f"painted in {figures['translate_126_tokens_paint_ms']} ms")
+        log(
+            f"payload of a {args.long_tokens}-token Translate: {figures['payload_126_tokens_kb']} KB received; "
+            f"painted in {figures['translate_126_tokens_paint_ms']} ms"
+        )
         # the worst case for drawing (informational, not a target): a few clicks at the token cap
         t_long = time.perf_counter()
         long_times = click_series(page, 1, args.click_timeout_ms, args.seed, limit=5)
@@ -453,12 +502,16 @@ def run(args, url: str) -> dict:
         reqs_long = net.requests_since(t_long)
         long_ms = [x for k in CLICK_CONTROLS for x in long_times[k]]
         if long_times["_errors"]:
-            notes.append(f"{len(long_times['_errors'])} clicks at {args.long_tokens} tokens did not paint, first: "
-                         f"{long_times['_errors'][0]}")
+            notes.append(
+                f"{len(long_times['_errors'])} clicks at {args.long_tokens} tokens did not paint, first: "
+                f"{long_times['_errors'][0]}"
+            )
         figures["click_126_tokens_median_ms"] = med(long_ms)
         figures["click_126_tokens_max_ms"] = worst(long_ms)
-        log(f"click -> paint at {args.long_tokens} tokens (not a target): n={len(long_ms)} median "
-            f"{figures['click_126_tokens_median_ms']} ms, max {figures['click_126_tokens_max_ms']} ms")
+        log(
+            f"click -> paint at {args.long_tokens} tokens (not a target): n={len(long_ms)} median "
+            f"{figures['click_126_tokens_median_ms']} ms, max {figures['click_126_tokens_max_ms']} ms"
+        )
 
         # 3. stepping and view changes: click -> paint, and no requests meanwhile
         translate(page, net, SENTENCES_10[0], args.timeout * 1000)
@@ -472,15 +525,18 @@ def run(args, url: str) -> dict:
         figures["clicks"] = len(all_ms)
         figures["click_median_ms"] = med(all_ms)
         figures["click_max_ms"] = worst(all_ms)
-        figures["click_by_control"] = {k: {"n": len(v), "median_ms": med(v), "max_ms": worst(v)}
-                                       for k, v in times.items()}
+        figures["click_by_control"] = {
+            k: {"n": len(v), "median_ms": med(v), "max_ms": worst(v)} for k, v in times.items()
+        }
         for k, v in figures["click_by_control"].items():
             log(f"click -> paint, {k:10s}: n={v['n']:3d} median {v['median_ms']} ms, max {v['max_ms']} ms")
         figures["click_script_median_ms"] = med(sync)
         figures["click_script_max_ms"] = round(max(sync), 1) if sync else None
-        log(f"click -> paint, all target controls: n={len(all_ms)} median {figures['click_median_ms']} ms, "
+        log(
+            f"click -> paint, all target controls: n={len(all_ms)} median {figures['click_median_ms']} ms, "
             f"max {figures['click_max_ms']} ms (of which the app's event handlers: median "
-            f"{figures['click_script_median_ms']} ms, max {figures['click_script_max_ms']} ms)")
+            f"{figures['click_script_median_ms']} ms, max {figures['click_script_max_ms']} ms)"
+        )
         if errors:
             notes.append(f"{len(errors)} clicks did not paint as expected, first: {errors[0]}")
             log("  " + "\n  ".join(errors[:5]))
@@ -495,8 +551,11 @@ def run(args, url: str) -> dict:
             ok = [r["steps_per_s"] for r in rates if r["steps_per_s"] is not None]
             figures["play_default_steps_per_s"] = d["steps_per_s"]
             figures["play_max_steps_per_s"] = max(ok) if ok else None
-            figures["play_rates"] = {f"speed {r['speed'] if r['speed'] is not None else default}"
-                                     f"{' (default)' if r['speed'] is None else ''}": r["steps_per_s"] for r in rates}
+            figures["play_rates"] = {
+                f"speed {r['speed'] if r['speed'] is not None else default}"
+                f"{' (default)' if r['speed'] is None else ''}": r["steps_per_s"]
+                for r in rates
+            }
             figures["play_steps_watched"] = max(r["steps"] for r in rates)
             log(f"Play: {figures['play_rates']} steps/s over up to {figures['play_steps_watched']} steps")
         else:
@@ -506,8 +565,10 @@ def run(args, url: str) -> dict:
         reqs += net.requests_since(t_play)
         figures["requests_while_stepping"] = len(reqs)
         figures["requests_while_stepping_urls"] = dict(collections.Counter(reqs).most_common(10))
-        log(f"requests to the server while stepping, changing views and playing: {len(reqs)} "
-            f"{figures['requests_while_stepping_urls']}")
+        log(
+            f"requests to the server while stepping, changing views and playing: {len(reqs)} "
+            f"{figures['requests_while_stepping_urls']}"
+        )
         context.close()
         browser.close()
     figures["notes"] = notes
@@ -515,20 +576,30 @@ def run(args, url: str) -> dict:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="Click-to-paint and load times of the attention explorer in "
-                                            "headless Chromium (the targets in docs/benchmarks.md).")
+    p = argparse.ArgumentParser(
+        description="Click-to-paint and load times of the attention explorer in "
+        "headless Chromium (the targets in docs/benchmarks.md)."
+    )
     p.add_argument("--checkpoint", default="checkpoints/en-it", help="checkpoint the app serves")
     p.add_argument("--url", help="benchmark an app already running at this URL instead of starting app.py")
-    p.add_argument("--app-arg", action="append", default=[], metavar="ARG",
-                   help="extra argument for app.py (repeat it), e.g. --app-arg=--concurrency --app-arg=2")
+    p.add_argument(
+        "--app-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for app.py (repeat it), e.g. --app-arg=--concurrency --app-arg=2",
+    )
     p.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"), help="chromium binary")
     p.add_argument("--rounds", type=int, default=2, help="rounds over every stepping/view control")
     p.add_argument("--translate-repeats", type=int, default=5, help="timed Translates of 10-word sentences")
     p.add_argument("--page-repeats", type=int, default=3, help="fresh page loads per link kind (median kept)")
     p.add_argument("--play-steps", type=int, default=16, help="steps to watch per Play run")
     p.add_argument("--long-tokens", type=int, default=126, help="source tokens of the long payload sentence")
-    p.add_argument("--viewer-ready", default="#viewer #step-slider",
-                   help="CSS selector that exists once the viewer module has loaded")
+    p.add_argument(
+        "--viewer-ready",
+        default="#viewer #step-slider",
+        help="CSS selector that exists once the viewer module has loaded",
+    )
     p.add_argument("--timeout", type=float, default=60, help="seconds to wait for a page or a translation")
     p.add_argument("--startup-timeout", type=float, default=240, help="seconds to wait for app.py to answer")
     p.add_argument("--click-timeout-ms", type=int, default=5000, help="ms to wait for a click to paint")
@@ -537,8 +608,11 @@ def main(argv=None) -> int:
     if not Path(args.chromium).exists():
         print(f"error: {args.chromium} not found: apt-get install -y chromium fonts-dejavu-core", file=sys.stderr)
         return 2
-    if not args.url and not (Path(args.checkpoint) / "config.json").is_file() and not (
-            ROOT / args.checkpoint / "config.json").is_file():
+    if (
+        not args.url
+        and not (Path(args.checkpoint) / "config.json").is_file()
+        and not (ROOT / args.checkpoint / "config.json").is_file()
+    ):
         print(f"error: no checkpoint at {args.checkpoint}", file=sys.stderr)
         return 2
     for n in ("rounds", "translate_repeats", "page_repeats", "play_steps", "long_tokens"):
@@ -563,9 +637,19 @@ def main(argv=None) -> int:
     targets = judge(figures)
     for name, t in targets.items():
         log(f"target {name}: {t['value']} {t['target']} -> {'PASS' if t['pass'] else 'FAIL'}")
-    print(json.dumps({"benchmark": "ui_latency", "viewport": VIEWPORT, "seconds": round(time.perf_counter() - t0, 1),
-                      "figures": figures, "targets": targets, "pass": all(t["pass"] for t in targets.values())},
-                     ensure_ascii=False))
+    print(
+        json.dumps(
+            {
+                "benchmark": "ui_latency",
+                "viewport": VIEWPORT,
+                "seconds": round(time.perf_counter() - t0, 1),
+                "figures": figures,
+                "targets": targets,
+                "pass": all(t["pass"] for t in targets.values()),
+            },
+            ensure_ascii=False,
+        )
+    )
     return 0
 
 

@@ -54,12 +54,12 @@ class Git:
 
     def __init__(self, repo: Path):
         self.repo = repo
-        self.proc = subprocess.Popen(["git", "-C", str(repo), "cat-file", "--batch"],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            ["git", "-C", str(repo), "cat-file", "--batch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+        )
 
     def run(self, *args: str) -> str:
-        return subprocess.run(["git", "-C", str(self.repo), *args], check=True, capture_output=True,
-                              text=True).stdout
+        return subprocess.run(["git", "-C", str(self.repo), *args], check=True, capture_output=True, text=True).stdout
 
     def tree(self, commit: str, *paths: str) -> list[tuple[str, str, str]]:
         """(mode, blob id, path) of every file under ``paths`` at ``commit``."""
@@ -82,7 +82,7 @@ class Git:
         """A text file's lines, normalised, empty ones kept (parallel files align by line)."""
         raw = self.blob(spec)
         text = gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw
-        return [normalize(line) for line in text.decode("utf-8").split("\n")[:-1 if text.endswith(b"\n") else None]]
+        return [normalize(line) for line in text.decode("utf-8").split("\n")[: -1 if text.endswith(b"\n") else None]]
 
     def close(self) -> None:
         self.proc.stdin.close()
@@ -104,8 +104,12 @@ def opus_direct(git: Git) -> list[tuple[str, str]]:
     c = COMMITS["opus-mt-train"]
     pairs = []
     for split in ("val", "test"):
-        pairs += [(en, it) for it, en in aligned(git, f"{c}:work-spm/it-en/{split}/Tatoeba.src",
-                                                 f"{c}:work-spm/it-en/{split}/Tatoeba.trg")]
+        pairs += [
+            (en, it)
+            for it, en in aligned(
+                git, f"{c}:work-spm/it-en/{split}/Tatoeba.src", f"{c}:work-spm/it-en/{split}/Tatoeba.trg"
+            )
+        ]
     return pairs
 
 
@@ -153,8 +157,12 @@ def testsets_monolingual(git: Git, iso3: str) -> list[str]:
     out: dict[str, None] = {}
     for mode, blob, path in git.tree(COMMITS["testsets"], TATOEBA):
         pair = path.split("/")[-2]
-        if mode != SYMLINK and path.endswith(f".{iso3}") and iso3 in pair.split("-") and pair not in (
-                "eng-ita", "ita-eng"):
+        if (
+            mode != SYMLINK
+            and path.endswith(f".{iso3}")
+            and iso3 in pair.split("-")
+            and pair not in ("eng-ita", "ita-eng")
+        ):
             out.update(dict.fromkeys(s for s in git.lines(blob) if s))
     return list(out)
 
@@ -195,43 +203,55 @@ def filtered(items: list, steps: list[tuple[str, object]], counts: dict[str, int
 
 def first_time(seen: set, key=lambda item: item):
     """A keep-step that passes each ``key(item)`` once (``seen`` holds the keys met so far)."""
+
     def keep(item) -> bool:
         if key(item) in seen:
             return False
         seen.add(key(item))
         return True
+
     return keep
 
 
-def clean_pairs(sources: dict[str, list[tuple[str, str, str]]], train: list[tuple[str, str]],
-                held: set[str], splits: set[str]) -> tuple[list[tuple[str, str, str]], dict]:
+def clean_pairs(
+    sources: dict[str, list[tuple[str, str, str]]], train: list[tuple[str, str]], held: set[str], splits: set[str]
+) -> tuple[list[tuple[str, str, str]], dict]:
     """The (en, it, origin) rows of every source that pass the hygiene, sources in order (a pair
     two sources share is kept from the first), and the count left after each step, per source."""
     known, seen, kept, counts = set(train), set(), [], {}
     for name, rows in sources.items():
         counts[name] = {"read": len(rows)}
-        kept += filtered(rows, [
-            ("non-empty", lambda r: bool(r[0] and r[1])),
-            ("not held out", lambda r: r[0] not in held and r[1] not in held),
-            ("not validation/test/everyday", lambda r: r[0] not in splits and r[1] not in splits),
-            ("not already in train.jsonl", lambda r: r[:2] not in known),
-            ("not a repeat", first_time(seen, key=lambda r: r[:2])),
-        ], counts[name])
+        kept += filtered(
+            rows,
+            [
+                ("non-empty", lambda r: bool(r[0] and r[1])),
+                ("not held out", lambda r: r[0] not in held and r[1] not in held),
+                ("not validation/test/everyday", lambda r: r[0] not in splits and r[1] not in splits),
+                ("not already in train.jsonl", lambda r: r[:2] not in known),
+                ("not a repeat", first_time(seen, key=lambda r: r[:2])),
+            ],
+            counts[name],
+        )
     return kept, counts
 
 
-def clean_monolingual(sentences: list[str], held: set[str], splits: set[str], paired: set[str],
-                      max_chars: int = 300) -> tuple[list[str], dict]:
+def clean_monolingual(
+    sentences: list[str], held: set[str], splits: set[str], paired: set[str], max_chars: int = 300
+) -> tuple[list[str], dict]:
     """The sentences to make new pairs from, sorted (the file compresses better; shuffle before use),
     and the count left after each step."""
     counts = {"read": len(sentences)}
-    out = filtered(sentences, [
-        ("unique", first_time(set())),
-        ("not held out", lambda s: s not in held),
-        ("not validation/test/everyday", lambda s: s not in splits),
-        ("not already paired", lambda s: s not in paired),
-        (f"at most {max_chars} characters", lambda s: len(s) <= max_chars),
-    ], counts)
+    out = filtered(
+        sentences,
+        [
+            ("unique", first_time(set())),
+            ("not held out", lambda s: s not in held),
+            ("not validation/test/everyday", lambda s: s not in splits),
+            ("not already paired", lambda s: s not in paired),
+            (f"at most {max_chars} characters", lambda s: len(s) <= max_chars),
+        ],
+        counts,
+    )
     return sorted(out), counts
 
 
@@ -247,8 +267,10 @@ def write_gzip(path: Path, text: str) -> None:
 
 def pairs_text(rows: list[tuple[str, str, str]]) -> str:
     """JSON lines in the corpus schema, as ``datasets`` reads them."""
-    return "".join(json.dumps({"id": str(i), "translation": {"en": en, "it": it}, "origin": origin},
-                              ensure_ascii=False) + "\n" for i, (en, it, origin) in enumerate(rows))
+    return "".join(
+        json.dumps({"id": str(i), "translation": {"en": en, "it": it}, "origin": origin}, ensure_ascii=False) + "\n"
+        for i, (en, it, origin) in enumerate(rows)
+    )
 
 
 # ---------------------------------------------------------------- the command
@@ -257,18 +279,36 @@ def pairs_text(rows: list[tuple[str, str, str]]) -> str:
 def parse_args(argv=None):
     from transformer.cli import ArgumentParser
 
-    p = ArgumentParser(prog="python data/build_more.py",
-                       description="Rebuild the extra real Tatoeba data: more English-Italian pairs, and "
-                                   "monolingual English and Italian.")
-    p.add_argument("--opus-mt-train", required=True, type=Path,
-                   help=f"a clone of Helsinki-NLP/OPUS-MT-train holding commit {COMMITS['opus-mt-train'][:8]}")
-    p.add_argument("--laser", required=True, type=Path,
-                   help=f"a clone of facebookresearch/LASER holding commit {COMMITS['laser'][:8]}")
-    p.add_argument("--testsets", required=True, type=Path,
-                   help=f"a clone of Helsinki-NLP/OPUS-MT-testsets holding commit {COMMITS['testsets'][:8]}")
-    p.add_argument("--data", type=Path, default=DATA,
-                   help="the data folder: reads tatoeba-en-it/, tatoeba-en-it-bt/ and everyday/, "
-                        "writes tatoeba-en-it-more/, mono-en/ and mono-it/")
+    p = ArgumentParser(
+        prog="python data/build_more.py",
+        description="Rebuild the extra real Tatoeba data: more English-Italian pairs, and "
+        "monolingual English and Italian.",
+    )
+    p.add_argument(
+        "--opus-mt-train",
+        required=True,
+        type=Path,
+        help=f"a clone of Helsinki-NLP/OPUS-MT-train holding commit {COMMITS['opus-mt-train'][:8]}",
+    )
+    p.add_argument(
+        "--laser",
+        required=True,
+        type=Path,
+        help=f"a clone of facebookresearch/LASER holding commit {COMMITS['laser'][:8]}",
+    )
+    p.add_argument(
+        "--testsets",
+        required=True,
+        type=Path,
+        help=f"a clone of Helsinki-NLP/OPUS-MT-testsets holding commit {COMMITS['testsets'][:8]}",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        default=DATA,
+        help="the data folder: reads tatoeba-en-it/, tatoeba-en-it-bt/ and everyday/, "
+        "writes tatoeba-en-it-more/, mono-en/ and mono-it/",
+    )
     return p.parse_args(argv)
 
 
@@ -278,12 +318,26 @@ def check_inputs(args) -> None:
 
     for flag, name in (("--opus-mt-train", "opus-mt-train"), ("--laser", "laser"), ("--testsets", "testsets")):
         repo = getattr(args, flag[2:].replace("-", "_"))
-        found = subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{COMMITS[name]}^{{commit}}"],
-                               check=False, capture_output=True).returncode == 0 if repo.is_dir() else False
+        found = (
+            subprocess.run(
+                ["git", "-C", str(repo), "cat-file", "-e", f"{COMMITS[name]}^{{commit}}"],
+                check=False,
+                capture_output=True,
+            ).returncode
+            == 0
+            if repo.is_dir()
+            else False
+        )
         if not found:
             fail(f"{flag} {repo}: not a git clone holding commit {COMMITS[name]}")
-    for need in ("tatoeba-en-it/train.jsonl", "tatoeba-en-it/validation.jsonl", "tatoeba-en-it/test.jsonl",
-                 "tatoeba-en-it/heldout-fingerprints.txt", "tatoeba-en-it-bt/train.jsonl", "everyday/test.jsonl"):
+    for need in (
+        "tatoeba-en-it/train.jsonl",
+        "tatoeba-en-it/validation.jsonl",
+        "tatoeba-en-it/test.jsonl",
+        "tatoeba-en-it/heldout-fingerprints.txt",
+        "tatoeba-en-it-bt/train.jsonl",
+        "everyday/test.jsonl",
+    ):
         if not (args.data / need).is_file():
             fail(f"{args.data / need}: missing (--data must be the project's data folder)")
 
@@ -295,11 +349,15 @@ def read_sources(args) -> tuple[dict[str, list[tuple[str, str, str]]], dict[str,
     sources = {
         "OPUS-MT-train it-en": [(en, it, "direct:opus-mt-train") for en, it in opus_direct(opus)],
         "LASER ita-eng": [(en, it, "direct:laser") for en, it in laser_pairs(laser)],
-        "OPUS-MT-train pivots": [(en, it, f"pivot{'_strict' if strict else ''}:{','.join(sorted(langs))}")
-                                 for (en, it), (langs, strict) in opus_pivots(opus).items()],
+        "OPUS-MT-train pivots": [
+            (en, it, f"pivot{'_strict' if strict else ''}:{','.join(sorted(langs))}")
+            for (en, it), (langs, strict) in opus_pivots(opus).items()
+        ],
     }
-    mono = {"en": opus_monolingual(opus, "en") + testsets_monolingual(tests, "eng"),
-            "it": opus_monolingual(opus, "it") + testsets_monolingual(tests, "ita")}
+    mono = {
+        "en": opus_monolingual(opus, "en") + testsets_monolingual(tests, "eng"),
+        "it": opus_monolingual(opus, "it") + testsets_monolingual(tests, "ita"),
+    }
     evaluation = evaluation_sentences(tests)
     for git in (opus, laser, tests):
         git.close()
@@ -317,8 +375,13 @@ def main(argv=None) -> int:
     everyday = read_pairs(data / "everyday/test.jsonl")
     sources, mono, evaluation = read_sources(args)
     # the everyday set is the project's own writing: none of its English may be a Tatoeba sentence
-    tatoeba = ({s for rows in sources.values() for r in rows for s in r[:2]} | set(mono["en"]) | set(mono["it"])
-               | evaluation | {s for pairs in (train, *ours) for pair in pairs for s in pair})
+    tatoeba = (
+        {s for rows in sources.values() for r in rows for s in r[:2]}
+        | set(mono["en"])
+        | set(mono["it"])
+        | evaluation
+        | {s for pairs in (train, *ours) for pair in pairs for s in pair}
+    )
     clash = sorted({en for en, _ in everyday} & tatoeba)
     if clash:
         fail(f"everyday/test.jsonl: {len(clash)} English sentence(s) found in Tatoeba, e.g. {clash[0]!r}: replace them")
@@ -326,9 +389,12 @@ def main(argv=None) -> int:
     held = held_out(evaluation, train, ())  # the evaluation files' sentences, but those train.jsonl has
     blocked = held_out((), train, (*ours, everyday))  # validation, test and everyday, either side
     pairs, counts = clean_pairs(sources, train, held, blocked)
-    paired = {"en": {en for en, _ in train} | {r[0] for r in pairs},
-              "it": {it for _, it in train} | {r[1] for r in pairs}
-              | {it for _, it in read_pairs(data / "tatoeba-en-it-bt/train.jsonl")}}
+    paired = {
+        "en": {en for en, _ in train} | {r[0] for r in pairs},
+        "it": {it for _, it in train}
+        | {r[1] for r in pairs}
+        | {it for _, it in read_pairs(data / "tatoeba-en-it-bt/train.jsonl")},
+    }
     stats = {"pairs": counts, "pairs kept": len(pairs)}
     write_gzip(data / "tatoeba-en-it-more/train.jsonl.gz", pairs_text(pairs))
     for lang in ("en", "it"):
@@ -336,8 +402,10 @@ def main(argv=None) -> int:
         write_gzip(data / f"mono-{lang}/{lang}.txt.gz", "".join(f"{s}\n" for s in lines))
 
     listed = read_fingerprints(data / "tatoeba-en-it/heldout-fingerprints.txt")
-    stats["held-out sentences"] = {"all": len(held), "not in data/tatoeba-en-it's list (news, FLORES)":
-                                   sum(fingerprint(s) not in listed for s in held)}
+    stats["held-out sentences"] = {
+        "all": len(held),
+        "not in data/tatoeba-en-it's list (news, FLORES)": sum(fingerprint(s) not in listed for s in held),
+    }
     print(json.dumps(stats, indent=1))
     return 0
 

@@ -63,14 +63,16 @@ def translate(args) -> None:
     t0 = time.monotonic()
     with out.open("a", encoding="utf-8") as f:
         for i in range(start, len(sentences), CHUNK):
-            chunk = sentences[i: i + CHUNK]
+            chunk = sentences[i : i + CHUNK]
             hyps = tr.translate(chunk, beam_size=args.beam_size, batch_size=args.batch_size)
             f.writelines(json.dumps({"en": en, "it": it}, ensure_ascii=False) + "\n" for en, it in zip(chunk, hyps))
             f.flush()
             done = i + len(chunk)
             rate = (done - start) / (time.monotonic() - t0)
-            print(f"{done}/{len(sentences)} sentences, {rate:.1f}/s, "
-                  f"{(len(sentences) - done) / rate / 60:.0f} min left", flush=True)
+            print(
+                f"{done}/{len(sentences)} sentences, {rate:.1f}/s, {(len(sentences) - done) / rate / 60:.0f} min left",
+                flush=True,
+            )
 
 
 def finish(args) -> None:

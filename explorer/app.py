@@ -78,8 +78,10 @@ class App:
         if not text.strip():
             raise ValueError("Please type an English sentence to translate.")
         if len(text) > self.max_chars:
-            raise ValueError(f"That text has {len(text):,} characters, far more than the model can read: it takes at "
-                             f"most {self.tr.max_source_tokens} subword tokens (a sentence or two). Paste less text.")
+            raise ValueError(
+                f"That text has {len(text):,} characters, far more than the model can read: it takes at "
+                f"most {self.tr.max_source_tokens} subword tokens (a sentence or two). Paste less text."
+            )
         return texts.clean_input(text)[0]  # markup and control characters out; nothing left: ValueError
 
     def translate(self, text: str | None) -> dict:
@@ -88,8 +90,12 @@ class App:
 
         def shown() -> dict:
             trace = self.batcher.trace(self.check_text(text))
-            log.info("translate: %d src tokens, %d steps, %.0f ms", len(trace.src_tokens), trace.steps,
-                     (time.perf_counter() - t0) * 1000)
+            log.info(
+                "translate: %d src tokens, %d steps, %.0f ms",
+                len(trace.src_tokens),
+                trace.steps,
+                (time.perf_counter() - t0) * 1000,
+            )
             notice = texts.clean_input(text)[1]  # what cleaning took out, said beside the translation
             return self.show(trace, origin="translate", notes=(notice,) if notice else ())
 
@@ -98,13 +104,17 @@ class App:
     def show(self, trace, origin: str, label: str | None = None, notes: tuple[str, ...] = ()) -> dict:
         """Everything a new trace in the viewer changes, every panel's part included."""
         forced = texts.forced_label(trace)
-        dropped = texts.dropped_text(self.tr.src_tok, trace.src_text, self.tr.max_source_tokens) if trace.truncated else ""
+        dropped = (
+            texts.dropped_text(self.tr.src_tok, trace.src_text, self.tr.max_source_tokens) if trace.truncated else ""
+        )
         out = {
             self.trace_state: trace,
-            self.translation: gr.Textbox(value=trace.translation, label=label or (
-                f"Italian translation ({forced})" if forced else GREEDY_LABEL)),
-            self.notice: "\n\n".join([*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped,
-                                                                self.tr.metrics.get("test"))]),
+            self.translation: gr.Textbox(
+                value=trace.translation, label=label or (f"Italian translation ({forced})" if forced else GREEDY_LABEL)
+            ),
+            self.notice: "\n\n".join(
+                [*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped, self.tr.metrics.get("test"))]
+            ),
             self.viewer: message(encode_trace(trace, origin=origin)),
             # the full-precision file is written by prepare_download, chained after this
             # event, so the views paint without waiting for it (about 0.4 s at 126 tokens)
@@ -146,6 +156,7 @@ class App:
         """Translate one English sentence; returns (translation, trace as JSON: schema in README,
         float arrays encoded exactly, see ``transformer.core.wire``). Bad input: ``gr.Error``
         (:func:`explorer.serving.api_answer`)."""
+
         def run() -> tuple[str, dict]:
             trace = self.batcher.trace(self.check_text(text))
             return trace.translation, trace.to_dict(packed=True)
@@ -162,9 +173,12 @@ class App:
         A link to a What-if or beam version traces that version again."""
         link = getattr(evt, "_data", None) or {}
         text = link.get("text")
-        return {self.src_text: text if isinstance(text, str) else "",
-                **answer(log, "opening a link", lambda: self.linked(text, link.get("forced"), link.get("origin")),
-                         self.failed)}
+        return {
+            self.src_text: text if isinstance(text, str) else "",
+            **answer(
+                log, "opening a link", lambda: self.linked(text, link.get("forced"), link.get("origin")), self.failed
+            ),
+        }
 
     def linked(self, text, forced, origin) -> dict:
         text = self.check_text(text)
@@ -191,8 +205,14 @@ class App:
                 for panel in self.panels:
                     panel.build()
             # what App.show / App.failed update: the core, then each panel's sentence state
-            self.outputs = [self.trace_state, self.translation, self.notice, self.viewer, self.download,
-                            *(c for panel in self.panels for c in panel.sentence_outputs())]
+            self.outputs = [
+                self.trace_state,
+                self.translation,
+                self.notice,
+                self.viewer,
+                self.download,
+                *(c for panel in self.panels for c in panel.sentence_outputs()),
+            ]
             self.wire()
             for panel in self.panels:
                 panel.wire()
@@ -207,23 +227,35 @@ class App:
             f"A Transformer ({cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, {cfg.h} heads) "
             f"trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}{score}. "
             "Translate a sentence and watch it being written, one token at a time.",
-            elem_id="intro")
+            elem_id="intro",
+        )
         with gr.Row():
             self.src_text = gr.Textbox(
-                label="English sentence", placeholder="I have a red car.", scale=5, max_lines=3, elem_id="src-text",
+                label="English sentence",
+                placeholder="I have a red car.",
+                scale=5,
+                max_lines=3,
+                elem_id="src-text",
                 info=f"The model reads English only, up to {n_tok} subword tokens (roughly {n_tok * 3 // 4} words); "
-                     "longer text is cut there and the notice says what was dropped.")
+                "longer text is cut there and the notice says what was dropped.",
+            )
             self.translate_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
         # the examples and the hint of the one clicked, drawn by web/hint.js: one click translates it
-        self.examples = view_host("hint", elem_id="hint", data=self.claims.examples(), label="What to look for",
-                                  show_label=False)
+        self.examples = view_host(
+            "hint", elem_id="hint", data=self.claims.examples(), label="What to look for", show_label=False
+        )
         self.notice = gr.Markdown(elem_id="notice")
         with gr.Row():
             self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation", scale=3)
             with gr.Column(scale=1, min_width=280):
                 view_host("tour", elem_id="tour")  # "Take the tour" (web/tour.js)
-                self.download = gr.DownloadButton("Download trace (JSON, full precision)", value=None,
-                                                  interactive=False, elem_id="download-trace", size="sm")
+                self.download = gr.DownloadButton(
+                    "Download trace (JSON, full precision)",
+                    value=None,
+                    interactive=False,
+                    elem_id="download-trace",
+                    size="sm",
+                )
 
     def wire(self) -> None:
         # the translate handlers mostly wait for the batcher, which runs the model in one
@@ -231,14 +263,31 @@ class App:
         # next batch gathers while one runs
         batched = dict(concurrency_limit=2 * self.batcher.max_batch, concurrency_id="translate")
         outputs = self.outputs
-        self.then_download(self.translate_btn.click(self.translate, [self.src_text], outputs, api_name="show",
-                                                    api_visibility="private", **batched))
-        self.then_download(self.src_text.submit(  # named, or it would take the name "translate"
-            self.translate, [self.src_text], outputs, api_name="show_on_enter", api_visibility="private", **batched))
-        self.then_download(self.examples.submit(self.run_example, None, outputs, api_name="run_example",
-                                                api_visibility="private", **batched))
-        self.then_download(self.viewer.submit(self.open_link, None, [self.src_text, *outputs], api_name="open_link",
-                                              api_visibility="private", **batched))
+        self.then_download(
+            self.translate_btn.click(
+                self.translate, [self.src_text], outputs, api_name="show", api_visibility="private", **batched
+            )
+        )
+        self.then_download(
+            self.src_text.submit(  # named, or it would take the name "translate"
+                self.translate, [self.src_text], outputs, api_name="show_on_enter", api_visibility="private", **batched
+            )
+        )
+        self.then_download(
+            self.examples.submit(
+                self.run_example, None, outputs, api_name="run_example", api_visibility="private", **batched
+            )
+        )
+        self.then_download(
+            self.viewer.submit(
+                self.open_link,
+                None,
+                [self.src_text, *outputs],
+                api_name="open_link",
+                api_visibility="private",
+                **batched,
+            )
+        )
         gr.api(self.api_translate, api_name="translate", **batched)
 
 

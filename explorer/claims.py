@@ -35,8 +35,21 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["SCHEMA", "FILE", "GENERIC", "Claims", "ClaimsError", "Value", "default", "for_checkpoint", "load",
-           "parse", "render_section", "rendered_readme", "main"]
+__all__ = [
+    "SCHEMA",
+    "FILE",
+    "GENERIC",
+    "Claims",
+    "ClaimsError",
+    "Value",
+    "default",
+    "for_checkpoint",
+    "load",
+    "parse",
+    "render_section",
+    "rendered_readme",
+    "main",
+]
 
 SCHEMA = "explorer-claims/1"
 FILE = "claims.json"
@@ -138,10 +151,13 @@ def parse(data, source: Path | None = None) -> Claims:
     need(not unknown, ", ".join(unknown), f"unknown key (the keys are {', '.join(sorted(TOP_KEYS))})")
     values = data.get("values", {})
     need(isinstance(values, dict), "values", "expected an object of named values")
-    claims = Claims(values={name: parse_value(name, v) for name, v in values.items()},
-                    example_templates=records(data.get("examples", []), "examples", ("sentence", "hint")),
-                    pair_templates=records(data.get("pairs", []), "pairs", ("a", "b", "hint")),
-                    readme=parse_readme(data.get("readme")), source=source)
+    claims = Claims(
+        values={name: parse_value(name, v) for name, v in values.items()},
+        example_templates=records(data.get("examples", []), "examples", ("sentence", "hint")),
+        pair_templates=records(data.get("pairs", []), "pairs", ("a", "b", "hint")),
+        readme=parse_readme(data.get("readme")),
+        source=source,
+    )
     check_names(claims)
     return claims
 
@@ -149,12 +165,18 @@ def parse(data, source: Path | None = None) -> Claims:
 def parse_value(name: str, v) -> Value:
     where = f"values.{name}"
     need(bool(NAME.fullmatch(name)), where, "a name is lower-case letters, digits and _")
-    need(isinstance(v, dict) and set(v) == {"value", "digits", "where"}, where,
-         'expected {"value": number, "digits": decimals shown, "where": where the app shows it}')
+    need(
+        isinstance(v, dict) and set(v) == {"value", "digits", "where"},
+        where,
+        'expected {"value": number, "digits": decimals shown, "where": where the app shows it}',
+    )
     number, digits = v["value"], v["digits"]
     need(isinstance(number, (int, float)) and not isinstance(number, bool), f"{where}.value", "expected a number")
-    need(isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= MAX_DIGITS, f"{where}.digits",
-         f"expected a whole number of decimals, 0 to {MAX_DIGITS}")
+    need(
+        isinstance(digits, int) and not isinstance(digits, bool) and 0 <= digits <= MAX_DIGITS,
+        f"{where}.digits",
+        f"expected a whole number of decimals, 0 to {MAX_DIGITS}",
+    )
     need(isinstance(v["where"], str) and v["where"].strip() != "", f"{where}.where", "expected a description")
     return Value(number, digits, v["where"])
 
@@ -170,8 +192,11 @@ def records(items, where: str, keys: tuple[str, ...]) -> tuple[dict, ...]:
 
 
 def lines_of(lines, where: str) -> list[str]:
-    need(isinstance(lines, list) and all(isinstance(s, str) and "\n" not in s for s in lines), where,
-         "expected a list of lines (strings without line breaks)")
+    need(
+        isinstance(lines, list) and all(isinstance(s, str) and "\n" not in s for s in lines),
+        where,
+        "expected a list of lines (strings without line breaks)",
+    )
     return list(lines)
 
 
@@ -199,8 +224,11 @@ def check_names(claims: Claims) -> None:
         for name in PLACEHOLDER.findall(text):
             need(name in claims.values, where, f"{{{name}}} is not one of the values")
             used.add(name)
-        need("{" not in PLACEHOLDER.sub("", text) and "}" not in PLACEHOLDER.sub("", text), where,
-             "an unpaired brace (a value is named as {name})")
+        need(
+            "{" not in PLACEHOLDER.sub("", text) and "}" not in PLACEHOLDER.sub("", text),
+            where,
+            "an unpaired brace (a value is named as {name})",
+        )
     unused = sorted(set(claims.values) - used)
     need(not unused, f"values.{unused[0]}" if unused else "", "no text states this value")
 
@@ -208,35 +236,57 @@ def check_names(claims: Claims) -> None:
 # --- what the app shows ------------------------------------------------------------------------------------
 GENERIC = Claims(
     example_templates=(
-        {"sentence": "I have a red car.",
-         "hint": "Adjective-noun reordering: Italian puts the colour after the noun ('auto rossa'). In "
-                 "cross-attention, which source token does each Italian word look at?"},
-        {"sentence": "I don't like coffee.",
-         "hint": "Negation and restructuring: Italian puts 'non' first, and 'I like' becomes 'mi piace' (coffee is "
-                 "the subject in Italian). Follow the rows of cross-attention."},
-        {"sentence": "The book that I bought yesterday is very interesting.",
-         "hint": "Long-range dependency: at the step that emits the verb ('è'), does any head still look at 'book' "
-                 "across the relative clause?"},
-        {"sentence": "Tom gave Mary a beautiful present for her birthday.",
-         "hint": "Which head brings Mary in? Head importance ranks the heads; knock out the first and see what the "
-                 "translation loses. The logit lens shows the layer where each word appears."},
-        {"sentence": "My parents live in a small house near the lake.",
-         "hint": "'near the lake' is easy to get wrong. At the step of the preposition, how sure is the model, and "
-                 "which source token does cross-attention look at?"},
-        {"sentence": "We need to buy bread, milk and eggs.",
-         "hint": "A list of three: does every item come out? If one goes missing, look at that step's candidates "
-                 "and force another with What if?"},
+        {
+            "sentence": "I have a red car.",
+            "hint": "Adjective-noun reordering: Italian puts the colour after the noun ('auto rossa'). In "
+            "cross-attention, which source token does each Italian word look at?",
+        },
+        {
+            "sentence": "I don't like coffee.",
+            "hint": "Negation and restructuring: Italian puts 'non' first, and 'I like' becomes 'mi piace' (coffee is "
+            "the subject in Italian). Follow the rows of cross-attention.",
+        },
+        {
+            "sentence": "The book that I bought yesterday is very interesting.",
+            "hint": "Long-range dependency: at the step that emits the verb ('è'), does any head still look at 'book' "
+            "across the relative clause?",
+        },
+        {
+            "sentence": "Tom gave Mary a beautiful present for her birthday.",
+            "hint": "Which head brings Mary in? Head importance ranks the heads; knock out the first and see what the "
+            "translation loses. The logit lens shows the layer where each word appears.",
+        },
+        {
+            "sentence": "My parents live in a small house near the lake.",
+            "hint": "'near the lake' is easy to get wrong. At the step of the preposition, how sure is the model, and "
+            "which source token does cross-attention look at?",
+        },
+        {
+            "sentence": "We need to buy bread, milk and eggs.",
+            "hint": "A list of three: does every item come out? If one goes missing, look at that step's candidates "
+            "and force another with What if?",
+        },
     ),
     pair_templates=(
-        {"a": "My brother is tall.", "b": "My sister is tall.",
-         "hint": "Gender agreement: in Italian the article and the adjective change with 'sister'. Does the model "
-                 "change them? Compare the candidates at each step."},
-        {"a": "I have a red car.", "b": "I have two red cars.",
-         "hint": "Number agreement: the article, the noun and the adjective should all change. Compare the steps "
-                 "where they are written and where cross-attention looks."},
-        {"a": "The doctor said she was tired.", "b": "The doctor said he was tired.",
-         "hint": "The pronoun sets the adjective's gender in Italian ('stanca', 'stanco'). Does the model follow it? "
-                 "Compare the candidates at the adjective's step."},
+        {
+            "a": "My brother is tall.",
+            "b": "My sister is tall.",
+            "hint": "Gender agreement: in Italian the article and the adjective change with 'sister'. Does the model "
+            "change them? Compare the candidates at each step.",
+        },
+        {
+            "a": "I have a red car.",
+            "b": "I have two red cars.",
+            "hint": "Number agreement: the article, the noun and the adjective should all change. Compare the steps "
+            "where they are written and where cross-attention looks.",
+        },
+        {
+            "a": "The doctor said she was tired.",
+            "b": "The doctor said he was tired.",
+            "hint": "The pronoun sets the adjective's gender in Italian ('stanca', 'stanco'). "
+            "Does the model follow it? "
+            "Compare the candidates at the adjective's step.",
+        },
     ),
 )
 """What a checkpoint without a claims file shows: good sentences for English to Italian,
@@ -281,8 +331,11 @@ def render_section(claims: Claims) -> str:
 def section_bounds(text: str, readme: Path) -> tuple[int, int, Path]:
     """Where the section's lines start and end in ``text``, and the claims file its marker names."""
     begins, ends = list(BEGIN.finditer(text)), list(END.finditer(text))
-    need(len(begins) == 1 and len(ends) == 1, str(readme),
-         "expected one '<!-- claims:begin PATH -->' line and one '<!-- claims:end -->' line")
+    need(
+        len(begins) == 1 and len(ends) == 1,
+        str(readme),
+        "expected one '<!-- claims:begin PATH -->' line and one '<!-- claims:end -->' line",
+    )
     begin, end = begins[0], ends[0]
     need(begin.end() < end.start(), str(readme), "'<!-- claims:end -->' comes before '<!-- claims:begin'")
     return begin.end() + 1, end.start(), readme.parent / begin["path"]
@@ -298,9 +351,13 @@ def rendered_readme(readme: str | Path) -> tuple[str, str, Path]:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m explorer.claims", description=(
-        "Render a README's 'What to look for' section from the claims file its "
-        "'<!-- claims:begin PATH -->' marker names (e.g. checkpoints/en-it/claims.json)."))
+    p = argparse.ArgumentParser(
+        prog="python -m explorer.claims",
+        description=(
+            "Render a README's 'What to look for' section from the claims file its "
+            "'<!-- claims:begin PATH -->' marker names (e.g. checkpoints/en-it/claims.json)."
+        ),
+    )
     mode = p.add_mutually_exclusive_group(required=True)
     mode.add_argument("--check", metavar="README", help="exit 1 if the section differs from what the claims render")
     mode.add_argument("--write", metavar="README", help="rewrite the section from the claims file")
@@ -320,8 +377,10 @@ def main(argv=None) -> int:
         print(f"{readme}: the section matches {source}")
         return 0
     if args.check:
-        print(f"{readme}: the section differs from {source}; run python -m explorer.claims --write {readme}",
-              file=sys.stderr)
+        print(
+            f"{readme}: the section differs from {source}; run python -m explorer.claims --write {readme}",
+            file=sys.stderr,
+        )
         return 1
     readme.write_bytes(fresh.encode("utf-8"))
     print(f"{readme}: section rewritten from {source}")

@@ -46,8 +46,17 @@ ROOT = Path(__file__).resolve().parent.parent  # the clone: the folder holding a
 # (pre-requirements.txt puts torch's CPU build in first), the card (README.md) and the one
 # picture it shows, the licence, and the large-file rules for anyone who clones the Space.
 # Never data/, tests/, runs/, benchmarks/ or the rest of docs/: the app reads none of them.
-SPACE_FILES = ["app.py", "README.md", "LICENSE", ".gitattributes", "requirements.txt", "pre-requirements.txt",
-               "docs/screenshot.png", "explorer/*", "transformer/*"]
+SPACE_FILES = [
+    "app.py",
+    "README.md",
+    "LICENSE",
+    ".gitattributes",
+    "requirements.txt",
+    "pre-requirements.txt",
+    "docs/screenshot.png",
+    "explorer/*",
+    "transformer/*",
+]
 # never sent from those folders: bytecode, hidden files and half-written leftovers, training state
 SPACE_IGNORE = ["*/__pycache__/*", "*.pyc", "*/.*", "*.tmp-*", "*.pt"]
 CHECKPOINT_VARIABLE = "CHECKPOINT"
@@ -89,22 +98,43 @@ def _repo_id(text: str) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = ArgumentParser(prog=PROG, description="Create or update a Hugging Face Space (Gradio SDK) that serves "
-                                              "the explorer, by uploading this clone's files (no git history).")
+    p = ArgumentParser(
+        prog=PROG,
+        description="Create or update a Hugging Face Space (Gradio SDK) that serves "
+        "the explorer, by uploading this clone's files (no git history).",
+    )
     p.add_argument("space", type=_repo_id, metavar="OWNER/NAME", help="the Space to create or update")
-    p.add_argument("--checkpoint", default=None, metavar="DIR",
-                   help=f"checkpoint folder to serve (default: {DEFAULT_CHECKPOINT} of this clone); without "
-                        "--model-repo it must lie inside the clone, and goes up with the Space")
-    p.add_argument("--model-repo", type=_repo_id, default=None, metavar="OWNER/NAME",
-                   help="push the checkpoint (with its model card) to this model repo instead, and have the "
-                        "Space load it from there by id")
-    p.add_argument("--private", action="store_true",
-                   help="create the Space private (a --model-repo stays public, so that the Space can read it)")
-    p.add_argument("--token", default=None,
-                   help="Hugging Face token with write access (default: HF_TOKEN, or the one `hf auth login` saved)")
-    p.add_argument("--dry-run", action="store_true",
-                   help="list every file that would be sent, with sizes and which go as large files; "
-                        "needs no network and no token")
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        metavar="DIR",
+        help=f"checkpoint folder to serve (default: {DEFAULT_CHECKPOINT} of this clone); without "
+        "--model-repo it must lie inside the clone, and goes up with the Space",
+    )
+    p.add_argument(
+        "--model-repo",
+        type=_repo_id,
+        default=None,
+        metavar="OWNER/NAME",
+        help="push the checkpoint (with its model card) to this model repo instead, and have the "
+        "Space load it from there by id",
+    )
+    p.add_argument(
+        "--private",
+        action="store_true",
+        help="create the Space private (a --model-repo stays public, so that the Space can read it)",
+    )
+    p.add_argument(
+        "--token",
+        default=None,
+        help="Hugging Face token with write access (default: HF_TOKEN, or the one `hf auth login` saved)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list every file that would be sent, with sizes and which go as large files; "
+        "needs no network and no token",
+    )
     return p.parse_args(argv)
 
 
@@ -135,19 +165,23 @@ def plan_deploy(args, root: Path = ROOT) -> Plan:
     model_upload = None
     if args.model_repo:
         checkpoint = args.model_repo
-        model_upload = Upload(args.model_repo, "model", directory, None, list(IGNORE_PATTERNS),
-                              checkpoint_files(directory))
+        model_upload = Upload(
+            args.model_repo, "model", directory, None, list(IGNORE_PATTERNS), checkpoint_files(directory)
+        )
     else:
         if not directory.is_relative_to(root):
-            fail(f"--checkpoint {args.checkpoint}: outside this clone ({root}), and a Space gets its files from "
-                 f"the clone: copy it under checkpoints/, or publish it with --model-repo OWNER/NAME")
+            fail(
+                f"--checkpoint {args.checkpoint}: outside this clone ({root}), and a Space gets its files from "
+                f"the clone: copy it under checkpoints/, or publish it with --model-repo OWNER/NAME"
+            )
         checkpoint = directory.relative_to(root).as_posix()
         allow.append(glob.escape(checkpoint) + "/*")
-    space_upload = Upload(args.space, "space", root, allow, list(SPACE_IGNORE),
-                          select_files(root, allow, SPACE_IGNORE))
+    space_upload = Upload(args.space, "space", root, allow, list(SPACE_IGNORE), select_files(root, allow, SPACE_IGNORE))
     if not args.model_repo and f"{checkpoint}/model.safetensors" not in space_upload.files:
-        fail(f"--checkpoint {args.checkpoint}: its files would not be sent (a hidden or temporary folder): "
-             f"copy it under checkpoints/")
+        fail(
+            f"--checkpoint {args.checkpoint}: its files would not be sent (a hidden or temporary folder): "
+            f"copy it under checkpoints/"
+        )
     return Plan(args.space, checkpoint, space_upload, model_upload)
 
 
@@ -199,8 +233,11 @@ def print_plan(plan: Plan, private: bool, out=None) -> None:
         print(f"model repo {plan.model_upload.repo_id} (from {plan.model_upload.folder}):", file=out)
         counts.append(_describe(plan.model_upload, rules, out))
     visibility = "private" if private else "public"
-    print(f"Space {plan.space} (gradio, {visibility} if new; {CHECKPOINT_VARIABLE}={plan.checkpoint}), "
-          f"from {plan.space_upload.folder}:", file=out)
+    print(
+        f"Space {plan.space} (gradio, {visibility} if new; {CHECKPOINT_VARIABLE}={plan.checkpoint}), "
+        f"from {plan.space_upload.folder}:",
+        file=out,
+    )
     counts.append(_describe(plan.space_upload, rules, out))
     files, total, large = (sum(c[i] for c in counts) for i in range(3))
     print(f"total: {_summary(files, total, large)} (large: stored with Xet/LFS, over 10 MiB or binary)", file=out)
@@ -213,8 +250,10 @@ def find_token(given: str | None) -> str:
 
     token = given or get_token()
     if not token:
-        fail("no Hugging Face token: log in with `hf auth login`, or set HF_TOKEN, or pass --token "
-             "(a token with write access, from https://huggingface.co/settings/tokens)")
+        fail(
+            "no Hugging Face token: log in with `hf auth login`, or set HF_TOKEN, or pass --token "
+            "(a token with write access, from https://huggingface.co/settings/tokens)"
+        )
     return token
 
 
@@ -244,12 +283,22 @@ def deploy(plan: Plan, token: str, private: bool) -> str:
     # private=None: a new Space is public unless its organisation makes new repos private
     url = api.create_repo(plan.space, repo_type="space", space_sdk="gradio", private=private or None, exist_ok=True)
     # before the upload, so that the build the upload starts already serves the right model
-    api.add_space_variable(plan.space, CHECKPOINT_VARIABLE, plan.checkpoint,
-                           description="the checkpoint app.py serves: a folder in the Space or a model repo id")
+    api.add_space_variable(
+        plan.space,
+        CHECKPOINT_VARIABLE,
+        plan.checkpoint,
+        description="the checkpoint app.py serves: a folder in the Space or a model repo id",
+    )
     # copies of the lists: upload_folder appends its own defaults to the ignore list
-    api.upload_folder(repo_id=plan.space, repo_type="space", folder_path=str(up.folder),
-                      allow_patterns=list(up.allow_patterns), ignore_patterns=list(up.ignore_patterns),
-                      delete_patterns=["*"], commit_message=COMMIT_MESSAGE)
+    api.upload_folder(
+        repo_id=plan.space,
+        repo_type="space",
+        folder_path=str(up.folder),
+        allow_patterns=list(up.allow_patterns),
+        ignore_patterns=list(up.ignore_patterns),
+        delete_patterns=["*"],
+        commit_message=COMMIT_MESSAGE,
+    )
     return str(url)
 
 

@@ -23,17 +23,27 @@ _serial = itertools.count(1)
 
 def view_host(view: str, elem_id: str, value: str = "", data=None, **kwargs) -> gr.HTML:
     """The block of browser view ``view``; ``data`` (JSON-ready) travels once, with the page."""
-    return gr.HTML(value, html_template='<div class="ex-host"></div>', js_on_load=BOOTSTRAP, apply_default_css=False,
-                   elem_id=elem_id, module_url=MODULE_URL, view=view, data=html_json(data) if data is not None else "",
-                   **kwargs)
+    return gr.HTML(
+        value,
+        html_template='<div class="ex-host"></div>',
+        js_on_load=BOOTSTRAP,
+        apply_default_css=False,
+        elem_id=elem_id,
+        module_url=MODULE_URL,
+        view=view,
+        data=html_json(data) if data is not None else "",
+        **kwargs,
+    )
 
 
 def module_preloads() -> str:
     """A ``<link rel="modulepreload">`` for ``gradio.js`` and every module it imports, for the
     page's head: the browser then fetches them all at once, with the page, instead of finding
     them one import level at a time after the bootstrap runs (the viewer alone is six levels deep)."""
-    return "\n".join(f'<link rel="modulepreload" href="gradio_api/file={quote(str(WEB / name))}">'
-                     for name in sorted(module_sources("gradio.js")))
+    return "\n".join(
+        f'<link rel="modulepreload" href="gradio_api/file={quote(str(WEB / name))}">'
+        for name in sorted(module_sources("gradio.js"))
+    )
 
 
 def message(obj: dict) -> str:

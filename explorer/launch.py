@@ -54,8 +54,9 @@ def _answers(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def running_app(checkpoint: str | Path | None = None, log: Path | None = None, extra: tuple[str, ...] = (),
-                timeout: float = 180.0):
+def running_app(
+    checkpoint: str | Path | None = None, log: Path | None = None, extra: tuple[str, ...] = (), timeout: float = 180.0
+):
     """``python app.py [--checkpoint C] --port P *extra`` until the block ends; yields a
     :class:`RunningApp`. Raises :class:`AppDidNotStart` if it exits or does not answer
     within ``timeout`` seconds. ``log``: where its output goes (a temporary file if None)."""

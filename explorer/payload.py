@@ -109,8 +109,14 @@ def focus_head(stats: dict | None) -> dict | None:
     if best is None:
         return None
     _, l, h, e, k = best
-    return {"kind": "cross", "layer": l + 1, "head": h + 1, "entropy": round(float(e), 4), "sink": round(float(k), 4),
-            "n_sentences": int(stats.get("n_sentences") or 1)}
+    return {
+        "kind": "cross",
+        "layer": l + 1,
+        "head": h + 1,
+        "entropy": round(float(e), 4),
+        "sink": round(float(k), 4),
+        "n_sentences": int(stats.get("n_sentences") or 1),
+    }
 
 
 def encode_trace(trace, origin: str = "translate", test_stats: dict | None = None) -> dict:
@@ -132,15 +138,11 @@ def encode_trace(trace, origin: str = "translate", test_stats: dict | None = Non
         "max_positions": int(trace.positional_encoding.shape[0]),
         "unk_fraction": unk_fraction(trace.src_tokens, trace.special_tokens),
         "vocab": token_table(trace),
-        "topk": {
-            "ids": encode_ids(trace.topk_ids),
-            "probs": encode_f32(trace.topk_probs),
-        },
+        "topk": {"ids": encode_ids(trace.topk_ids), "probs": encode_f32(trace.topk_probs)},
         "pe": encode_linear(trace.positional_encoding[:pe_rows], -1.0, 1.0),
     }
     if has_logit_lens(trace):
-        out["logit_lens"] = {"ids": encode_ids(trace.logit_lens_ids),
-                             "probs": encode_f32(trace.logit_lens_probs)}
+        out["logit_lens"] = {"ids": encode_ids(trace.logit_lens_ids), "probs": encode_f32(trace.logit_lens_probs)}
     for name in ("encoder_rollout", "rollout"):
         value = getattr(trace, name, None)
         if value is not None:
@@ -161,8 +163,9 @@ def decode_tokens(payload: dict) -> dict[str, list]:
     vocab = payload["vocab"]
     out = {"topk_tokens": [[vocab[str(i)] for i in row] for row in decode_array(payload["topk"]["ids"]).tolist()]}
     if "logit_lens" in payload:
-        out["logit_lens_tokens"] = [[[vocab[str(i)] for i in k] for k in layer]
-                                    for layer in decode_array(payload["logit_lens"]["ids"]).tolist()]
+        out["logit_lens_tokens"] = [
+            [[vocab[str(i)] for i in k] for k in layer] for layer in decode_array(payload["logit_lens"]["ids"]).tolist()
+        ]
     return out
 
 

@@ -25,28 +25,217 @@ DROPPED_PREVIEW_CHARS = 60  # how much of the dropped text the truncation notice
 # Words that are also common English ("a", "i", "come", "me", "no", "do", "so") are left
 # out, so an English sentence never counts as foreign.
 FUNCTION_WORDS = {
-    "English": {"the", "an", "and", "of", "to", "is", "are", "was", "were", "in", "it", "you", "he", "she", "we",
-                "they", "that", "this", "have", "has", "had", "not", "my", "your", "for", "with", "on", "at", "be",
-                "will", "what", "there", "his", "her", "our", "their", "can", "do", "does", "did", "don't", "from"},
-    "Italian": {"il", "lo", "la", "gli", "le", "un", "una", "uno", "di", "del", "della", "dei", "delle", "che", "è",
-                "non", "sono", "ho", "hai", "ha", "abbiamo", "avete", "hanno", "per", "con", "nel", "nella", "sul",
-                "sulla", "al", "alla", "dal", "dalla", "mi", "ti", "si", "ci", "vi", "questo", "questa", "quello",
-                "molto", "perché", "anche", "ma", "ed", "io", "lui", "lei", "noi", "voi", "loro", "mio", "mia",
-                "tuo", "tua", "suo", "sua", "sei", "siamo", "era", "ogni", "più", "cosa", "dove", "quando", "oggi",
-                "sto", "stai", "sta", "va", "vado", "fa", "ciao", "grazie", "buongiorno"},
-    "Spanish": {"el", "los", "las", "una", "es", "está", "están", "son", "que", "del", "por", "para", "pero", "muy",
-                "yo", "tengo", "tiene", "estoy", "hoy", "dónde", "cuando", "también", "mucho", "y"},
-    "French": {"le", "les", "une", "des", "est", "sont", "que", "qui", "pas", "je", "tu", "nous", "vous", "avec",
-               "pour", "dans", "sur", "mon", "ma", "très", "aussi", "c'est", "j'ai", "et", "du", "au"},
-    "German": {"der", "die", "das", "ein", "eine", "ist", "sind", "und", "nicht", "ich", "du", "wir", "ihr",
-               "mit", "für", "auf", "mein", "meine", "sehr", "auch", "heute", "wo", "wann", "habe", "hat"},
+    "English": {
+        "the",
+        "an",
+        "and",
+        "of",
+        "to",
+        "is",
+        "are",
+        "was",
+        "were",
+        "in",
+        "it",
+        "you",
+        "he",
+        "she",
+        "we",
+        "they",
+        "that",
+        "this",
+        "have",
+        "has",
+        "had",
+        "not",
+        "my",
+        "your",
+        "for",
+        "with",
+        "on",
+        "at",
+        "be",
+        "will",
+        "what",
+        "there",
+        "his",
+        "her",
+        "our",
+        "their",
+        "can",
+        "do",
+        "does",
+        "did",
+        "don't",
+        "from",
+    },
+    "Italian": {
+        "il",
+        "lo",
+        "la",
+        "gli",
+        "le",
+        "un",
+        "una",
+        "uno",
+        "di",
+        "del",
+        "della",
+        "dei",
+        "delle",
+        "che",
+        "è",
+        "non",
+        "sono",
+        "ho",
+        "hai",
+        "ha",
+        "abbiamo",
+        "avete",
+        "hanno",
+        "per",
+        "con",
+        "nel",
+        "nella",
+        "sul",
+        "sulla",
+        "al",
+        "alla",
+        "dal",
+        "dalla",
+        "mi",
+        "ti",
+        "si",
+        "ci",
+        "vi",
+        "questo",
+        "questa",
+        "quello",
+        "molto",
+        "perché",
+        "anche",
+        "ma",
+        "ed",
+        "io",
+        "lui",
+        "lei",
+        "noi",
+        "voi",
+        "loro",
+        "mio",
+        "mia",
+        "tuo",
+        "tua",
+        "suo",
+        "sua",
+        "sei",
+        "siamo",
+        "era",
+        "ogni",
+        "più",
+        "cosa",
+        "dove",
+        "quando",
+        "oggi",
+        "sto",
+        "stai",
+        "sta",
+        "va",
+        "vado",
+        "fa",
+        "ciao",
+        "grazie",
+        "buongiorno",
+    },
+    "Spanish": {
+        "el",
+        "los",
+        "las",
+        "una",
+        "es",
+        "está",
+        "están",
+        "son",
+        "que",
+        "del",
+        "por",
+        "para",
+        "pero",
+        "muy",
+        "yo",
+        "tengo",
+        "tiene",
+        "estoy",
+        "hoy",
+        "dónde",
+        "cuando",
+        "también",
+        "mucho",
+        "y",
+    },
+    "French": {
+        "le",
+        "les",
+        "une",
+        "des",
+        "est",
+        "sont",
+        "que",
+        "qui",
+        "pas",
+        "je",
+        "tu",
+        "nous",
+        "vous",
+        "avec",
+        "pour",
+        "dans",
+        "sur",
+        "mon",
+        "ma",
+        "très",
+        "aussi",
+        "c'est",
+        "j'ai",
+        "et",
+        "du",
+        "au",
+    },
+    "German": {
+        "der",
+        "die",
+        "das",
+        "ein",
+        "eine",
+        "ist",
+        "sind",
+        "und",
+        "nicht",
+        "ich",
+        "du",
+        "wir",
+        "ihr",
+        "mit",
+        "für",
+        "auf",
+        "mein",
+        "meine",
+        "sehr",
+        "auch",
+        "heute",
+        "wo",
+        "wann",
+        "habe",
+        "hat",
+    },
 }
 
 
 # Markup and control characters are not text the model can read: they are taken out before
 # tokenising (clean_input). Script and style elements go with their content (code, not words).
-MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?(</\1\s*>|$)|<!--.*?(-->|$)|</?[A-Za-z][^<>]*>|<![^<>]*>",
-                    re.IGNORECASE | re.DOTALL)
+MARKUP = re.compile(
+    r"<(script|style)\b[^>]*>.*?(</\1\s*>|$)|<!--.*?(-->|$)|</?[A-Za-z][^<>]*>|<![^<>]*>", re.IGNORECASE | re.DOTALL
+)
 # terminal colour codes and the like; other control characters, and the bidi overrides
 ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -99,7 +288,7 @@ def whatif_prefix(trace: Trace, step: int, rank: int) -> list[int]:
 
 
 def forced_label(trace: Trace) -> str | None:
-    """"step 4 forced to 'si'" for a What-if trace, None for a plain greedy one."""
+    """ "step 4 forced to 'si'" for a What-if trace, None for a plain greedy one."""
     n = len(trace.forced_prefix)
     if not n or n >= len(trace.tgt_tokens):
         return None
@@ -110,7 +299,7 @@ def dropped_text(src_tok, text: str, kept: int) -> str:
     """The part of ``text`` after its first ``kept`` subword tokens (what truncation cut off),
     found through the tokenizer's character offsets; "" when nothing was cut."""
     offsets = src_tok.encode(text, add_special_tokens=False).offsets
-    return text[offsets[kept][0]:].strip() if len(offsets) > kept else ""
+    return text[offsets[kept][0] :].strip() if len(offsets) > kept else ""
 
 
 def language_guess(text: str) -> str | None:
@@ -130,9 +319,11 @@ def truncation_notice(trace: Trace, max_source_tokens: int, dropped: str) -> str
     total = max_source_tokens + trace.n_src_tokens_dropped
     cut = dropped if len(dropped) <= DROPPED_PREVIEW_CHARS else dropped[:DROPPED_PREVIEW_CHARS].rstrip() + "…"
     where = f", from “{cut}” on" if cut else ""
-    return (f"⚠️ Too long for the model: it reads at most {max_source_tokens} subword tokens and this text has "
-            f"{total}. Only the first {max_source_tokens} were translated ({trace.n_src_tokens_dropped} tokens "
-            f"dropped{where}).")
+    return (
+        f"⚠️ Too long for the model: it reads at most {max_source_tokens} subword tokens and this text has "
+        f"{total}. Only the first {max_source_tokens} were translated ({trace.n_src_tokens_dropped} tokens "
+        f"dropped{where})."
+    )
 
 
 def long_sentence_notice(text: str, test: dict | None) -> str | None:
@@ -147,9 +338,11 @@ def long_sentence_notice(text: str, test: dict | None) -> str | None:
     head = f"⚠️ A long sentence ({words} words). This model learned from short everyday sentences"
     if not long:
         return head + ", so expect mistakes in this translation."
-    return (f"{head}: on the {long['n']} test sentences of {least} words or more it scores {long['bleu']:.1f} BLEU "
-            f"(chrF {long['chrf']:.1f}), against {test['bleu']:.1f} on the whole test set, so expect mistakes in "
-            "this translation.")
+    return (
+        f"{head}: on the {long['n']} test sentences of {least} words or more it scores {long['bleu']:.1f} BLEU "
+        f"(chrF {long['chrf']:.1f}), against {test['bleu']:.1f} on the whole test set, so expect mistakes in "
+        "this translation."
+    )
 
 
 def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict | None = None) -> list[str]:
@@ -167,14 +360,20 @@ def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict 
     if share >= MEANINGLESS_UNK_SHARE:
         n_real = sum(t not in trace.special_tokens or t == UNK for t in trace.src_tokens)
         n_unk = trace.src_tokens.count(UNK)
-        notes.append(f"⚠️ This model reads English only: {n_unk} of the {n_real} subword tokens of this text are "
-                     "unknown to it ([UNK], e.g. another script or emoji), so the translation below is meaningless.")
+        notes.append(
+            f"⚠️ This model reads English only: {n_unk} of the {n_real} subword tokens of this text are "
+            "unknown to it ([UNK], e.g. another script or emoji), so the translation below is meaningless."
+        )
     elif lang:
-        notes.append(f"⚠️ This model reads English only, and this text looks like {lang}. It translates English into "
-                     "Italian, so the translation below is meaningless: type an English sentence.")
+        notes.append(
+            f"⚠️ This model reads English only, and this text looks like {lang}. It translates English into "
+            "Italian, so the translation below is meaningless: type an English sentence."
+        )
     elif word_share(trace.src_text) < MOSTLY_NOT_WORDS:
-        notes.append("⚠️ This model reads English sentences, and most of this text is not words (code, numbers, "
-                     "symbols or markup), so the translation below is meaningless: type an English sentence.")
+        notes.append(
+            "⚠️ This model reads English sentences, and most of this text is not words (code, numbers, "
+            "symbols or markup), so the translation below is meaningless: type an English sentence."
+        )
     elif UNK in trace.src_tokens:
         notes.append("Some characters are unknown to the tokenizer and were read as [UNK].")
     if not trace.finished:

@@ -48,6 +48,7 @@ def tiny_checkpoint(tmp_path_factory, tokenizers_pair) -> Path:
 @pytest.fixture(scope="session")
 def translator(tiny_checkpoint):
     from transformer import load_translator
+
     return load_translator(tiny_checkpoint)
 
 

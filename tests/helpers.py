@@ -68,16 +68,42 @@ def tiny_main(data_dir, out, *extra):
     """``train.main`` with the tiny preset cut to the fixture corpus (one thread)."""
     import train
 
-    return train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1",
-                       "--batch-tokens", "600", "--vocab-size", "200", *extra])
+    return train.main(
+        [
+            "--preset",
+            "tiny",
+            "--dataset",
+            str(data_dir),
+            "--out",
+            str(out),
+            "--threads",
+            "1",
+            "--batch-tokens",
+            "600",
+            "--vocab-size",
+            "200",
+            *extra,
+        ]
+    )
 
 
 def tiny_config(tok_src, tok_tgt, **overrides) -> TransformerConfig:
     ids = {f"src_{k}_id": v for k, v in special_ids(tok_src).items()}
     ids.update({f"tgt_{k}_id": v for k, v in special_ids(tok_tgt).items()})
-    kw = dict(d_model=32, h=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, dropout=0.1, attn_dropout=0.1,
-              max_positions=40, src_vocab_size=tok_src.get_vocab_size(), tgt_vocab_size=tok_tgt.get_vocab_size(),
-              tie_embeddings="decoder", **ids)
+    kw = dict(
+        d_model=32,
+        h=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        dropout=0.1,
+        attn_dropout=0.1,
+        max_positions=40,
+        src_vocab_size=tok_src.get_vocab_size(),
+        tgt_vocab_size=tok_tgt.get_vocab_size(),
+        tie_embeddings="decoder",
+        **ids,
+    )
     kw.update(overrides)
     return TransformerConfig(**kw)
 
@@ -91,8 +117,14 @@ def make_snapshots(src, dst, epochs=(1, 2)):
         with torch.no_grad():
             for p in model.parameters():
                 p.add_(0.5 * torch.randn_like(p))
-        save_checkpoint(dst / "snapshots" / f"epoch-{e:03d}", model, None, None, include_tokenizers=False,
-                        metrics={"validation": {"bleu": float(e), "chrf": 10.0 * e}, "val_loss": 5.0 - e, "epoch": e})
+        save_checkpoint(
+            dst / "snapshots" / f"epoch-{e:03d}",
+            model,
+            None,
+            None,
+            include_tokenizers=False,
+            metrics={"validation": {"bleu": float(e), "chrf": 10.0 * e}, "val_loss": 5.0 - e, "epoch": e},
+        )
     return dst
 
 
@@ -120,6 +152,7 @@ def lcs_length(a, b) -> int:
 
 # --- command-line tools: bad input is one line and exit code 2 --------------------------------
 
+
 def lines_of(text: str) -> list[str]:
     return [line for line in text.splitlines() if line.strip()]
 
@@ -138,8 +171,16 @@ def exit_2(capfd, main, *args) -> str:
 # --- the browser ---------------------------------------------------------------------------------
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROME_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-               "--disable-component-update", "--disable-quic", "--no-first-run", "--disable-sync"]
+CHROME_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-sync",
+]
 # set before a page loads: the first-visit tour stays closed (tests of the tour leave it out)
 NO_TOUR = "try { localStorage.setItem('explorer-tour-seen', '1'); } catch (e) {}"
 
@@ -160,8 +201,10 @@ def serve_app(checkpoint, log: Path, extra: tuple[str, ...] = ()):
 
 
 # the two viewports every view is checked on
-DEVICES = {"desktop": {"viewport": {"width": 1366, "height": 900}},
-           "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True}}
+DEVICES = {
+    "desktop": {"viewport": {"width": 1366, "height": 900}},
+    "phone": {"viewport": {"width": 390, "height": 844}, "is_mobile": True, "has_touch": True},
+}
 
 
 def device_page(browser, device: str, timeout_ms: int = 60_000, **options):
@@ -221,7 +264,9 @@ def grid(page, fig: str = "#attn-plot") -> dict:
 
 def row_labels(page, fig: str = "#attn-plot") -> list:
     """The row labels a person reads beside a heatmap: [text, is it a row not generated yet]."""
-    return page.eval_on_selector_all(f"{fig} .ax-rowlabel", "ls => ls.map(l => [l.textContent, l.classList.contains('future')])")
+    return page.eval_on_selector_all(
+        f"{fig} .ax-rowlabel", "ls => ls.map(l => [l.textContent, l.classList.contains('future')])"
+    )
 
 
 def go_to_step(page, step: int):
@@ -237,8 +282,9 @@ def translate(page, text: str, read: str | None = None, step: int | None = 1):
     page.locator("#src-text textarea").fill(text)
     before = page.evaluate("() => window.__explorer && window.__explorer.getState().sentence")
     page.click("#translate-btn")
-    page.wait_for_function("(t) => window.__explorer && window.__explorer.getState().sentence === t",
-                           arg=text if read is None else read)
+    page.wait_for_function(
+        "(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text if read is None else read
+    )
     painted(page)  # a new sentence opens on its own focus step
     if step is not None:
         go_to_step(page, step)

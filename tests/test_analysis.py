@@ -231,8 +231,9 @@ def test_rollout_rows_sum_to_one_and_depend_only_on_earlier_steps(translator):
     np.testing.assert_allclose(trace.encoder_rollout, encoder_rollout(trace.encoder_attn), atol=1e-6)
     # step t's row is what it would be if decoding had stopped at step t
     t = T // 2
-    cut = source_relevance(trace.encoder_attn, trace.decoder_self_attn[:, :, : t + 1, : t + 1],
-                           trace.cross_attn[:, :, : t + 1])
+    cut = source_relevance(
+        trace.encoder_attn, trace.decoder_self_attn[:, :, : t + 1, : t + 1], trace.cross_attn[:, :, : t + 1]
+    )
     np.testing.assert_allclose(cut, trace.rollout[: t + 1], atol=1e-6)
 
 
@@ -279,12 +280,22 @@ def synthetic_trace() -> Trace:
     reverse[4, 6] = 1.0
     cross = np.stack([diag, np.full((T, S), 1 / S), reverse, np.tile(np.eye(S)[-1], (T, 1))])
     k = 3
-    return Trace(src_text="a b c d.", translation="w x y z", src_tokens=SRC, src_ids=list(range(S)),
-                 tgt_tokens=TGT, tgt_ids=list(range(T + 1)), special_tokens=["[PAD]", "[UNK]", "[SOS]", "[EOS]"],
-                 encoder_attn=enc[None].astype(np.float32), decoder_self_attn=dec[None].astype(np.float32),
-                 cross_attn=cross[None].astype(np.float32), topk_ids=np.zeros((T, k), dtype=np.int64),
-                 topk_tokens=[["▁w"] * k] * T, topk_probs=np.zeros((T, k), dtype=np.float32),
-                 positional_encoding=np.zeros((8, 4), dtype=np.float32))
+    return Trace(
+        src_text="a b c d.",
+        translation="w x y z",
+        src_tokens=SRC,
+        src_ids=list(range(S)),
+        tgt_tokens=TGT,
+        tgt_ids=list(range(T + 1)),
+        special_tokens=["[PAD]", "[UNK]", "[SOS]", "[EOS]"],
+        encoder_attn=enc[None].astype(np.float32),
+        decoder_self_attn=dec[None].astype(np.float32),
+        cross_attn=cross[None].astype(np.float32),
+        topk_ids=np.zeros((T, k), dtype=np.int64),
+        topk_tokens=[["▁w"] * k] * T,
+        topk_probs=np.zeros((T, k), dtype=np.float32),
+        positional_encoding=np.zeros((8, 4), dtype=np.float32),
+    )
 
 
 def test_head_diagnostics_on_synthetic_attention():
@@ -345,8 +356,11 @@ def test_trace_to_dict_carries_the_analyses(translator):
     assert np.array(d["logit_lens"]["ids"]).shape == (T, L, 5) and len(d["logit_lens"]["tokens"][0]) == L
     assert np.array(d["rollout"]).shape == (T, S) and np.array(d["encoder_rollout"]).shape == (S, S)
     assert d["head_stats"]["kinds"]["cross"]["layers"] == L
-    assert d["topk"][0][0] == {"token": trace.topk_tokens[0][0], "id": int(trace.topk_ids[0, 0]),
-                               "prob": round(float(trace.topk_probs[0, 0]), 5)}
+    assert d["topk"][0][0] == {
+        "token": trace.topk_tokens[0][0],
+        "id": int(trace.topk_ids[0, 0]),
+        "prob": round(float(trace.topk_probs[0, 0]), 5),
+    }
 
 
 def test_greedy_decode_returns_trimmed_arrays(translator):
@@ -381,7 +395,9 @@ def test_translate_input_and_beam_validation(translator, monkeypatch):
             translator.translate([TEXT], beam_size=bad)
     calls = []
     fake = types.ModuleType("transformer.core.beam")
-    fake.translate_beam = lambda tr, sentences, beam_size, batch_size: calls.append((sentences, beam_size, batch_size)) or ["x"]
+    fake.translate_beam = lambda tr, sentences, beam_size, batch_size: (
+        calls.append((sentences, beam_size, batch_size)) or ["x"]
+    )
     monkeypatch.setitem(sys.modules, "transformer.core.beam", fake)
     assert translator.translate([TEXT], beam_size=4, batch_size=8) == ["x"]
     assert calls == [([TEXT], 4, 8)]
@@ -399,20 +415,36 @@ def exit_code(argv) -> int:
 
 def test_analyze_cli_writes_aggregated_head_stats(tiny_checkpoint, data_dir, tmp_path, capsys):
     out = tmp_path / "hs.json"
-    assert analyze_main(["--checkpoint", str(tiny_checkpoint), "--data", str(data_dir / "test.jsonl"),
-                         "--limit", "4", "--out", str(out)]) == 0
+    assert (
+        analyze_main(
+            [
+                "--checkpoint",
+                str(tiny_checkpoint),
+                "--data",
+                str(data_dir / "test.jsonl"),
+                "--limit",
+                "4",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     stats = json.loads(out.read_text())
     assert stats["n_sentences"] == 4 and stats["schema"] == "head-stats/1"
     assert set(stats["kinds"]) == {"encoder", "decoder_self", "cross"}
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["n"] == 4
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["--data", "/nonexistent/x.jsonl"], "no such file"),
-    (["--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
-    (["--checkpoint", "/nonexistent/ckpt"], "error"),
-    (["--out", "/nonexistent/dir/hs.json"], "no such directory"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--data", "/nonexistent/x.jsonl"], "no such file"),
+        (["--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
+        (["--checkpoint", "/nonexistent/ckpt"], "error"),
+        (["--out", "/nonexistent/dir/hs.json"], "no such directory"),
+    ],
+)
 def test_analyze_cli_bad_input_exits_2(tiny_checkpoint, data_dir, args, msg, capsys):
     base = {"--checkpoint": str(tiny_checkpoint), "--data": str(data_dir / "test.jsonl")}
     argv = []
@@ -433,6 +465,7 @@ def test_analyze_cli_corrupt_data_exits_2(tiny_checkpoint, tmp_path, capsys):
 def test_a_habit_agrees_with_the_figures_shown():
     """A head whose [EOS] share is 0.49996 is shown as 0.5 and so labelled a sink; float noise
     of order 1e-7 (a padded batch sums in another order) must not flip its label."""
+
     def measures(eos):
         names = ("entropy", "confidence", "sink", "sink_sos", "sink_eos", "sink_punct", "monotonicity")
         m = {n: np.zeros((1, 1)) for n in names}

@@ -20,7 +20,9 @@ pytestmark = pytest.mark.slow  # starts a server
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, tiny_checkpoint):
     """``python app.py`` on the tiny checkpoint and a free port: (url, log file)."""
-    with serve_app(tiny_checkpoint, tmp_path_factory.mktemp("api-app") / "app.log", extra=("--torch-threads", "1")) as app:
+    with serve_app(
+        tiny_checkpoint, tmp_path_factory.mktemp("api-app") / "app.log", extra=("--torch-threads", "1")
+    ) as app:
         yield app.url, app.log
 
 

@@ -55,14 +55,17 @@ def test_translate_returns_outputs_keyed_by_component(app):
     assert set(out) == set(app.outputs)  # a new trace updates every panel's sentence state too
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "Please type an English sentence"),
-    ("   \n ", "Please type an English sentence"),
-    (None, "Please type an English sentence"),
-    ("x" * (explorer_app.MAX_CHARS + 1), f"{explorer_app.MAX_CHARS + 1:,} characters"),
-    ("\x00\x01\x02", "only control characters"),
-    ("<b></b>", "only markup"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "Please type an English sentence"),
+        ("   \n ", "Please type an English sentence"),
+        (None, "Please type an English sentence"),
+        ("x" * (explorer_app.MAX_CHARS + 1), f"{explorer_app.MAX_CHARS + 1:,} characters"),
+        ("\x00\x01\x02", "only control characters"),
+        ("<b></b>", "only markup"),
+    ],
+)
 def test_bad_input_clears_the_previous_results(app, text, message):
     out = app.translate(text)
     assert message in out[app.notice] and "Traceback" not in out[app.notice]
@@ -92,8 +95,14 @@ def test_long_text_is_cut_in_one_place_and_the_notice_says_what_was_dropped(app,
     assert f"{n} subword tokens" in app.translate("a" * (app.max_chars + 1))[app.notice]
 
 
-@pytest.mark.parametrize("text, language", [("Il gatto dorme sul divano.", "Italian"), ("Ho una macchina rossa.", "Italian"),
-                                            ("La casa es grande y bonita.", "Spanish")])
+@pytest.mark.parametrize(
+    "text, language",
+    [
+        ("Il gatto dorme sul divano.", "Italian"),
+        ("Ho una macchina rossa.", "Italian"),
+        ("La casa es grande y bonita.", "Spanish"),
+    ],
+)
 def test_text_in_another_language_is_told_plainly_that_the_model_reads_english(app, text, language):
     out = app.translate(text)
     assert out[app.trace_state] is not None
@@ -101,9 +110,16 @@ def test_text_in_another_language_is_told_plainly_that_the_model_reads_english(a
     assert "English only" not in app.translate("the black cat sleeps.")[app.notice]
 
 
-@pytest.mark.parametrize("text, read", [("the cat 😺", "the cat 😺"), ("שלום עולם", "שלום עולם"),
-                                        ("a\u202eb\x07c", "a b c"), ("<b>the</b> cat", "the cat"),
-                                        ("\x1b[31mthe cat\x1b[0m", "the cat")])
+@pytest.mark.parametrize(
+    "text, read",
+    [
+        ("the cat 😺", "the cat 😺"),
+        ("שלום עולם", "שלום עולם"),
+        ("a\u202eb\x07c", "a b c"),
+        ("<b>the</b> cat", "the cat"),
+        ("\x1b[31mthe cat\x1b[0m", "the cat"),
+    ],
+)
 def test_emoji_and_rtl_reach_the_model_and_markup_and_control_characters_do_not(app, text, read):
     out = app.translate(text)
     assert out[app.trace_state] is not None
@@ -231,7 +247,9 @@ def test_ui_builds_with_named_endpoints_and_one_bootstrap(translator):
     assert {"viewer", "hint", "whatif", "analysis", "beam-view"} <= set(hosts)
     for host in hosts.values():  # every view mounts through the same bootstrap and module
         assert host.js_on_load == hosts["viewer"].js_on_load
-        assert host.props["module_url"].startswith("gradio_api/file=") and host.props["module_url"].endswith("gradio.js")
+        assert host.props["module_url"].startswith("gradio_api/file=") and host.props["module_url"].endswith(
+            "gradio.js"
+        )
 
 
 def test_cli_flags_and_env(monkeypatch):
@@ -260,5 +278,5 @@ def test_the_page_preloads_every_browser_module_from_the_url_the_views_import():
     assert MODULE_URL in hrefs and len(hrefs) == len(module_sources("gradio.js")) > 20
     base = MODULE_URL.rsplit("/", 1)[0] + "/"
     assert all(h.startswith(base) for h in hrefs)
-    assert {unquote(h[len(base):]) for h in hrefs} == set(module_sources("gradio.js"))
-    assert all((WEB / unquote(h[len(base):])).is_file() for h in hrefs)
+    assert {unquote(h[len(base) :]) for h in hrefs} == set(module_sources("gradio.js"))
+    assert all((WEB / unquote(h[len(base) :])).is_file() for h in hrefs)

@@ -48,7 +48,8 @@ def head_outputs(model, trace, kind, layer, head_mask=None):
     greedy decode replaying the trace's tokens (the pass the trace itself came from)."""
     seen = []
     handle = attn_module(model, kind, layer).o_proj.register_forward_pre_hook(
-        lambda mod, args: seen.append(args[0].detach().clone()))
+        lambda mod, args: seen.append(args[0].detach().clone())
+    )
     try:
         src = torch.tensor([trace.src_ids])
         if kind == "encoder":
@@ -66,8 +67,12 @@ def head_outputs(model, trace, kind, layer, head_mask=None):
 def cases(trace, cfg, kind):
     """Every layer, a few heads, every query position."""
     layers = cfg.n_encoder_layers if kind == "encoder" else cfg.n_decoder_layers
-    return [(layer, head, query) for layer in range(layers) for head in (0, 1, cfg.h - 1)
-            for query in range(n_queries(trace, kind))]
+    return [
+        (layer, head, query)
+        for layer in range(layers)
+        for head in (0, 1, cfg.h - 1)
+        for query in range(n_queries(trace, kind))
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +197,9 @@ def test_padding_keys_are_masked_with_their_reason(translator):
     with torch.no_grad():
         out = model(src, tgt_in, need_weights=True)
     padded = dataclasses.replace(
-        trace, src_ids=src_ids, src_tokens=[*trace.src_tokens, "[PAD]", "[PAD]"],
+        trace,
+        src_ids=src_ids,
+        src_tokens=[*trace.src_tokens, "[PAD]", "[PAD]"],
         encoder_attn=torch.stack(out.encoder_attn)[:, 0].numpy(),
         decoder_self_attn=torch.stack(out.decoder_self_attn)[:, 0].numpy(),
         cross_attn=torch.stack(out.cross_attn)[:, 0].numpy(),
@@ -314,6 +321,7 @@ def test_capture_ignores_other_threads(translator):
 @pytest.fixture(scope="module")
 def shipped():
     from transformer import load_translator
+
     path = ROOT / "checkpoints" / "en-it"
     if not (path / "model.safetensors").exists():
         pytest.skip("the shipped checkpoint is not in this checkout")
@@ -321,8 +329,17 @@ def shipped():
     return tr, tr.trace("The black cat sleeps on the red sofa near the window.")
 
 
-@pytest.mark.parametrize("kind,layer,head", [("encoder", 0, 0), ("encoder", 2, 5), ("decoder_self", 1, 3),
-                                             ("decoder_self", 2, 7), ("cross", 0, 2), ("cross", 2, 6)])
+@pytest.mark.parametrize(
+    "kind,layer,head",
+    [
+        ("encoder", 0, 0),
+        ("encoder", 2, 5),
+        ("decoder_self", 1, 3),
+        ("decoder_self", 2, 7),
+        ("cross", 0, 2),
+        ("cross", 2, 6),
+    ],
+)
 def test_shipped_checkpoint(shipped, kind, layer, head):
     tr, trace = shipped
     outputs = head_outputs(tr.model, trace, kind, layer)

@@ -177,8 +177,9 @@ def hooked_patch(translator, a, b, kind: str, layer: int, head: int | None, posi
     on full teacher-forced passes (independent of HeadProbe/LayerProbe and of the cache)."""
     model = translator.model
     dec_layer = model.decoder_layers[layer]
-    module = {"decoder_self": dec_layer.self_attn.o_proj, "cross": dec_layer.cross_attn.o_proj,
-              "ffn": dec_layer.ffn}[kind]
+    module = {"decoder_self": dec_layer.self_attn.o_proj, "cross": dec_layer.cross_attn.o_proj, "ffn": dec_layer.ffn}[
+        kind
+    ]
     d_k = model.cfg.d_k
     cols = slice(None) if kind == "ffn" else slice(head * d_k, (head + 1) * d_k)
     rows = slice(None) if positions == "prefix" else slice(-1, None)
@@ -208,13 +209,16 @@ def hooked_patch(translator, a, b, kind: str, layer: int, head: int | None, posi
 @pytest.mark.parametrize("positions", ["prefix", "step"])
 def test_patching_everything_gives_b_on_the_tiny_model(translator, positions):
     target_a, target_b = [9, 5, 7, 11], [10, 6, 8, 12]
-    res = activation_patching(translator, TEXT, "i see the dog.", 2, target_a=target_a, target_b=target_b,
-                              positions=positions)
+    res = activation_patching(
+        translator, TEXT, "i see the dog.", 2, target_a=target_a, target_b=target_b, positions=positions
+    )
     assert (res.token_a_id, res.token_b_id) == (7, 8)
     a = step_inputs(translator, TEXT, 2, target_a)
     b = step_inputs(translator, "i see the dog.", 2, target_b)
-    la, lb = teacher_forced_logits(translator, TEXT, target_a), teacher_forced_logits(translator, "i see the dog.",
-                                                                                      target_b)
+    la, lb = (
+        teacher_forced_logits(translator, TEXT, target_a),
+        teacher_forced_logits(translator, "i see the dog.", target_b),
+    )
     assert res.diff_a == pytest.approx(float(la[2, 7] - la[2, 8]), abs=1e-4)
     assert res.diff_b == pytest.approx(float(lb[2, 7] - lb[2, 8]), abs=1e-4)
     assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
@@ -234,14 +238,17 @@ def test_batched_rows_match_patches_made_with_hooks(translator, positions):
         for head in range(H):
             for kind in ("decoder_self", "cross"):
                 assert res.patched[kind][layer, head] == pytest.approx(
-                    hooked_patch(translator, a, b, kind, layer, head, positions), abs=1e-4), (kind, layer, head)
-        assert res.patched["ffn"][layer] == pytest.approx(hooked_patch(translator, a, b, "ffn", layer, None, positions),
-                                                          abs=1e-4)
+                    hooked_patch(translator, a, b, kind, layer, head, positions), abs=1e-4
+                ), (kind, layer, head)
+        assert res.patched["ffn"][layer] == pytest.approx(
+            hooked_patch(translator, a, b, "ffn", layer, None, positions), abs=1e-4
+        )
 
 
 def test_patching_sources_of_different_lengths(translator):
-    res = activation_patching(translator, "the cat sleeps.", "the book is on the table.", 1,
-                              target_a=[9, 5, 7], target_b=[10, 6, 8])
+    res = activation_patching(
+        translator, "the cat sleeps.", "the book is on the table.", 1, target_a=[9, 5, 7], target_b=[10, 6, 8]
+    )
     assert res.fraction("all") == pytest.approx(1.0, abs=1e-3)
 
 
@@ -257,7 +264,7 @@ def test_patching_refuses_equal_tokens_and_bad_input(translator):
 
 
 def test_patching_tom_and_john_on_the_shipped_model(shipped):
-    """"Tom gave John ..." drops the name ("Tom ha dato un bel regalo ..."): at step 4 (1-based)
+    """ "Tom gave John ..." drops the name ("Tom ha dato un bel regalo ..."): at step 4 (1-based)
     A says "a" and B "un". Patching every component together moves the whole difference."""
     res = activation_patching(shipped, TOM, JOHN, 3)
     assert (res.token_a, res.token_b) == ("▁a", "▁un")

@@ -12,8 +12,19 @@ import torch
 
 from tests.helpers import PAIRS, tiny_config, write_jsonl
 from transformer.training.backtranslate import (
-    METHODS, BacktranslateError, backtranslate, fingerprint, held_out, noise_words, normalize,
-    read_fingerprints, read_testsets, sample_decode, select_monolingual, synthetic_pairs, write_fingerprints,
+    METHODS,
+    BacktranslateError,
+    backtranslate,
+    fingerprint,
+    held_out,
+    noise_words,
+    normalize,
+    read_fingerprints,
+    read_testsets,
+    sample_decode,
+    select_monolingual,
+    synthetic_pairs,
+    write_fingerprints,
 )
 from transformer.cli.backtranslate import main
 from transformer.core.checkpoint import save_checkpoint
@@ -36,8 +47,9 @@ def testsets(tmp_path) -> Path:
     write_lines(root / "eng-ita" / "tatoeba-test-v2.ita", ["un'altra frase di valutazione."])
     write_lines(root / "eng-ita" / "tatoeba-test-v2.ita.labels", ["ita"])
     # other pairs: their Italian sides are the monolingual text
-    write_lines(root / "fra-ita" / "tatoeba-test-v1.ita", ["vedo il gatto.", "una frase tenuta da parte.",
-                                                           "oggi  piove."])
+    write_lines(
+        root / "fra-ita" / "tatoeba-test-v1.ita", ["vedo il gatto.", "una frase tenuta da parte.", "oggi  piove."]
+    )
     write_lines(root / "fra-ita" / "tatoeba-test-v1.fra", ["je vois le chat."])
     write_lines(root / "ita-deu" / "tatoeba-test-v1.ita", ["oggi piove.", "il cane corre nel parco."])
     write_lines(root / "ita-deu" / "tatoeba-test-v1.ita.labels", ["ita"])
@@ -47,11 +59,20 @@ def testsets(tmp_path) -> Path:
 
 def test_read_testsets_splits_evaluation_from_monolingual(testsets):
     text = read_testsets(testsets, "en", "it")
-    assert text.evaluation == {"the cat sleeps.", "a held-out sentence.", "il gatto dorme.",
-                               "una frase tenuta da parte.", "un'altra frase di valutazione."}
+    assert text.evaluation == {
+        "the cat sleeps.",
+        "a held-out sentence.",
+        "il gatto dorme.",
+        "una frase tenuta da parte.",
+        "un'altra frase di valutazione.",
+    }
     # file order, duplicates (after folding spaces) once, .labels files and other languages ignored
-    assert text.monolingual == ["vedo il gatto.", "una frase tenuta da parte.", "oggi piove.",
-                                "il cane corre nel parco."]
+    assert text.monolingual == [
+        "vedo il gatto.",
+        "una frase tenuta da parte.",
+        "oggi piove.",
+        "il cane corre nel parco.",
+    ]
 
 
 def test_read_testsets_errors(tmp_path, testsets):
@@ -98,6 +119,7 @@ def test_noise_words_drops_blanks_and_shuffles_locally():
 def reverse_translator(tmp_path_factory, tokenizers_pair):
     """A random-weight it->en model: what back-translation runs with."""
     from transformer import load_translator
+
     en_tok, it_tok = tokenizers_pair
     torch.manual_seed(1)
     cfg = tiny_config(it_tok, en_tok, src_lang="it", tgt_lang="en")
@@ -143,8 +165,25 @@ def test_cli_writes_the_folder_and_the_fingerprints(tmp_path, testsets, reverse_
     write_jsonl(data / "validation.jsonl", [("it is raining today.", "oggi piove.")])
     write_jsonl(data / "test.jsonl", [("we are happy.", "siamo felici.")])
     out = tmp_path / "bt"
-    assert main(["--testsets", str(testsets), "--checkpoint", str(reverse_translator.directory), "--dataset",
-                 str(data), "--out", str(out), "--method", "sample", "--heldout", str(tmp_path / "held.txt")]) == 0
+    assert (
+        main(
+            [
+                "--testsets",
+                str(testsets),
+                "--checkpoint",
+                str(reverse_translator.directory),
+                "--dataset",
+                str(data),
+                "--out",
+                str(out),
+                "--method",
+                "sample",
+                "--heldout",
+                str(tmp_path / "held.txt"),
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     rows = [json.loads(line) for line in (out / "train.jsonl").read_text(encoding="utf-8").splitlines()]
     # "vedo il gatto." is already a training target, "oggi piove." a validation sentence,
@@ -169,8 +208,9 @@ def test_cli_bad_input_is_one_line(tmp_path, testsets, reverse_translator, capsy
     ckpt = str(reverse_translator.directory)
     assert "no such folder" in error("--testsets", str(tmp_path / "nope"), "--checkpoint", ckpt, "--out", str(tmp_path))
     assert "--limit" in error("--testsets", str(testsets), "--checkpoint", ckpt, "--out", str(tmp_path), "--limit", "0")
-    assert "error:" in error("--testsets", str(testsets), "--checkpoint", str(tmp_path / "missing"),
-                             "--out", str(tmp_path / "o"))
+    assert "error:" in error(
+        "--testsets", str(testsets), "--checkpoint", str(tmp_path / "missing"), "--out", str(tmp_path / "o")
+    )
 
 
 def test_sampling_from_the_top_one_is_greedy_decoding(reverse_translator):

@@ -136,9 +136,16 @@ def test_beam_of_one_is_greedy_on_a_tiny_random_model(tiny):
 
 
 def test_beam_of_one_is_greedy_on_the_shipped_checkpoint(shipped):
-    texts = ["The black cat sleeps on the red chair.", "Where is the station?", "I don't know what you want.",
-             "My sister bought a beautiful red dress for the party.", "Tom is taller than Mary.",
-             "We will go to the sea tomorrow if it doesn't rain.", "Hi!", "Can you help me, please?"]
+    texts = [
+        "The black cat sleeps on the red chair.",
+        "Where is the station?",
+        "I don't know what you want.",
+        "My sister bought a beautiful red dress for the party.",
+        "Tom is taller than Mary.",
+        "We will go to the sea tomorrow if it doesn't rain.",
+        "Hi!",
+        "Can you help me, please?",
+    ]
     assert translate_beam(shipped, texts, beam_size=1, batch_size=3) == shipped.translate(texts)
     src = padded(shipped, texts)
     assert beam_search(shipped.model, src, 1).ids == greedy_decode(shipped.model, src).ids
@@ -280,11 +287,14 @@ def test_tree_schema(tiny, k):
             assert gpath == path and all(nodes[i]["source"] == "beam" for i in gpath)
 
 
-@pytest.mark.parametrize("tokens,k,expected", [
-    ([3, 10, 11, 12], 2, ["finished", "kept", "kept", "pruned"]),
-    ([10, 3, 11, 12], 1, ["kept", "pruned", "pruned", "pruned"]),  # an [EOS] ranked k or lower is dropped
-    ([3, 3, 10, 11, 12, 13], 3, ["finished", "finished", "kept", "kept", "kept", "pruned"]),
-])
+@pytest.mark.parametrize(
+    "tokens,k,expected",
+    [
+        ([3, 10, 11, 12], 2, ["finished", "kept", "kept", "pruned"]),
+        ([10, 3, 11, 12], 1, ["kept", "pruned", "pruned", "pruned"]),  # an [EOS] ranked k or lower is dropped
+        ([3, 3, 10, 11, 12, 13], 3, ["finished", "finished", "kept", "kept", "kept", "pruned"]),
+    ],
+)
 def test_candidate_statuses_follow_the_documented_walk(tokens, k, expected):
     assert candidate_statuses(tokens, k, eos_id=3) == expected
 
@@ -296,12 +306,16 @@ def test_build_tree_needs_only_the_search_record(tiny):
     cfg = tiny.cfg
     eos, a, b, c = cfg.tgt_eos_id, 10, 11, 12
     lp_a, lp_b, lp_eos, lp_c = -0.2, -1.9, -0.5, -1.2
-    record = SearchRecord(limit=5, candidates=[
-        Candidate(0, 1, a, lp_a, lp_a, 0, "kept"),
-        Candidate(0, 1, b, lp_b, lp_b, 1, "pruned"),
-        Candidate(1, 2, eos, lp_a + lp_eos, lp_eos, 0, "finished"),
-        Candidate(1, 2, c, lp_a + lp_c, lp_c, 1, "pruned"),
-    ], greedy_next={0: (a, lp_a), 1: (eos, lp_eos)})
+    record = SearchRecord(
+        limit=5,
+        candidates=[
+            Candidate(0, 1, a, lp_a, lp_a, 0, "kept"),
+            Candidate(0, 1, b, lp_b, lp_b, 1, "pruned"),
+            Candidate(1, 2, eos, lp_a + lp_eos, lp_eos, 0, "finished"),
+            Candidate(1, 2, c, lp_a + lp_c, lp_c, 1, "pruned"),
+        ],
+        greedy_next={0: (a, lp_a), 1: (eos, lp_eos)},
+    )
     best = Hypothesis([a, eos], lp_a + lp_eos, hypothesis_score(lp_a + lp_eos, 2, 0.6), True, node=3)
     settings = SearchSettings(beam_size=1, length_penalty=0.6, early_stopping=True, max_steps=None)
     tree = build_tree(tiny.model, None, record, [best], settings, tiny.tgt_tok)
@@ -317,8 +331,16 @@ def test_build_tree_needs_only_the_search_record(tiny):
     assert [n["score"] for n in nodes] == [None, None, None, round(best.score, 6), None]
     assert tree["greedy_logprob"] == round(lp_a + lp_eos, 6) and tree["greedy_score"] == round(best.score, 6)
     assert (tree["steps"], tree["max_steps"], tree["candidates_per_step"]) == (2, 5, 2)
-    assert tree["hypotheses"] == [{"node": 3, "ids": [a, eos], "logprob": round(best.logprob, 6),
-                                   "score": round(best.score, 6), "length": 2, "eos": True}]
+    assert tree["hypotheses"] == [
+        {
+            "node": 3,
+            "ids": [a, eos],
+            "logprob": round(best.logprob, 6),
+            "score": round(best.score, 6),
+            "length": 2,
+            "eos": True,
+        }
+    ]
 
 
 def test_beam_tree_for_the_app(tiny):
@@ -331,12 +353,19 @@ def test_beam_tree_for_the_app(tiny):
     assert len(json.dumps(tree)) < 200_000
 
 
-@pytest.mark.parametrize("text,k,message", [
-    ("", 4, "empty"), ("   \n", 4, "empty"), (None, 4, "expected text"),
-    ("the cat sleeps.", 0, "between 1 and 8"), ("the cat sleeps.", 9, "between 1 and 8"),
-    ("the cat sleeps.", 2.5, "whole number"), ("the cat sleeps.", True, "whole number"),
-    ("the cat sleeps.", "4", "whole number"),
-])
+@pytest.mark.parametrize(
+    "text,k,message",
+    [
+        ("", 4, "empty"),
+        ("   \n", 4, "empty"),
+        (None, 4, "expected text"),
+        ("the cat sleeps.", 0, "between 1 and 8"),
+        ("the cat sleeps.", 9, "between 1 and 8"),
+        ("the cat sleeps.", 2.5, "whole number"),
+        ("the cat sleeps.", True, "whole number"),
+        ("the cat sleeps.", "4", "whole number"),
+    ],
+)
 def test_beam_tree_rejects_bad_input_with_a_clear_message(tiny, text, k, message):
     with pytest.raises(ValueError, match=message):
         beam_tree(tiny, text, k)
@@ -380,8 +409,17 @@ def test_beam_eval_save_records_the_table_in_the_checkpoint(tiny_checkpoint, dat
     ckpt = Path(shutil.copytree(tiny_checkpoint, tmp_path / "ckpt"))
     (ckpt / "metrics.json").write_text(json.dumps({"validation": {"bleu": 1.0, "chrf": 2.0}}), encoding="utf-8")
     (ckpt / "README.md").write_text("# tiny\n\n## Scores\n\nsome\n\n## Data\n\ncredit\n", encoding="utf-8")
-    argv = ["--checkpoint", str(ckpt), "--data", str(data_dir / "test.jsonl"), "--beam-sizes", "1,2",
-            "--repeat", "1", "--save"]
+    argv = [
+        "--checkpoint",
+        str(ckpt),
+        "--data",
+        str(data_dir / "test.jsonl"),
+        "--beam-sizes",
+        "1,2",
+        "--repeat",
+        "1",
+        "--save",
+    ]
     assert beam_eval.main(argv) == 0
     metrics = json.loads((ckpt / "metrics.json").read_text(encoding="utf-8"))
     assert metrics["validation"] == {"bleu": 1.0, "chrf": 2.0}

@@ -33,8 +33,16 @@ def test_round_trip_gives_identical_outputs(translator, tiny_checkpoint):
 def test_joint_vocab_all_tied_bf16_storage(tmp_path, tokenizers_pair):
     tok = tokenizers_pair[0]
     torch.manual_seed(1)
-    model = build_model(tiny_config(tok, tok, tie_embeddings="all", storage_dtype="bfloat16",
-                                    src_tokenizer_file="tokenizer.json", tgt_tokenizer_file="tokenizer.json"))
+    model = build_model(
+        tiny_config(
+            tok,
+            tok,
+            tie_embeddings="all",
+            storage_dtype="bfloat16",
+            src_tokenizer_file="tokenizer.json",
+            tgt_tokenizer_file="tokenizer.json",
+        )
+    )
     d = save_checkpoint(tmp_path / "joint", model, tok, tok)
     assert sorted(p.name for p in d.iterdir()) == ["config.json", "model.safetensors", "tokenizer.json"]
     loaded, *_ = load_checkpoint(d)
@@ -78,7 +86,9 @@ def test_config_that_does_not_match_weights(tmp_path, tiny_checkpoint):
     cfg = json.loads((d / "config.json").read_text())
     cfg["d_ff"] = 48
     (d / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(CheckpointError, match=r"linear1\.weight has shape \(64, 32\) but config\.json implies \(48, 32\)"):
+    with pytest.raises(
+        CheckpointError, match=r"linear1\.weight has shape \(64, 32\) but config\.json implies \(48, 32\)"
+    ):
         load_translator(d)
     cfg["d_ff"], cfg["n_encoder_layers"] = 64, 3
     (d / "config.json").write_text(json.dumps(cfg))
@@ -121,8 +131,10 @@ def test_hub_shaped_name_that_fails_on_the_hub_too_says_both(monkeypatch, tmp_pa
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     def offline(repo_id, **kw):
-        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache and outgoing traffic "
-                                      "has been disabled. Check your internet connection.")
+        raise LocalEntryNotFoundError(
+            "Cannot find the requested files in the disk cache and outgoing traffic "
+            "has been disabled. Check your internet connection."
+        )
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
     monkeypatch.chdir(tmp_path)
@@ -144,8 +156,15 @@ def test_files_get_normal_permissions(tmp_path, tiny_checkpoint):
     model, src_tok, tgt_tok, _ = load_checkpoint(tiny_checkpoint)
     old = os.umask(0o022)
     try:
-        d = save_checkpoint(tmp_path / "perm", model, src_tok, tgt_tok, metrics={"a": 1}, model_card="# card\n",
-                            extra_files={"train_state.pt": {"step": 1}})
+        d = save_checkpoint(
+            tmp_path / "perm",
+            model,
+            src_tok,
+            tgt_tok,
+            metrics={"a": 1},
+            model_card="# card\n",
+            extra_files={"train_state.pt": {"step": 1}},
+        )
     finally:
         os.umask(old)
     assert oct(d.stat().st_mode & 0o777) == "0o755"
@@ -159,14 +178,23 @@ def test_snapshots_share_the_parent_tokenizer(tmp_path, tiny_checkpoint, transla
     ckpt_dir = copy_ckpt(tiny_checkpoint, tmp_path / "best")
     assert ckpt.list_snapshots(ckpt_dir) == []
     for epoch in (2, 1, 10):
-        save_checkpoint(ckpt_dir / "snapshots" / f"epoch-{epoch:03d}", model, None, None,
-                        metrics={"epoch": epoch}, include_tokenizers=False)
+        save_checkpoint(
+            ckpt_dir / "snapshots" / f"epoch-{epoch:03d}",
+            model,
+            None,
+            None,
+            metrics={"epoch": epoch},
+            include_tokenizers=False,
+        )
     (ckpt_dir / "snapshots" / ".epoch-011.tmp-x").mkdir()  # a half-written one is not listed
     snap = ckpt_dir / "snapshots" / "epoch-001"
     assert sorted(p.name for p in snap.iterdir()) == ["config.json", "metrics.json", "model.safetensors"]
     snapshots = ckpt.list_snapshots(ckpt_dir)
     assert [(s.epoch, s.path.name, s.metrics) for s in snapshots] == [
-        (1, "epoch-001", {"epoch": 1}), (2, "epoch-002", {"epoch": 2}), (10, "epoch-010", {"epoch": 10})]
+        (1, "epoch-001", {"epoch": 1}),
+        (2, "epoch-002", {"epoch": 2}),
+        (10, "epoch-010", {"epoch": 10}),
+    ]
     loaded = load_translator(snap)
     assert loaded.trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
     # a snapshot outside a checkpoint folder has no tokenizer to borrow: a clear error
@@ -176,8 +204,10 @@ def test_snapshots_share_the_parent_tokenizer(tmp_path, tiny_checkpoint, transla
     # re-saving the checkpoint itself (a new best) keeps its snapshots
     save_checkpoint(ckpt_dir, model, src_tok, tgt_tok)
     assert [s.epoch for s in ckpt.list_snapshots(ckpt_dir)] == [1, 2, 10]
-    assert load_translator(ckpt_dir / "snapshots" / "epoch-010").trace(SENTENCE).tgt_ids == \
-        translator.trace(SENTENCE).tgt_ids
+    assert (
+        load_translator(ckpt_dir / "snapshots" / "epoch-010").trace(SENTENCE).tgt_ids
+        == translator.trace(SENTENCE).tgt_ids
+    )
 
 
 def test_saving_without_tokenizers_needs_the_flag(tmp_path, tiny_checkpoint):
@@ -272,8 +302,10 @@ def record_hub_calls(monkeypatch) -> list:
 
     def snapshot_download(repo_id, **kw):
         calls.append(repo_id)
-        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache and outgoing traffic\n"
-                                      "has been disabled. Check your internet connection.")
+        raise LocalEntryNotFoundError(
+            "Cannot find the requested files in the disk cache and outgoing traffic\n"
+            "has been disabled. Check your internet connection."
+        )
 
     monkeypatch.setattr(huggingface_hub, "snapshot_download", snapshot_download)
     return calls
@@ -299,8 +331,9 @@ def test_default_checkpoint_missing_everywhere_is_one_line_and_never_the_hub(mon
     assert not ckpt.is_hub_id("checkpoints/en-it")
 
 
-@pytest.mark.parametrize("name", ["./runs/best", "../runs/best", "/tmp/no/such", "~/models/best", "a/b/c",
-                                  "runs\\best"])
+@pytest.mark.parametrize(
+    "name", ["./runs/best", "../runs/best", "/tmp/no/such", "~/models/best", "a/b/c", "runs\\best"]
+)
 def test_names_that_look_like_paths_never_reach_the_hub(monkeypatch, tmp_path, name):
     calls = record_hub_calls(monkeypatch)
     monkeypatch.chdir(tmp_path)

@@ -145,9 +145,12 @@ class Measured:
         integration steps beside cross-attention at the last layer, mean of the heads."""
         from transformer.interpret.attribution import activation_patching, direct_logit_attribution
         from transformer.interpret.saliency import saliency
-        return SimpleNamespace(dla=direct_logit_attribution(self.tr, TOM, 3, versus="runner-up"),
-                               patch=activation_patching(self.tr, TOM, JOHN, 3),
-                               grad=saliency(self.tr, TOM, 3, n_steps=64))
+
+        return SimpleNamespace(
+            dla=direct_logit_attribution(self.tr, TOM, 3, versus="runner-up"),
+            patch=activation_patching(self.tr, TOM, JOHN, 3),
+            grad=saliency(self.tr, TOM, 3, n_steps=64),
+        )
 
 
 def ig(m, word) -> float:
@@ -160,37 +163,30 @@ MEASURES = {
     "test_sentences": lambda m: m.test_set["n_sentences"],
     "same_l1h6_test_set": lambda m: m.test_set["kinds"]["decoder_self"]["same"][0][5],
     "same_l1h6_red_car": lambda m: m.trace(RED_CAR).head_stats["kinds"]["decoder_self"]["same"][0][5],
-
     "tom_drop_cross_l1h1": lambda m: head_drop(m.importance, "cross", 1, 1),
     "tom_cross_l1h1_mary": lambda m: on(m.trace(TOM), head_row(m.trace(TOM), 1, 1, 4), "Mary"),
     "tom_step4_a": lambda m: prob(m.trace(TOM), 4, "▁a"),
     "tom_step4_un": lambda m: prob(m.trace(TOM), 4, "▁un"),
-
     "lake_step10_nel": lambda m: prob(m.trace(LAKE), 10, "▁nel"),
     "lake_step10_al": lambda m: prob(m.trace(LAKE), 10, "▁al"),
     "lake_step10_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 4, 10, "translate"), "near"),
     "lake_step12_ke": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 12, "translate"), "ke"),
-
     "milk_step6_e": lambda m: prob(m.trace(MILK), 6, "▁e"),
     "milk_step6_latte": lambda m: prob(m.trace(MILK), 6, "▁latte"),
     "milk_step6_milk": lambda m: on(m.trace(MILK), shown_cross(m.trace(MILK), 3, 6, "translate"), "milk"),
-
     "dla_a_over_un": lambda m: m.why.dla.value,
     "dla_cross_l4h3": lambda m: m.why.dla.cross[3, 2],
     "dla_cross_l4h4": lambda m: m.why.dla.cross[3, 3],
     "dla_cross_l4h5_against": lambda m: -m.why.dla.cross[3, 4],
     "dla_cross_l1h1": lambda m: m.why.dla.cross[0, 0],
-
     "patch_cross_l4h3": lambda m: m.why.patch.fraction("cross")[3, 2],
     "patch_cross_l3h4": lambda m: m.why.patch.fraction("cross")[2, 3],
     "patch_cross_l1h1": lambda m: m.why.patch.fraction("cross")[0, 0],
     "john_cross_l1h1_john": lambda m: on(m.trace(JOHN), head_row(m.trace(JOHN), 1, 1, 4), "John"),
-
     "ig_beautiful": lambda m: ig(m, "beautiful"),
     "ig_mary": lambda m: ig(m, "Mary"),
     "grad_attn_beautiful": lambda m: m.why.grad.cross_attn[words(m.why.grad.src_tokens).index("beautiful")],
     "grad_rank_correlation": lambda m: m.why.grad.spearman()["src"]["integrated_gradients"],
-
     "brother_step1_mio": lambda m: prob(m.trace(BROTHER), 1, "▁Mio"),
     "sister_step1_mia": lambda m: prob(m.trace(SISTER), 1, "▁Mia"),
     "brother_step4_alto": lambda m: prob(m.trace(BROTHER), 4, "▁alto"),
@@ -198,12 +194,10 @@ MEASURES = {
     "sister_step4_alto": lambda m: prob(m.trace(SISTER), 4, "▁alto"),
     "brother_step2_brother": lambda m: on(m.trace(BROTHER), shown_cross(m.trace(BROTHER), 3, 2), "brother"),
     "sister_step2_sister": lambda m: on(m.trace(SISTER), shown_cross(m.trace(SISTER), 3, 2), "sister"),
-
     "two_cars_step2_due": lambda m: prob(m.trace(TWO_CARS), 2, "▁due"),
     "two_cars_step6_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 6), "red"),
     "two_cars_step7_osse": lambda m: prob(m.trace(TWO_CARS), 7, "osse"),
     "two_cars_step7_ossi": lambda m: prob(m.trace(TWO_CARS), 7, "ossi"),
-
     "doctor_she_step7_stanco": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁stanco"),
     "doctor_he_step7_stanco": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁stanco"),
     "doctor_she_step7_st": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁st"),
@@ -229,8 +223,10 @@ def texts_of(claims: Claims) -> dict[str, str]:
 
 def quotes(m: Measured) -> list[tuple[str, str]]:
     """(text, passage): each translation a text quotes, with the model's own translation in it."""
-    out = {text: m.trace(text).translation for text in (TOM, LAKE, MILK, JOHN, BROTHER, SISTER, RED_CAR, TWO_CARS,
-                                                        DOCTOR_SHE)}
+    out = {
+        text: m.trace(text).translation
+        for text in (TOM, LAKE, MILK, JOHN, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE)
+    }
     return [
         ("readme", f'"{TOM}" → "{out[TOM]}"'),
         ("readme", f'Knock it out and the model says "{m.tom_knockout["knockout"]["translation"]}"'),
@@ -332,8 +328,13 @@ def test_hint_book_emits_e(m):
 # ----------------------------------------------------------------------------- head diagnostics
 def heads_with(kinds, habit) -> list[tuple[str, int, int]]:
     """(kind, layer, head), 1-based, of every head whose habit is ``habit``."""
-    return [(kind, l + 1, h + 1) for kind, k in kinds.items()
-            for l, row in enumerate(k["habit"]) for h, found in enumerate(row) if found == habit]
+    return [
+        (kind, l + 1, h + 1)
+        for kind, k in kinds.items()
+        for l, row in enumerate(k["habit"])
+        for h, found in enumerate(row)
+        if found == habit
+    ]
 
 
 def test_same_token_heads_over_the_test_set(m):
@@ -368,8 +369,12 @@ def test_sinks_and_aligners(m):
     head 2, layer 3 head 8, layer 4 head 7, and encoder layer 2 head 6. In cross-attention every
     head of layer 2 is a monotonic aligner"."""
     kinds = m.test_set["kinds"]
-    assert heads_with(kinds, "[SOS] sink") == [("encoder", 2, 6), ("decoder_self", 2, 2), ("decoder_self", 3, 8),
-                                               ("decoder_self", 4, 7)]
+    assert heads_with(kinds, "[SOS] sink") == [
+        ("encoder", 2, 6),
+        ("decoder_self", 2, 2),
+        ("decoder_self", 3, 8),
+        ("decoder_self", 4, 7),
+    ]
     assert heads_with(kinds, "[EOS] sink") == []
     assert kinds["cross"]["habit"][1] == ["monotonic aligner"] * 8
 
@@ -536,8 +541,11 @@ def test_direct_logit_attribution_of_a_against_un(m):
     d = m.why.dla
     assert words([d.token, d.versus]) == ["a", "un"]
     assert abs(d.total() - d.value) < 1e-3
-    assert {(x["kind"], x["layer"] + 1, x["head"] + 1) for x in d.ranking(3)} == {("cross", 4, 3), ("cross", 4, 4),
-                                                                                   ("cross", 4, 5)}
+    assert {(x["kind"], x["layer"] + 1, x["head"] + 1) for x in d.ranking(3)} == {
+        ("cross", 4, 3),
+        ("cross", 4, 4),
+        ("cross", 4, 5),
+    }
 
 
 def test_patching_john_moves_little_through_the_knockout_head(m):
@@ -572,5 +580,7 @@ def test_readme_scores_are_the_checkpoints_own():
     readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert f"BLEU {test['bleu']} / chrF {test['chrf']} greedy" in readme
     long = test["long"]
-    assert (f"on the {long['n']} test sentences of {long['min_words']} words or more it scores "
-            f"{long['bleu']} / {long['chrf']}") in readme
+    assert (
+        f"on the {long['n']} test sentences of {long['min_words']} words or more it scores "
+        f"{long['bleu']} / {long['chrf']}"
+    ) in readme

@@ -34,12 +34,13 @@ def write_json(path: Path, data) -> Path:
 
 def small_claims(**changes) -> dict:
     """A valid claims file of one example, one pair and one README item."""
-    data = {"schema": claims.SCHEMA,
-            "values": {"p": {"value": 0.5, "digits": 2, "where": "step 1, candidates: 'il'"}},
-            "examples": [{"sentence": "the cat sleeps.", "hint": "Step 1 says 'il' ({p})."}],
-            "pairs": [{"a": "the cat sleeps.", "b": "the dog sleeps.", "hint": "One noun changes."}],
-            "readme": {"intro": ["Checked on a tiny model."],
-                       "items": [{"title": "A cat.", "lines": ["It is", "{p}."]}]}}
+    data = {
+        "schema": claims.SCHEMA,
+        "values": {"p": {"value": 0.5, "digits": 2, "where": "step 1, candidates: 'il'"}},
+        "examples": [{"sentence": "the cat sleeps.", "hint": "Step 1 says 'il' ({p})."}],
+        "pairs": [{"a": "the cat sleeps.", "b": "the dog sleeps.", "hint": "One noun changes."}],
+        "readme": {"intro": ["Checked on a tiny model."], "items": [{"title": "A cat.", "lines": ["It is", "{p}."]}]},
+    }
     data.update(changes)
     return data
 
@@ -66,8 +67,9 @@ def test_render_reads_as_the_readme_writes_it():
 def readme(tmp_path) -> Path:
     write_json(tmp_path / FILE, small_claims())
     path = tmp_path / "README.md"
-    path.write_text(f"# Title\n\n### What to look for\n\n{BEGIN}\nstale\n<!-- claims:end -->\n\n## Next\n",
-                    encoding="utf-8")
+    path.write_text(
+        f"# Title\n\n### What to look for\n\n{BEGIN}\nstale\n<!-- claims:end -->\n\n## Next\n", encoding="utf-8"
+    )
     return path
 
 
@@ -77,12 +79,14 @@ def test_check_and_write(readme, capsys):
     assert main(["--write", str(readme)]) == 0
     assert readme.read_text(encoding="utf-8") == (
         f"# Title\n\n### What to look for\n\n{BEGIN}\nChecked on a tiny model.\n\n- **A cat.** It is\n  0.50.\n"
-        "<!-- claims:end -->\n\n## Next\n")
+        "<!-- claims:end -->\n\n## Next\n"
+    )
     assert main(["--check", str(readme)]) == 0
 
 
-@pytest.mark.parametrize("text", ["no markers\n", f"{BEGIN}\n{BEGIN}\n<!-- claims:end -->\n",
-                                  f"<!-- claims:end -->\n{BEGIN}\n"])
+@pytest.mark.parametrize(
+    "text", ["no markers\n", f"{BEGIN}\n{BEGIN}\n<!-- claims:end -->\n", f"<!-- claims:end -->\n{BEGIN}\n"]
+)
 def test_markers_missing_or_out_of_order_are_one_error(readme, capsys, text):
     readme.write_text(text, encoding="utf-8")
     assert main(["--check", str(readme)]) == 2 and main(["--write", str(readme)]) == 2
@@ -109,22 +113,25 @@ def with_value(**value) -> dict:
     return small_claims(values={"p": {"value": 0.5, "digits": 2, "where": "x", **value}})
 
 
-@pytest.mark.parametrize("data, problem", [
-    ([], "expected a JSON object"),
-    (small_claims(schema="explorer-claims/2"), "schema: expected 'explorer-claims/1'"),
-    (small_claims(extra=1), "extra: unknown key"),
-    (with_value(digits=None), "values.p.digits: expected a whole number"),
-    (with_value(digits=True), "values.p.digits: expected a whole number"),
-    (with_value(value="0.5"), "values.p.value: expected a number"),
-    (with_value(where=""), "values.p.where: expected a description"),
-    (small_claims(values={"P": {"value": 1, "digits": 0, "where": "x"}}), "values.P: a name is"),
-    (small_claims(examples=[{"sentence": "x"}]), "examples[0]: expected the keys sentence, hint"),
-    (small_claims(pairs=[{"a": "x", "b": "", "hint": "y"}]), "pairs[0].b: expected text"),
-    (small_claims(readme={"intro": [], "items": [{"title": "t", "lines": ["a\nb"]}]}), "readme.items[0].lines"),
-    (small_claims(examples=[{"sentence": "x", "hint": "{q} and {p}"}]), "examples[0].hint: {q} is not one of the"),
-    (small_claims(examples=[{"sentence": "x", "hint": "{p"}]), "examples[0].hint: an unpaired brace"),
-    (small_claims(examples=[], readme={"intro": [], "items": []}), "values.p: no text states this value"),
-])
+@pytest.mark.parametrize(
+    "data, problem",
+    [
+        ([], "expected a JSON object"),
+        (small_claims(schema="explorer-claims/2"), "schema: expected 'explorer-claims/1'"),
+        (small_claims(extra=1), "extra: unknown key"),
+        (with_value(digits=None), "values.p.digits: expected a whole number"),
+        (with_value(digits=True), "values.p.digits: expected a whole number"),
+        (with_value(value="0.5"), "values.p.value: expected a number"),
+        (with_value(where=""), "values.p.where: expected a description"),
+        (small_claims(values={"P": {"value": 1, "digits": 0, "where": "x"}}), "values.P: a name is"),
+        (small_claims(examples=[{"sentence": "x"}]), "examples[0]: expected the keys sentence, hint"),
+        (small_claims(pairs=[{"a": "x", "b": "", "hint": "y"}]), "pairs[0].b: expected text"),
+        (small_claims(readme={"intro": [], "items": [{"title": "t", "lines": ["a\nb"]}]}), "readme.items[0].lines"),
+        (small_claims(examples=[{"sentence": "x", "hint": "{q} and {p}"}]), "examples[0].hint: {q} is not one of the"),
+        (small_claims(examples=[{"sentence": "x", "hint": "{p"}]), "examples[0].hint: an unpaired brace"),
+        (small_claims(examples=[], readme={"intro": [], "items": []}), "values.p: no text states this value"),
+    ],
+)
 def test_a_malformed_file_is_one_clear_error(tmp_path, data, problem):
     path = write_json(tmp_path / FILE, data)
     with pytest.raises(ClaimsError) as caught:

@@ -20,6 +20,7 @@ import pytest
 
 import app as app_module
 import train
+from transformer.cli import train as cli_train
 from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
@@ -58,24 +59,27 @@ CLIS = {  # name: (parse_args, prog)
 }
 
 
-@pytest.mark.parametrize("cli, argv, message", [
-    ("train", ["--average-last", "abc"], "argument --average-last: expected a whole number ≥ 0, got 'abc'"),
-    ("train", ["--max-minutes", "-1"], "argument --max-minutes: expected a number > 0, got '-1'"),
-    ("train", ["--epochs", "1.5"], "argument --epochs: expected a whole number ≥ 1, got '1.5'"),
-    ("train", ["--lr", "fast"], "argument --lr: expected a number > 0, got 'fast'"),
-    ("train", ["--dropout", "1"], "argument --dropout: expected a number in [0, 1), got '1'"),
-    ("train", ["--seed", "x"], "argument --seed: expected a whole number, got 'x'"),
-    ("train", ["--bogus"], "unrecognized arguments: --bogus"),
-    ("app", ["--port", "abc"], "argument --port: expected a port number 1-65535, got 'abc'"),
-    ("app", ["--max-batch", "0"], "argument --max-batch: expected a whole number ≥ 1, got '0'"),
-    ("app", ["--torch-threads", "-1"], "argument --torch-threads: expected a whole number ≥ 0, got '-1'"),
-    ("evaluate", [], "the following arguments are required: --data"),
-    ("evaluate", ["--data", "x", "--limit", "abc"], "argument --limit: expected a whole number ≥ 1, got 'abc'"),
-    ("evaluate", ["--data", "x", "--beam-size", "0"], "argument --beam-size: expected a whole number ≥ 1, got '0'"),
-    ("analyze", ["--data", "x", "--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
-    ("backtranslate", [*BT, "--top-k", "-1"], "argument --top-k: expected a whole number ≥ 0, got '-1'"),
-    ("backtranslate", [*BT, "--seed", "1e3"], "argument --seed: expected a whole number, got '1e3'"),
-])
+@pytest.mark.parametrize(
+    "cli, argv, message",
+    [
+        ("train", ["--average-last", "abc"], "argument --average-last: expected a whole number ≥ 0, got 'abc'"),
+        ("train", ["--max-minutes", "-1"], "argument --max-minutes: expected a number > 0, got '-1'"),
+        ("train", ["--epochs", "1.5"], "argument --epochs: expected a whole number ≥ 1, got '1.5'"),
+        ("train", ["--lr", "fast"], "argument --lr: expected a number > 0, got 'fast'"),
+        ("train", ["--dropout", "1"], "argument --dropout: expected a number in [0, 1), got '1'"),
+        ("train", ["--seed", "x"], "argument --seed: expected a whole number, got 'x'"),
+        ("train", ["--bogus"], "unrecognized arguments: --bogus"),
+        ("app", ["--port", "abc"], "argument --port: expected a port number 1-65535, got 'abc'"),
+        ("app", ["--max-batch", "0"], "argument --max-batch: expected a whole number ≥ 1, got '0'"),
+        ("app", ["--torch-threads", "-1"], "argument --torch-threads: expected a whole number ≥ 0, got '-1'"),
+        ("evaluate", [], "the following arguments are required: --data"),
+        ("evaluate", ["--data", "x", "--limit", "abc"], "argument --limit: expected a whole number ≥ 1, got 'abc'"),
+        ("evaluate", ["--data", "x", "--beam-size", "0"], "argument --beam-size: expected a whole number ≥ 1, got '0'"),
+        ("analyze", ["--data", "x", "--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
+        ("backtranslate", [*BT, "--top-k", "-1"], "argument --top-k: expected a whole number ≥ 0, got '-1'"),
+        ("backtranslate", [*BT, "--seed", "1e3"], "argument --seed: expected a whole number, got '1e3'"),
+    ],
+)
 def test_a_bad_flag_is_one_line_that_names_the_type_as_a_person_would(capfd, cli, argv, message):
     parse, prog = CLIS[cli]
     assert exit_2(capfd, parse, argv) == f"{prog}: error: {message} (see {prog} --help)"
@@ -109,8 +113,10 @@ def test_app_rejects_a_busy_port_before_loading_the_model(capfd, monkeypatch):
 
 def test_app_checks_its_flags_before_importing_the_ui():
     """Importing gradio and the explorer takes seconds; a bad flag is known without them."""
-    code = ("import sys, app\ntry:\n    app.main(['--max-batch', '0'])\nexcept SystemExit as exc:\n"
-            "    print(exc.code, 'gradio' in sys.modules, 'explorer.app' in sys.modules)")
+    code = (
+        "import sys, app\ntry:\n    app.main(['--max-batch', '0'])\nexcept SystemExit as exc:\n"
+        "    print(exc.code, 'gradio' in sys.modules, 'explorer.app' in sys.modules)"
+    )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.stdout.split() == ["2", "False", "False"], r.stderr[-2000:]
     assert len(lines_of(r.stderr)) == 1, r.stderr
@@ -149,15 +155,16 @@ def test_app_logs_the_checkpoint_it_loaded(monkeypatch, caplog, tiny_checkpoint)
 # ------------------------------------------------------------------ train.py
 
 
-def test_a_vocab_size_below_the_special_tokens_is_refused_before_the_data_loads(capfd, monkeypatch, data_dir,
-                                                                                 tmp_path):
-    monkeypatch.setattr(train, "load_run_data", not_called("data loading"))
+def test_a_vocab_size_below_the_special_tokens_is_refused_before_the_data_loads(capfd, monkeypatch, data_dir, tmp_path):
+    monkeypatch.setattr(cli_train, "load_run_data", not_called("data loading"))
     line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", "3")
     least = tokenizer.min_vocab_size()
     assert least == len(SPECIAL_TOKENS) + 1
-    assert line == (f"error: --vocab-size 3 is too small: the {len(SPECIAL_TOKENS)} special tokens "
-                    f"({' '.join(SPECIAL_TOKENS)}) and one character need {least}, and every distinct "
-                    f"character of the corpus one id more")
+    assert line == (
+        f"error: --vocab-size 3 is too small: the {len(SPECIAL_TOKENS)} special tokens "
+        f"({' '.join(SPECIAL_TOKENS)}) and one character need {least}, and every distinct "
+        f"character of the corpus one id more"
+    )
     line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", str(least), "--tag-synthetic")
     assert f"{len(SPECIAL_TOKENS) + 1} special tokens" in line and SYNTHETIC_TAG in line
     assert f"need {tokenizer.min_vocab_size([SYNTHETIC_TAG])}," in line
@@ -165,8 +172,11 @@ def test_a_vocab_size_below_the_special_tokens_is_refused_before_the_data_loads(
 
 def test_a_vocab_size_below_the_corpus_alphabet_is_refused_with_its_minimum(capfd, data_dir, tmp_path):
     line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--vocab-size", "20")
-    found = re.fullmatch(r"error: --vocab-size 20 is too small for this corpus: its 4 special tokens and (\d+) "
-                         r"distinct characters need at least (\d+)", line)
+    found = re.fullmatch(
+        r"error: --vocab-size 20 is too small for this corpus: its 4 special tokens and (\d+) "
+        r"distinct characters need at least (\d+)",
+        line,
+    )
     assert found, line
     assert int(found[2]) == 4 + int(found[1])
     assert not (tmp_path / "o" / "epochs").exists()
@@ -174,8 +184,11 @@ def test_a_vocab_size_below_the_corpus_alphabet_is_refused_with_its_minimum(capf
 
 def test_train_tokenizer_refuses_what_it_cannot_honour():
     texts = [s for pair in PAIRS for s in pair]
-    with pytest.raises(tokenizer.VocabularyError, match=r"vocabulary size 10 is too small for this text: its 4 special "
-                                              r"tokens and (\d+) distinct characters need at least \d+") as exc:
+    with pytest.raises(
+        tokenizer.VocabularyError,
+        match=r"vocabulary size 10 is too small for this text: its 4 special "
+        r"tokens and (\d+) distinct characters need at least \d+",
+    ) as exc:
         train_tokenizer(texts, 10, min_frequency=1)
     least = int(re.search(r"at least (\d+)", str(exc.value))[1])
     assert train_tokenizer(texts, least, min_frequency=1).get_vocab_size() == least
@@ -197,8 +210,9 @@ def test_a_malformed_jsonl_line_is_named_by_file_and_line(capfd, data_dir, tmp_p
     with (folder / "validation.jsonl").open("a", encoding="utf-8") as f:
         f.write('{"translation": "not an object"}\n')
     line = exit_2(capfd, tiny_main, folder, tmp_path / "o")
-    assert line == (f"error: {folder / 'validation.jsonl'}: line 7: 'translation' is a string here, "
-                    "an object in the lines before")
+    assert line == (
+        f"error: {folder / 'validation.jsonl'}: line 7: 'translation' is a string here, an object in the lines before"
+    )
 
 
 @pytest.fixture
@@ -220,29 +234,48 @@ def hub_404(repo: str):
     response = httpx.Response(404, request=httpx.Request("GET", f"https://huggingface.co/api/models/{repo}"))
     return huggingface_hub.errors.RepositoryNotFoundError(
         f"404 Client Error.\n\nRepository Not Found for url: https://huggingface.co/api/models/{repo}.\n"
-        "Please make sure you specified the correct `repo_id` and `repo_type`.", response=response)
+        "Please make sure you specified the correct `repo_id` and `repo_type`.",
+        response=response,
+    )
 
 
-@pytest.mark.parametrize("error, reason", [
-    (hub_404("runs/nope"), "not found on the hub"),
-    (huggingface_hub.errors.LocalEntryNotFoundError("Cannot find an appropriate cached snapshot folder.\n"
-                                                    "Please check your internet connection."),
-     "the hub could not be reached"),
-])
+@pytest.mark.parametrize(
+    "error, reason",
+    [
+        (hub_404("runs/nope"), "not found on the hub"),
+        (
+            huggingface_hub.errors.LocalEntryNotFoundError(
+                "Cannot find an appropriate cached snapshot folder.\nPlease check your internet connection."
+            ),
+            "the hub could not be reached",
+        ),
+    ],
+)
 def test_a_missing_hub_shaped_checkpoint_is_one_line(capfd, no_hub, data_dir, error, reason):
     no_hub(error)
     line = exit_2(capfd, evaluate.main, ["--checkpoint", "runs/nope", "--data", str(data_dir)])
     assert line == f"error: no checkpoint at runs/nope (not a local folder, and {reason})"
 
 
-@pytest.mark.parametrize("error, reason", [
-    (datasets.exceptions.DatasetNotFoundError("Dataset 'runs/nope' doesn't exist on the Hub or cannot be accessed."),
-     "not found on the hub"),
-    (FileNotFoundError("Couldn't find any data file at /x/runs/nope.\nCouldn't find 'runs/nope' on the Hugging "
-                       "Face Hub either: LocalEntryNotFoundError: An error happened\nPlease check your connection."),
-     "not found on the hub"),
-    (ConnectionError("Couldn't reach 'runs/nope' on the Hub (ConnectError)"), "the hub could not be reached"),
-])
+@pytest.mark.parametrize(
+    "error, reason",
+    [
+        (
+            datasets.exceptions.DatasetNotFoundError(
+                "Dataset 'runs/nope' doesn't exist on the Hub or cannot be accessed."
+            ),
+            "not found on the hub",
+        ),
+        (
+            FileNotFoundError(
+                "Couldn't find any data file at /x/runs/nope.\nCouldn't find 'runs/nope' on the Hugging "
+                "Face Hub either: LocalEntryNotFoundError: An error happened\nPlease check your connection."
+            ),
+            "not found on the hub",
+        ),
+        (ConnectionError("Couldn't reach 'runs/nope' on the Hub (ConnectError)"), "the hub could not be reached"),
+    ],
+)
 def test_a_missing_hub_shaped_dataset_is_one_line(capfd, caplog, monkeypatch, tmp_path, error, reason):
     def retry_then_fail(*args, **kwargs):
         # what huggingface_hub logs on each retry while the hub cannot be reached
@@ -257,18 +290,20 @@ def test_a_missing_hub_shaped_dataset_is_one_line(capfd, caplog, monkeypatch, tm
     # a status line first (the hub's retries can take half a minute), then the error alone
     assert lines_of(capfd.readouterr().err) == [
         "data: looking up runs/nope on the hub",
-        f"error: no dataset at runs/nope (not a local folder, and {reason})"]
+        f"error: no dataset at runs/nope (not a local folder, and {reason})",
+    ]
     # the retry lines are held back (huggingface_hub's handler writes to the stderr it saw
     # at import, so they are caught on their way through the logging tree)
     assert [r.getMessage() for r in caplog.records if r.name.startswith("huggingface_hub")] == []
 
 
 def test_distill_from_is_checked_before_the_data_loads(capfd, monkeypatch, data_dir, tmp_path, tiny_checkpoint):
-    monkeypatch.setattr(train, "load_run_data", not_called("data loading"))
+    monkeypatch.setattr(cli_train, "load_run_data", not_called("data loading"))
     line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--distill-from", "/nonexistent")
     assert line == "error: --distill-from: checkpoint directory not found: /nonexistent does not exist"
-    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--distill-from", str(tiny_checkpoint),
-                  "--src", "it", "--tgt", "en")
+    line = exit_2(
+        capfd, tiny_main, data_dir, tmp_path / "o", "--distill-from", str(tiny_checkpoint), "--src", "it", "--tgt", "en"
+    )
     assert line == "error: --distill-from: the teacher translates en->it, this run it->en"
 
 
@@ -290,8 +325,12 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
     assert tiny_main(data_dir, out, "--epochs", "2", "--snapshots", "none") == 0
     err = capfd.readouterr().err
     kept = "averaged" in json.loads((out / "best" / "metrics.json").read_text())
-    said = re.search(r"^averaged epochs 1-2: chrF [\d.]+, (kept as best/|not kept: best/ keeps chrF [\d.]+ "
-                     r"\(epoch \d\))$", err, re.MULTILINE)
+    said = re.search(
+        r"^averaged epochs 1-2: chrF [\d.]+, (kept as best/|not kept: best/ keeps chrF [\d.]+ "
+        r"\(epoch \d\))$",
+        err,
+        re.MULTILINE,
+    )
     assert said, err
     assert said[1].startswith("kept") == kept
     assert tiny_main(data_dir, out, "--epochs", "3", "--resume", "--snapshots", "none") == 0
@@ -303,8 +342,8 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
 def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):
     import transformer.training.trainer
 
-    tiny = train.PRESETS["tiny"]
-    monkeypatch.setitem(train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
+    tiny = cli_train.PRESETS["tiny"]
+    monkeypatch.setitem(cli_train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
     monkeypatch.setattr(transformer.training.trainer, "bf16_is_fast", lambda device: False)
     capfd.readouterr()
     assert tiny_main(data_dir, tmp_path / "o", "--epochs", "1", "--snapshots", "none") == 0
@@ -392,7 +431,8 @@ def test_analyze_reads_the_test_split_of_a_folder(capfd, tmp_path, tiny_checkpoi
     line = exit_2(capfd, analyze.main, [*out, "--data", str(folder), "--split", "train"])
     assert line == f"error: {folder}: no train.jsonl in this directory"
     assert exit_2(capfd, analyze.main, [*out, "--data", str(tmp_path / "nope")]) == (
-        f"error: {tmp_path / 'nope'}: no such file or directory")
+        f"error: {tmp_path / 'nope'}: no such file or directory"
+    )
 
 
 def test_evaluate_and_beam_eval_decode_greedy_in_the_same_batches(capfd, monkeypatch, tmp_path, tiny_checkpoint):
@@ -401,6 +441,7 @@ def test_evaluate_and_beam_eval_decode_greedy_in_the_same_batches(capfd, monkeyp
     scores decode in the batches ``Translator.translate`` makes of the whole set."""
     import transformer.core.translator
     from transformer import load_translator
+
     batches = []
     real = transformer.core.translator.greedy_decode
 

@@ -57,12 +57,15 @@ def test_local_directory_and_single_file(data_dir):
     assert rev.train[0] == (d.train[0][1], d.train[0][0])
 
 
-@pytest.mark.parametrize("src, tgt, message", [
-    ("en", "de", r"language 'de' not found; this dataset has \['en', 'it'\]$"),
-    ("xx", "it", r"language 'xx' not found; this dataset has \['en', 'it'\]$"),
-    ("fr", "de", r"languages 'fr' and 'de' not found"),
-    ("en", "en", "both 'en'"),
-])
+@pytest.mark.parametrize(
+    "src, tgt, message",
+    [
+        ("en", "de", r"language 'de' not found; this dataset has \['en', 'it'\]$"),
+        ("xx", "it", r"language 'xx' not found; this dataset has \['en', 'it'\]$"),
+        ("fr", "de", r"languages 'fr' and 'de' not found"),
+        ("en", "en", "both 'en'"),
+    ],
+)
 def test_wrong_languages_name_the_missing_one(data_dir, src, tgt, message):
     with pytest.raises(DataError, match=message):
         load_parallel(str(data_dir), src, tgt)
@@ -104,13 +107,24 @@ def test_token_budget_batches(data_dir, tokenizers_pair):
 def test_hub_translation_feature_and_empty_pairs(monkeypatch, tmp_path):
     """The hub's opus_books types the column as datasets.Translation; rows with a missing or
     blank side are dropped, text is stripped."""
-    rows = {"id": ["0", "1", "2", "3"],
-            "translation": [{"en": " Hello. ", "it": "Ciao."}, {"en": "", "it": "Vuoto."},
-                            {"en": "Alone.", "it": None}, {"en": "Bye.", "it": "Ciao ciao."}]}
-    features = datasets.Features({"id": datasets.Value("string"),
-                                  "translation": datasets.Translation(languages=["en", "it"])})
-    hub = datasets.DatasetDict({"train": datasets.Dataset.from_dict(rows, features=features),
-                                "validation": datasets.Dataset.from_dict(rows, features=features)})
+    rows = {
+        "id": ["0", "1", "2", "3"],
+        "translation": [
+            {"en": " Hello. ", "it": "Ciao."},
+            {"en": "", "it": "Vuoto."},
+            {"en": "Alone.", "it": None},
+            {"en": "Bye.", "it": "Ciao ciao."},
+        ],
+    }
+    features = datasets.Features(
+        {"id": datasets.Value("string"), "translation": datasets.Translation(languages=["en", "it"])}
+    )
+    hub = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict(rows, features=features),
+            "validation": datasets.Dataset.from_dict(rows, features=features),
+        }
+    )
     monkeypatch.setattr(datasets, "load_dataset", lambda name, config=None, **kw: hub)
     d = load_parallel("Helsinki-NLP/opus_books", "en", "it", config="en-it")
     assert d.train == [("Hello.", "Ciao."), ("Bye.", "Ciao ciao.")] and d.test == []
@@ -236,7 +250,8 @@ def test_gzipped_jsonl_loads_like_plain_jsonl(data_dir, tmp_path):
     single = load_split(str(folder / "test.jsonl.gz"), "train", "en", "it")
     assert single == load_split(str(data_dir / "test.jsonl"), "train", "en", "it")
     assert load_extra_train(str(folder / "train.jsonl.gz"), "en", "it") == load_extra_train(
-        str(data_dir / "train.jsonl"), "en", "it")
+        str(data_dir / "train.jsonl"), "en", "it"
+    )
 
 
 def test_gzipped_jsonl_errors_name_the_file_and_line(data_dir, tmp_path):

@@ -42,7 +42,7 @@ SYNTHETIC_SIDE = "en"
 
 
 def kind(path: Path) -> str | None:
-    """"pairs", "monolingual" or None (not a data file)."""
+    """ "pairs", "monolingual" or None (not a data file)."""
     if path.name.endswith(PAIR_SUFFIXES):
         return "pairs"
     return "monolingual" if path.name.endswith(MONOLINGUAL_SUFFIX) else None
@@ -128,8 +128,11 @@ def test_no_training_file_under_data_holds_an_evaluation_sentence():
 def test_every_file_under_data_is_checked():
     """A data file in a format the check does not read (``train.parquet``, ``en.txt``) would
     escape it, so there must be none."""
-    unread = [str(p.relative_to(DATA)) for p in sorted(DATA.rglob("*"))
-              if p.is_file() and not kind(p) and not NOT_DATA.fullmatch(p.name)]
+    unread = [
+        str(p.relative_to(DATA))
+        for p in sorted(DATA.rglob("*"))
+        if p.is_file() and not kind(p) and not NOT_DATA.fullmatch(p.name)
+    ]
     assert unread == []
 
 
@@ -165,8 +168,10 @@ def test_the_check_finds_every_kind_of_leak(corpus):
 def test_the_check_reads_gzip_files(corpus):
     write_gzip(corpus / "bt" / "more.jsonl.gz", json.dumps({"translation": {"en": "c.", "it": "otto."}}) + "\n")
     write_gzip(corpus / "bt" / "en.txt.gz", "nove.\ne.\n")
-    assert leaks(corpus) == ["bt/en.txt.gz: 1 x a held-out sentence, e.g. 'e.'",
-                             "bt/more.jsonl.gz: 1 x an evaluation sentence, e.g. 'c.'"]
+    assert leaks(corpus) == [
+        "bt/en.txt.gz: 1 x a held-out sentence, e.g. 'e.'",
+        "bt/more.jsonl.gz: 1 x an evaluation sentence, e.g. 'c.'",
+    ]
 
 
 def test_an_evaluation_only_folder_guards_its_sentences(corpus):
@@ -198,8 +203,11 @@ def real_pairs(root: Path) -> dict[Path, set[tuple[str, str]]]:
     out = {}
     for f in data_files(root):
         if kind(f) == "pairs" and not is_evaluation(f):
-            pairs = {(r["translation"]["en"], r["translation"]["it"]) for r in rows(f)
-                     if not str(r.get("origin", "")).startswith("bt")}
+            pairs = {
+                (r["translation"]["en"], r["translation"]["it"])
+                for r in rows(f)
+                if not str(r.get("origin", "")).startswith("bt")
+            }
             if pairs:
                 out[f] = pairs
     return out
@@ -220,8 +228,11 @@ def translated(root: Path, lang: str) -> set[str]:
     for f in data_files(root):
         if kind(f) != "pairs" or is_evaluation(f):
             continue
-        out.update(r["translation"][lang] for r in rows(f)
-                   if not (lang == SYNTHETIC_SIDE and str(r.get("origin", "")).startswith("bt")))
+        out.update(
+            r["translation"][lang]
+            for r in rows(f)
+            if not (lang == SYNTHETIC_SIDE and str(r.get("origin", "")).startswith("bt"))
+        )
     return out
 
 

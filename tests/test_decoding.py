@@ -61,10 +61,11 @@ def test_padded_source_positions_get_zero_weight_in_batched_decoding(translator)
     model = translator.model
     with torch.no_grad():
         memory, enc_w = model.encode(src, need_weights=True)
-        dec = model.decode(torch.tensor([[translator.cfg.tgt_sos_id]] * 2), memory, model.src_mask(src),
-                           need_weights=True)
+        dec = model.decode(
+            torch.tensor([[translator.cfg.tgt_sos_id]] * 2), memory, model.src_mask(src), need_weights=True
+        )
     for w in enc_w + dec.cross_attn:
-        assert torch.all(w[0, :, :, len(short):] == 0)
+        assert torch.all(w[0, :, :, len(short) :] == 0)
     # padding changes nothing: the short sentence decodes the same alone and in the batch
     batched = greedy_decode(model, src).ids[0]
     alone = greedy_decode(model, torch.tensor([short])).ids[0]
@@ -123,8 +124,12 @@ def test_packed_trace_dict_is_exact_and_unpacks_to_the_lists(translator):
     packed = json.loads(json.dumps(trace.to_dict(packed=True)))
     assert packed["cross_attn"].keys() == {"enc", "shape", "data"} and packed["cross_attn"]["enc"] == "f32"
     back = unpack_arrays(packed)
-    for key, arr in (("encoder_attn", trace.encoder_attn), ("decoder_self_attn", trace.decoder_self_attn),
-                     ("cross_attn", trace.cross_attn), ("rollout", trace.rollout)):
+    for key, arr in (
+        ("encoder_attn", trace.encoder_attn),
+        ("decoder_self_attn", trace.decoder_self_attn),
+        ("cross_attn", trace.cross_attn),
+        ("rollout", trace.rollout),
+    ):
         np.testing.assert_array_equal(back[key], arr.astype(np.float32))  # exact, not rounded
         np.testing.assert_allclose(back[key], np.array(lists[key]), atol=1e-5)
     np.testing.assert_allclose(back["logit_lens"]["probs"], np.array(lists["logit_lens"]["probs"]), atol=1e-5)
@@ -145,8 +150,17 @@ def test_empty_input_is_a_clear_value_error(translator, text):
         translator.translate(["the cat sleeps.", text])
 
 
-@pytest.mark.parametrize("text", ["the cat 😺 sleeps 🎉", "ça c'est très élégant", "the\x00 cat\u200b\u202e sleeps\r\n",
-                                  "<script>alert('x')</script>", "مرحبا بالعالم", "东京"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the cat 😺 sleeps 🎉",
+        "ça c'est très élégant",
+        "the\x00 cat\u200b\u202e sleeps\r\n",
+        "<script>alert('x')</script>",
+        "مرحبا بالعالم",
+        "东京",
+    ],
+)
 def test_odd_characters_do_not_crash(translator, text):
     trace = translator.trace(text)
     assert trace.steps >= 1 and isinstance(trace.translation, str)
@@ -173,8 +187,15 @@ def test_batched_traces_equal_single_traces(translator):
         assert got.translation == alone.translation and got.tgt_ids == alone.tgt_ids
         assert got.src_tokens == alone.src_tokens and got.topk_tokens == alone.topk_tokens
         assert got.logit_lens_tokens == alone.logit_lens_tokens
-        for name in ("encoder_attn", "decoder_self_attn", "cross_attn", "topk_probs", "logit_lens_probs",
-                     "rollout", "encoder_rollout"):
+        for name in (
+            "encoder_attn",
+            "decoder_self_attn",
+            "cross_attn",
+            "topk_probs",
+            "logit_lens_probs",
+            "rollout",
+            "encoder_rollout",
+        ):
             a, b = getattr(alone, name), getattr(got, name)
             assert a.shape == b.shape, name
             np.testing.assert_allclose(b, a, atol=1e-5, err_msg=name)
@@ -189,15 +210,17 @@ def test_finished_sentences_leave_the_batch_without_changing_any_output(translat
     as in a traced batch (which keeps every row) and as each sentence alone."""
     texts = SENTENCES + ["the cat.", "yes.", "the book that i bought yesterday is on the table."]
     src = torch.nn.utils.rnn.pad_sequence(
-        [torch.tensor(translator.encode_source(t).ids) for t in texts], batch_first=True,
-        padding_value=translator.cfg.src_pad_id)
+        [torch.tensor(translator.encode_source(t).ids) for t in texts],
+        batch_first=True,
+        padding_value=translator.cfg.src_pad_id,
+    )
     model = translator.model
     dropped = greedy_decode(model, src).ids
     kept = greedy_decode(model, src, need_trace=True).ids
     assert len({len(ids) for ids in dropped}) > 1  # rows really finish at different steps
     assert dropped == kept
     for i, text in enumerate(texts):
-        assert dropped[i] == greedy_decode(model, src[i:i + 1, : len(translator.encode_source(text).ids)]).ids[0]
+        assert dropped[i] == greedy_decode(model, src[i : i + 1, : len(translator.encode_source(text).ids)]).ids[0]
 
 
 def test_a_forced_eos_ends_the_output_and_every_traced_array(translator):

@@ -29,15 +29,40 @@ BIG = 10 * 1024 * 1024 + 1  # one byte over the Hub's limit for a plain git blob
 FILE_LINE = re.compile(r"^ *([\d,]+)  (large|     )  (\S+)$")
 
 # what the Space gets from the fake clone below: code, card, pins, licence, picture, checkpoint
-SPACE = ["app.py", "README.md", "LICENSE", ".gitattributes", "requirements.txt", "pre-requirements.txt",
-         "docs/screenshot.png", "explorer/__init__.py", "explorer/panels/beam.py", "explorer/web/big.json",
-         "explorer/web/vocab.bin", "explorer/web/viewer.js", "transformer/__init__.py", "transformer/core/hub.py"]
-CHECKPOINT = ["README.md", "config.json", "model.safetensors", "snapshots/epoch-001/config.json",
-              "snapshots/epoch-001/metrics.json", "snapshots/epoch-001/model.safetensors", "tokenizer_src.json",
-              "tokenizer_tgt.json"]
+SPACE = [
+    "app.py",
+    "README.md",
+    "LICENSE",
+    ".gitattributes",
+    "requirements.txt",
+    "pre-requirements.txt",
+    "docs/screenshot.png",
+    "explorer/__init__.py",
+    "explorer/panels/beam.py",
+    "explorer/web/big.json",
+    "explorer/web/vocab.bin",
+    "explorer/web/viewer.js",
+    "transformer/__init__.py",
+    "transformer/core/hub.py",
+]
+CHECKPOINT = [
+    "README.md",
+    "config.json",
+    "model.safetensors",
+    "snapshots/epoch-001/config.json",
+    "snapshots/epoch-001/metrics.json",
+    "snapshots/epoch-001/model.safetensors",
+    "tokenizer_src.json",
+    "tokenizer_tgt.json",
+]
 # large: the weights and the picture (binary), big.json (over 10 MiB), vocab.bin (.gitattributes)
-LARGE = {"docs/screenshot.png", "explorer/web/big.json", "explorer/web/vocab.bin",
-         "checkpoints/en-it/model.safetensors", "checkpoints/en-it/snapshots/epoch-001/model.safetensors"}
+LARGE = {
+    "docs/screenshot.png",
+    "explorer/web/big.json",
+    "explorer/web/vocab.bin",
+    "checkpoints/en-it/model.safetensors",
+    "checkpoints/en-it/snapshots/epoch-001/model.safetensors",
+}
 
 
 def write(path: Path, data: str | bytes = "x = 1\n") -> Path:
@@ -52,8 +77,9 @@ def add_checkpoint(tiny_checkpoint: Path, where: Path, card: bool = True) -> Pat
     shutil.copytree(tiny_checkpoint, where)
     if card:
         write(where / "README.md", "---\nlicense: mit\nlanguage: [en, it]\n---\n# tiny\n")
-    save_checkpoint(where / "snapshots" / "epoch-001", model, None, None, metrics={"epoch": 1},
-                    include_tokenizers=False)
+    save_checkpoint(
+        where / "snapshots" / "epoch-001", model, None, None, metrics={"epoch": 1}, include_tokenizers=False
+    )
     write(where / "train_state.pt", b"\x80\x04state")
     write(where / "snapshots" / ".epoch-002.tmp-x" / "config.json", "{}")
     return where
@@ -69,15 +95,34 @@ def clone(tmp_path, tiny_checkpoint) -> Path:
     write(root / "docs" / "screenshot.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)))
     write(root / "explorer" / "web" / "big.json", "[" + "0," * (BIG // 2) + "0]")
     write(root / "explorer" / "web" / "vocab.bin", "plain text, stored large by its name\n")
-    for name in ("explorer/__init__.py", "explorer/panels/beam.py", "explorer/web/viewer.js",
-                 "transformer/__init__.py", "transformer/core/hub.py"):
+    for name in (
+        "explorer/__init__.py",
+        "explorer/panels/beam.py",
+        "explorer/web/viewer.js",
+        "transformer/__init__.py",
+        "transformer/core/hub.py",
+    ):
         write(root / name)
     add_checkpoint(tiny_checkpoint, root / "checkpoints" / "en-it")
     # never sent: bytecode, hidden files, data, tests, runs, benchmarks, other docs, git, the rest
-    for name in ("explorer/__pycache__/app.cpython-311.pyc", "transformer/__pycache__/hub.cpython-311.pyc",
-                 "explorer/web/.DS_Store", "data/tatoeba-en-it/train.jsonl", "tests/test_app.py", "runs/base/history.json",
-                 "benchmarks/speed.py", "docs/how-it-works.md", ".git/HEAD", ".git/objects/ab/cdef", "train.py",
-                 "pyproject.toml", "requirements-test.txt", ".gitignore", ".ci/run", "notes.txt"):
+    for name in (
+        "explorer/__pycache__/app.cpython-311.pyc",
+        "transformer/__pycache__/hub.cpython-311.pyc",
+        "explorer/web/.DS_Store",
+        "data/tatoeba-en-it/train.jsonl",
+        "tests/test_app.py",
+        "runs/base/history.json",
+        "benchmarks/speed.py",
+        "docs/how-it-works.md",
+        ".git/HEAD",
+        ".git/objects/ab/cdef",
+        "train.py",
+        "pyproject.toml",
+        "requirements-test.txt",
+        ".gitignore",
+        ".ci/run",
+        "notes.txt",
+    ):
         write(root / name)
     add_checkpoint(tiny_checkpoint, root / "runs" / "base" / "best")
     return root
@@ -96,8 +141,13 @@ class FakeHub:
 
     def create_repo(self, api, repo_id, *, repo_type=None, space_sdk=None, private=None, exist_ok=False, **kw):
         self.tokens.add(api.token)
-        self.calls.append(("create_repo", repo_id, {"repo_type": repo_type, "space_sdk": space_sdk,
-                                                    "private": private, "exist_ok": exist_ok}))
+        self.calls.append(
+            (
+                "create_repo",
+                repo_id,
+                {"repo_type": repo_type, "space_sdk": space_sdk, "private": private, "exist_ok": exist_ok},
+            )
+        )
         # a new repo starts with the Hub's own .gitattributes (and a Space with a card)
         self.repos.setdefault(repo_id, {".gitattributes", "README.md"} if repo_type == "space" else {".gitattributes"})
         prefix = "spaces/" if repo_type == "space" else ""
@@ -117,8 +167,13 @@ class FakeHub:
     def create_commit(self, api, *, repo_id, operations, repo_type=None, commit_message=None, **kw):
         added = sorted(op.path_in_repo for op in operations if isinstance(op, huggingface_hub.CommitOperationAdd))
         deleted = sorted(op.path_in_repo for op in operations if isinstance(op, huggingface_hub.CommitOperationDelete))
-        self.calls.append(("create_commit", repo_id, {"repo_type": repo_type, "added": added, "deleted": deleted,
-                                                      "message": commit_message}))
+        self.calls.append(
+            (
+                "create_commit",
+                repo_id,
+                {"repo_type": repo_type, "added": added, "deleted": deleted, "message": commit_message},
+            )
+        )
         self.repos[repo_id] = (self.repos[repo_id] - set(deleted)) | set(added)
 
 
@@ -182,9 +237,12 @@ def test_dry_run_lists_each_file_with_its_size_and_needs_no_network_nor_token(mo
     total = sum(size for size, _ in files.values())
     assert other == [
         f"Space someone/explorer (gradio, public if new; CHECKPOINT=checkpoints/en-it), from {clone}:",
-        (f"total: {len(files)} files, {total:,} bytes ({total / 2**20:.1f} MiB), {len(LARGE)} large "
-         "(large: stored with Xet/LFS, over 10 MiB or binary)"),
-        "dry run: nothing was sent"]
+        (
+            f"total: {len(files)} files, {total:,} bytes ({total / 2**20:.1f} MiB), {len(LARGE)} large "
+            "(large: stored with Xet/LFS, over 10 MiB or binary)"
+        ),
+        "dry run: nothing was sent",
+    ]
 
 
 def test_the_repositorys_own_dry_run_is_a_space_that_runs(capsys):
@@ -194,15 +252,31 @@ def test_the_repositorys_own_dry_run_is_a_space_that_runs(capsys):
     assert not [f for f in files if f.split("/")[0] in ("data", "tests", "runs", "benchmarks", ".git", ".ci")]
     assert [f for f in files if f.startswith("docs/")] == ["docs/screenshot.png"]
     assert not [f for f in files if "__pycache__" in f or f.endswith(".pyc")]
-    on_disk = {p.relative_to(ROOT).as_posix() for package in ("explorer", "transformer")
-               for p in (ROOT / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    on_disk = {
+        p.relative_to(ROOT).as_posix()
+        for package in ("explorer", "transformer")
+        for p in (ROOT / package).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    }
     assert on_disk <= set(files)
-    for name in ("app.py", "README.md", "LICENSE", "requirements.txt", "pre-requirements.txt", ".gitattributes",
-                 "checkpoints/en-it/config.json", "checkpoints/en-it/tokenizer.json"):
+    for name in (
+        "app.py",
+        "README.md",
+        "LICENSE",
+        "requirements.txt",
+        "pre-requirements.txt",
+        ".gitattributes",
+        "checkpoints/en-it/config.json",
+        "checkpoints/en-it/tokenizer.json",
+    ):
         assert name in files and not files[name][1], name
-    weights = {"checkpoints/en-it/model.safetensors",
-               *(f"checkpoints/en-it/snapshots/{s.name}/model.safetensors"
-                 for s in (ROOT / "checkpoints/en-it/snapshots").iterdir())}
+    weights = {
+        "checkpoints/en-it/model.safetensors",
+        *(
+            f"checkpoints/en-it/snapshots/{s.name}/model.safetensors"
+            for s in (ROOT / "checkpoints/en-it/snapshots").iterdir()
+        ),
+    }
     assert {f for f, (_, large) in files.items() if large} == weights | {"docs/screenshot.png"}
 
 
@@ -214,18 +288,25 @@ def test_the_listed_files_alone_serve_the_app(capsys, tmp_path):
     space = tmp_path / "space"
     for name in files:
         write(space / name, (ROOT / name).read_bytes())
-    script = ("import app, explorer, transformer; from pathlib import Path; here = Path.cwd()\n"
-              "assert Path(transformer.__file__).is_relative_to(here) and Path(explorer.__file__).is_relative_to(here)\n"
-              "from transformer.cli import load_translator_or_exit\n"
-              "from explorer.app import build_ui\n"
-              "tr = load_translator_or_exit(app.parse_args([]).checkpoint)\n"
-              "assert tr.directory.resolve().is_relative_to(here)\n"
-              "build_ui(tr)\n"
-              "print('built')\n")
-    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "CHECKPOINT": "checkpoints/en-it",
-           "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    done = subprocess.run([sys.executable, "-c", script], cwd=space, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    script = (
+        "import app, explorer, transformer; from pathlib import Path; here = Path.cwd()\n"
+        "assert Path(transformer.__file__).is_relative_to(here) and Path(explorer.__file__).is_relative_to(here)\n"
+        "from transformer.cli import load_translator_or_exit\n"
+        "from explorer.app import build_ui\n"
+        "tr = load_translator_or_exit(app.parse_args([]).checkpoint)\n"
+        "assert tr.directory.resolve().is_relative_to(here)\n"
+        "build_ui(tr)\n"
+        "print('built')\n"
+    )
+    env = {
+        **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+        "CHECKPOINT": "checkpoints/en-it",
+        "HF_HUB_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=space, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
     assert done.returncode == 0 and done.stdout.strip().endswith("built"), done.stderr[-3000:]
 
 
@@ -234,9 +315,12 @@ def test_deploy_creates_the_space_sets_its_checkpoint_and_uploads_exactly_the_li
     listed, _ = dry_run(capsys, ["someone/explorer"], clone)
     hub.repos["someone/explorer"] = {".gitattributes", "README.md", "old_module.py", "checkpoints/en-it/stale.json"}
     assert deploy.main(["someone/explorer"], root=clone) == 0
-    assert [(c[0], c[1]) for c in hub.calls] == [("create_repo", "someone/explorer"),
-                                                 ("add_space_variable", "someone/explorer"),
-                                                 ("validate_yaml", "space"), ("create_commit", "someone/explorer")]
+    assert [(c[0], c[1]) for c in hub.calls] == [
+        ("create_repo", "someone/explorer"),
+        ("add_space_variable", "someone/explorer"),
+        ("validate_yaml", "space"),
+        ("create_commit", "someone/explorer"),
+    ]
     assert hub.calls[0][2] == {"repo_type": "space", "space_sdk": "gradio", "private": None, "exist_ok": True}
     assert hub.calls[1][2] == {"CHECKPOINT": "checkpoints/en-it"}
     commit = hub.calls[3][2]
@@ -244,8 +328,10 @@ def test_deploy_creates_the_space_sets_its_checkpoint_and_uploads_exactly_the_li
     assert commit["added"] == sorted(listed) == space_files()  # huggingface_hub's choice is the dry run's list
     assert commit["deleted"] == ["checkpoints/en-it/stale.json", "old_module.py"]  # the Space mirrors the list
     assert hub.repos["someone/explorer"] == set(listed)
-    assert capsys.readouterr().out == (f"deployed {len(listed)} files to https://huggingface.co/spaces/someone/explorer;"
-                                       " the Space now builds (installing its requirements), then starts\n")
+    assert capsys.readouterr().out == (
+        f"deployed {len(listed)} files to https://huggingface.co/spaces/someone/explorer;"
+        " the Space now builds (installing its requirements), then starts\n"
+    )
 
 
 def test_weights_in_a_model_repo_go_there_with_their_card_and_the_space_loads_them_by_id(capsys, clone, hub):
@@ -257,9 +343,14 @@ def test_weights_in_a_model_repo_go_there_with_their_card_and_the_space_loads_th
     assert total.startswith(f"total: {len(CHECKPOINT) + len(SPACE)} files, ") and last == "dry run: nothing was sent"
     assert deploy.main(["someone/explorer", "--model-repo", "someone/en-it", "--private"], root=clone) == 0
     assert [(c[0], c[1]) for c in hub.calls] == [
-        ("create_repo", "someone/en-it"), ("validate_yaml", "model"), ("create_commit", "someone/en-it"),
-        ("create_repo", "someone/explorer"), ("add_space_variable", "someone/explorer"),
-        ("validate_yaml", "space"), ("create_commit", "someone/explorer")]
+        ("create_repo", "someone/en-it"),
+        ("validate_yaml", "model"),
+        ("create_commit", "someone/en-it"),
+        ("create_repo", "someone/explorer"),
+        ("add_space_variable", "someone/explorer"),
+        ("validate_yaml", "space"),
+        ("create_commit", "someone/explorer"),
+    ]
     assert hub.calls[0][2]["repo_type"] == "model" and hub.calls[0][2]["private"] is False
     assert hub.calls[2][2]["added"] == CHECKPOINT  # no training state, no leftover folder
     assert hub.calls[3][2] == {"repo_type": "space", "space_sdk": "gradio", "private": True, "exist_ok": True}
@@ -288,11 +379,14 @@ def exit_2(capsys, argv, root) -> str:
     return err.rstrip("\n")
 
 
-@pytest.mark.parametrize("argv, expected", [
-    (["explorer"], "argument OWNER/NAME: 'explorer': give the repo as 'owner/name'"),
-    (["a/b/c"], "argument OWNER/NAME: 'a/b/c' is not a valid hub repo id ('owner/name'): "),
-    (["someone/x", "--model-repo", "my model"], "argument --model-repo: 'my model' is not a valid hub repo id"),
-])
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["explorer"], "argument OWNER/NAME: 'explorer': give the repo as 'owner/name'"),
+        (["a/b/c"], "argument OWNER/NAME: 'a/b/c' is not a valid hub repo id ('owner/name'): "),
+        (["someone/x", "--model-repo", "my model"], "argument --model-repo: 'my model' is not a valid hub repo id"),
+    ],
+)
 def test_an_id_that_is_not_owner_name(capsys, clone, hub, argv, expected):
     line = exit_2(capsys, argv, clone)
     assert line.startswith(f"{PROG}: error: {expected}") and line.endswith(f"(see {PROG} --help)")
@@ -304,7 +398,8 @@ def test_a_missing_token_says_how_to_log_in_before_the_checkpoint_loads(capsys, 
     monkeypatch.setattr(deploy, "load_checkpoint", lambda *a, **kw: pytest.fail("the token is checked first"))
     assert exit_2(capsys, ["someone/explorer"], clone) == (
         "error: no Hugging Face token: log in with `hf auth login`, or set HF_TOKEN, or pass --token "
-        "(a token with write access, from https://huggingface.co/settings/tokens)")
+        "(a token with write access, from https://huggingface.co/settings/tokens)"
+    )
     assert hub.calls == []
 
 
@@ -317,8 +412,9 @@ def test_a_token_given_on_the_command_line_is_the_one_used(capsys, clone, hub, m
 def test_checkpoints_that_are_not_one(capsys, tmp_path, clone, hub, monkeypatch):
     monkeypatch.chdir(clone)
     line = exit_2(capsys, ["someone/x", "--checkpoint", "runs/nope"], clone)
-    assert line == ("error: --checkpoint runs/nope: not a folder (a checkpoint folder holds config.json "
-                    "and model.safetensors)")
+    assert line == (
+        "error: --checkpoint runs/nope: not a folder (a checkpoint folder holds config.json and model.safetensors)"
+    )
     (clone / "runs/base/best/model.safetensors").write_bytes(b"garbage")
     line = exit_2(capsys, ["someone/x", "--checkpoint", "runs/base/best"], clone)
     assert line.startswith("error: --checkpoint runs/base/best: ") and "model.safetensors: corrupt" in line
@@ -326,29 +422,40 @@ def test_checkpoints_that_are_not_one(capsys, tmp_path, clone, hub, monkeypatch)
     assert line.startswith("error: --checkpoint data: ") and "config.json: missing" in line
     elsewhere = shutil.copytree(clone / "checkpoints/en-it", tmp_path / "elsewhere")
     line = exit_2(capsys, ["someone/x", "--checkpoint", str(elsewhere)], clone)
-    assert line == (f"error: --checkpoint {elsewhere}: outside this clone ({clone}), and a Space gets its files from "
-                    "the clone: copy it under checkpoints/, or publish it with --model-repo OWNER/NAME")
+    assert line == (
+        f"error: --checkpoint {elsewhere}: outside this clone ({clone}), and a Space gets its files from "
+        "the clone: copy it under checkpoints/, or publish it with --model-repo OWNER/NAME"
+    )
     (elsewhere / "README.md").unlink()  # a model repo needs its card
     line = exit_2(capsys, ["someone/x", "--checkpoint", str(elsewhere), "--model-repo", "someone/m"], clone)
     assert line == f"error: --checkpoint {elsewhere}: {elsewhere}: no README.md model card to publish with the weights"
     (clone / "app.py").unlink()
     assert exit_2(capsys, ["someone/x"], clone) == (
-        f"error: {clone} has no app.py: run {PROG} from a clone of the repository")
+        f"error: {clone} has no app.py: run {PROG} from a clone of the repository"
+    )
     assert hub.calls == []
 
 
-@pytest.mark.parametrize("status, reason", [
-    (401, "the hub refused the token (401): log in again with `hf auth login`, or set HF_TOKEN"),
-    (403, "the token may not write there (403): use a token with write access"),
-    (500, "HfHubHTTPError: 500 Server Error: try again later"),
-])
+@pytest.mark.parametrize(
+    "status, reason",
+    [
+        (401, "the hub refused the token (401): log in again with `hf auth login`, or set HF_TOKEN"),
+        (403, "the token may not write there (403): use a token with write access"),
+        (500, "HfHubHTTPError: 500 Server Error: try again later"),
+    ],
+)
 def test_hub_failures_are_one_line(capsys, clone, hub, monkeypatch, status, reason):
     def refused(self, repo_id, **kw):
         request = httpx.Request("POST", "https://huggingface.co/api/repos/create")
-        raise HfHubHTTPError(f"{status} Server Error:\ntry again later", response=httpx.Response(status, request=request))
+        raise HfHubHTTPError(
+            f"{status} Server Error:\ntry again later", response=httpx.Response(status, request=request)
+        )
 
     monkeypatch.setattr(HfApi, "create_repo", refused)
-    assert exit_2(capsys, ["someone/explorer"], clone) == f"error: could not deploy to the Space someone/explorer: {reason}"
+    assert (
+        exit_2(capsys, ["someone/explorer"], clone)
+        == f"error: could not deploy to the Space someone/explorer: {reason}"
+    )
     line = exit_2(capsys, ["someone/explorer", "--model-repo", "someone/m"], clone)
     assert line.startswith("error: could not deploy to the Space someone/explorer: ")
     assert line.endswith("(pushing the model repo)")
@@ -378,5 +485,7 @@ def test_gitattributes_stores_every_binary_file_of_the_space_as_a_large_file(cap
         if large:
             assert deploy.is_large(ROOT / name, name, rules) and deploy.is_large(ROOT / name, name, []) is large
             assert any(Path(name).match(rule) for rule in rules), name
-    assert "MIT License" in (ROOT / "LICENSE").read_text() and "Inside the Transformer contributors" in \
-        (ROOT / "LICENSE").read_text()
+    assert (
+        "MIT License" in (ROOT / "LICENSE").read_text()
+        and "Inside the Transformer contributors" in (ROOT / "LICENSE").read_text()
+    )

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 def scripted_teacher(monkeypatch, outputs: dict[str, str], calls: list):
     """translate_beam answering from ``outputs`` (source -> translation), recording each call."""
+
     def fake(translator, sentences, beam_size):
         calls.append((list(sentences), beam_size))
         return [outputs[s] for s in sentences]
@@ -74,18 +75,21 @@ def test_add_distilled_appends_to_the_training_split(tiny_checkpoint, data_dir):
     before = list(data.train)
     added = add_distilled(data, str(tiny_checkpoint), 2, "en", "it")
     assert added > 0 and data.train[: len(before)] == before and len(data.train) == len(before) + added
-    assert all(isinstance(p, tuple) and len(p) == 2 for p in data.train[len(before):])
+    assert all(isinstance(p, tuple) and len(p) == 2 for p in data.train[len(before) :])
     # every added source is one of the training sources, with a translation unlike its reference
     refs = {}
     for s, t in before:
         refs.setdefault(s, set()).add(t)
-    assert all(s in refs and t not in refs[s] for s, t in data.train[len(before):])
+    assert all(s in refs and t not in refs[s] for s, t in data.train[len(before) :])
 
 
 def test_train_distills_before_training(data_dir, tmp_path, tiny_checkpoint, monkeypatch, capsys):
     seen: list[ParallelData] = []
-    monkeypatch.setattr(Trainer, "fit", lambda self: seen.append(self.data) or FitResult(
-        self.best_chrf, 0.0, self.best_dir, self.history, None))
+    monkeypatch.setattr(
+        Trainer,
+        "fit",
+        lambda self: seen.append(self.data) or FitResult(self.best_chrf, 0.0, self.best_dir, self.history, None),
+    )
     assert tiny_main(data_dir, tmp_path / "plain") == 0
     assert tiny_main(data_dir, tmp_path / "kd", "--distill-from", str(tiny_checkpoint), "--distill-beam", "2") == 0
     plain, kd = seen
@@ -95,10 +99,13 @@ def test_train_distills_before_training(data_dir, tmp_path, tiny_checkpoint, mon
     assert f"distillation: {len(kd.train) - len(plain.train)} of {len(plain.train)} teacher translations" in err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--distill-from", "runs/no-such-teacher"], "runs/no-such-teacher"),
-    (["--distill-beam", "0"], "argument --distill-beam: expected a whole number ≥ 1, got '0'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--distill-from", "runs/no-such-teacher"], "runs/no-such-teacher"),
+        (["--distill-beam", "0"], "argument --distill-beam: expected a whole number ≥ 1, got '0'"),
+    ],
+)
 def test_bad_distillation_flags_exit_2(data_dir, tmp_path, args, message, capsys):
     with pytest.raises(SystemExit) as exc:
         tiny_main(data_dir, tmp_path, *args)
@@ -108,6 +115,22 @@ def test_bad_distillation_flags_exit_2(data_dir, tmp_path, args, message, capsys
 
 def test_a_teacher_of_the_other_direction_exits_2(data_dir, tmp_path, tiny_checkpoint, capsys):
     with pytest.raises(SystemExit) as exc:
-        train.main(["--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path), "--threads", "1",
-                    "--src", "it", "--tgt", "en", "--distill-from", str(tiny_checkpoint)])
+        train.main(
+            [
+                "--preset",
+                "tiny",
+                "--dataset",
+                str(data_dir),
+                "--out",
+                str(tmp_path),
+                "--threads",
+                "1",
+                "--src",
+                "it",
+                "--tgt",
+                "en",
+                "--distill-from",
+                str(tiny_checkpoint),
+            ]
+        )
     assert exc.value.code == 2 and "teacher translates en->it, this run it->en" in capsys.readouterr().err

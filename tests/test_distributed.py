@@ -21,13 +21,22 @@ ROOT = Path(__file__).resolve().parent.parent
 EPOCHS = 8
 COMMON = ["--preset", "tiny", "--device", "cpu", "--snapshots", "none", "--batch-tokens", "600", "--vocab-size", "200"]
 
-pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
-                                reason="this torch build has no gloo backend")
+pytestmark = pytest.mark.skipif(
+    not dist.is_available() or not dist.is_gloo_available(), reason="this torch build has no gloo backend"
+)
 
 
 def torchrun(*args, nproc=2):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-           "train.py", *COMMON, *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={nproc}",
+        "train.py",
+        *COMMON,
+        *args,
+    ]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
 
 
@@ -50,9 +59,27 @@ def test_two_processes_train_resume_and_match_one(data_dir, tmp_path):
 
     # the same data and tokens per optimiser step in one process: 2 x 600 = 1200
     single = tmp_path / "single"
-    s = subprocess.run([sys.executable, "train.py", *COMMON, "--batch-tokens", "1200", "--threads", "1",
-                        "--dataset", str(data_dir), "--out", str(single), "--epochs", str(EPOCHS)],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600)
+    s = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            *COMMON,
+            "--batch-tokens",
+            "1200",
+            "--threads",
+            "1",
+            "--dataset",
+            str(data_dir),
+            "--out",
+            str(single),
+            "--epochs",
+            str(EPOCHS),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert s.returncode == 0, s.stderr[-3000:]
     one, two = epochs_of(single)[-1]["val_loss"], history[-1]["val_loss"]
     start = math.log(200)  # the tiny preset's vocabulary: an untrained model's loss is about ln(V)
@@ -69,8 +96,9 @@ def test_two_processes_train_resume_and_match_one(data_dir, tmp_path):
 
 
 def train_py(*args):
-    return subprocess.run([sys.executable, "train.py", *COMMON, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [sys.executable, "train.py", *COMMON, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_train_py_starts_its_own_processes(data_dir, tmp_path):
@@ -90,14 +118,20 @@ def test_train_py_starts_its_own_processes(data_dir, tmp_path):
     assert history[-1]["step"] == epochs_of(single)[-1]["step"] // 2
     card = (out / "best" / "README.md").read_text()
     assert "python train.py " in card and "--processes 2" in card and "torchrun" not in card
-    recorded = [torch.load(run / "epochs" / "epoch-002" / "train_state.pt", weights_only=True)["settings"]["processes"]
-                for run in (out, single)]
+    recorded = [
+        torch.load(run / "epochs" / "epoch-002" / "train_state.pt", weights_only=True)["settings"]["processes"]
+        for run in (out, single)
+    ]
     assert recorded == [2, 1]
     # the schedule depends on the processes: resuming with another count is one line, exit 2
     r = train_py("--dataset", str(data_dir), "--out", str(out), "--epochs", "3", "--resume", "--processes", "1")
     assert r.returncode == 2, r.stderr
-    assert r.stderr.strip().splitlines() == [(f"error: --processes 1: {out} was trained with --processes 2; --resume "
-                                              "goes on with the run's own (leave the flag out)")]
+    assert r.stderr.strip().splitlines() == [
+        (
+            f"error: --processes 1: {out} was trained with --processes 2; --resume "
+            "goes on with the run's own (leave the flag out)"
+        )
+    ]
 
 
 def test_train_py_processes_bad_input_one_line(data_dir, tmp_path):
@@ -121,11 +155,28 @@ def test_ctrl_c_under_torchrun_stops_every_rank_with_one_line(data_dir, tmp_path
     where it saved and how to go on (with torchrun again), and no rank prints a traceback
     (torchrun itself still reports the signal its own way); the resume finishes the run."""
     out = tmp_path / "ddp"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "train.py", *COMMON,
-           "--dataset", str(data_dir), "--out", str(out), "--epochs", "2", "--batch-tokens", "150",
-           "--save-every-minutes", "1e-6"]
-    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node=2",
+        "train.py",
+        *COMMON,
+        "--dataset",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--epochs",
+        "2",
+        "--batch-tokens",
+        "150",
+        "--save-every-minutes",
+        "1e-6",
+    ]
+    p = subprocess.Popen(
+        cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while not (out / "mid-epoch" / "train_state.pt").is_file():  # the first step has been saved
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
@@ -133,11 +184,13 @@ def test_ctrl_c_under_torchrun_stops_every_rank_with_one_line(data_dir, tmp_path
     os.killpg(p.pid, signal.SIGINT)
     stdout, stderr = p.communicate(timeout=300)
     stops = [line for line in stderr.splitlines() if line.startswith("stopped")]
-    assert len(stops) == 1 and stops[0].endswith(f"continue with: torchrun --nproc_per_node=2 train.py --out {out} "
-                                                 "--resume"), stderr[-3000:]
+    assert len(stops) == 1 and stops[0].endswith(
+        f"continue with: torchrun --nproc_per_node=2 train.py --out {out} --resume"
+    ), stderr[-3000:]
     assert "[rank" not in stderr and "KeyboardInterrupt" not in stderr and stdout == "", stderr[-3000:]
     assert stderr.count("Traceback") <= 1  # torchrun's own SignalException, if any
-    r = torchrun("--dataset", str(data_dir), "--out", str(out), "--resume", "--batch-tokens", "150",
-                 "--save-every-minutes", "10")
+    r = torchrun(
+        "--dataset", str(data_dir), "--out", str(out), "--resume", "--batch-tokens", "150", "--save-every-minutes", "10"
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert [h["epoch"] for h in epochs_of(out)] == [1, 2]

@@ -27,24 +27,39 @@ def write_rows(path, rows):
 def bt_dir(tmp_path):
     d = tmp_path / "bt"
     d.mkdir()
-    write_rows(d / "train.jsonl", [("a synthetic one.", "uno.", "bt:sample"), ("a real one.", "due.", "direct"),
-                                   ("no origin.", "tre.", None), ("beam.", "quattro.", "bt:beam"), ("", "vuoto.", "bt")])
+    write_rows(
+        d / "train.jsonl",
+        [
+            ("a synthetic one.", "uno.", "bt:sample"),
+            ("a real one.", "due.", "direct"),
+            ("no origin.", "tre.", None),
+            ("beam.", "quattro.", "bt:beam"),
+            ("", "vuoto.", "bt"),
+        ],
+    )
     write_jsonl(d / "validation.jsonl", [("never used.", "mai usata.")])
     return d
 
 
 def test_extra_train_tags_only_synthetic_sources(bt_dir):
     plain = load_extra_train(str(bt_dir), "en", "it")
-    assert plain == [("a synthetic one.", "uno."), ("a real one.", "due."), ("no origin.", "tre."),
-                     ("beam.", "quattro.")]  # the empty source is dropped
+    assert plain == [
+        ("a synthetic one.", "uno."),
+        ("a real one.", "due."),
+        ("no origin.", "tre."),
+        ("beam.", "quattro."),
+    ]  # the empty source is dropped
     tagged = load_extra_train(str(bt_dir), "en", "it", tag=SYNTHETIC_TAG)
-    assert tagged == [("[BT] a synthetic one.", "uno."), ("a real one.", "due."), ("no origin.", "tre."),
-                      ("[BT] beam.", "quattro.")]
+    assert tagged == [
+        ("[BT] a synthetic one.", "uno."),
+        ("a real one.", "due."),
+        ("no origin.", "tre."),
+        ("[BT] beam.", "quattro."),
+    ]
 
 
 def test_run_data_appends_extra_train_but_keeps_its_own_validation(data_dir, bt_dir):
-    data = load_run_data(str(data_dir), "en", "it", extra_train=(str(bt_dir),), tag=SYNTHETIC_TAG,
-                         max_train_pairs=5)
+    data = load_run_data(str(data_dir), "en", "it", extra_train=(str(bt_dir),), tag=SYNTHETIC_TAG, max_train_pairs=5)
     assert len(data.train) == 5 + 4 and data.train[5] == ("[BT] a synthetic one.", "uno.")
     assert ("never used.", "mai usata.") not in data.validation and len(data.validation) == 6
 
@@ -73,8 +88,12 @@ def test_forecast_says_when_the_budget_cuts_the_run():
 @pytest.mark.slow
 def test_train_cli_tags_punctuates_forecasts_and_resumes(data_dir, bt_dir, tmp_path, capsys):
     out = tmp_path / "run"
-    assert tiny_main(data_dir, out, "--extra-train", str(bt_dir), "--tag-synthetic", "--split-punctuation",
-                     "--epochs", "2") == 0
+    assert (
+        tiny_main(
+            data_dir, out, "--extra-train", str(bt_dir), "--tag-synthetic", "--split-punctuation", "--epochs", "2"
+        )
+        == 0
+    )
     err = capsys.readouterr().err
     assert "(synthetic sources tagged)" in err and "forecast:" in err
     assert run_tags_synthetic(out)
@@ -101,5 +120,6 @@ def test_train_cli_missing_extra_train_is_one_line(data_dir, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         tiny_main(data_dir, tmp_path / "run", "--extra-train", str(tmp_path / "nope"))
     assert exc.value.code == 2
-    assert capsys.readouterr().err.strip().splitlines() == [f"error: --extra-train {tmp_path / 'nope'}: "
-                                                            "no such file or directory"]
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: --extra-train {tmp_path / 'nope'}: no such file or directory"
+    ]

@@ -21,6 +21,7 @@ import pytest
 from explorer import payload as P
 from explorer.assets import module_sources
 from transformer.interpret import figures as F
+
 TOL = 1 / 500  # the payload's one-byte quantisation: at most (row max, rounded up to float16) / 510
 # Repeated source and target tokens (each must stay its own column), and a forced target
 # prefix: the random-weight model alone emits only [SOS], which hiding specials would empty.
@@ -66,8 +67,9 @@ def browser_view(p: dict, arrays: dict, view: str, layer: int, head, step: int, 
         rows = cols = [(i, src[i]) for i in keep(src)]
         future, current, causal = set(), None, False
     else:
-        rows = [(i, f"{i + 1}: {tgt[i]} → {tgt[i + 1]}" if i <= t else f"{i + 1}: not generated yet")
-                for i in range(steps)]
+        rows = [
+            (i, f"{i + 1}: {tgt[i]} → {tgt[i + 1]}" if i <= t else f"{i + 1}: not generated yet") for i in range(steps)
+        ]
         future, current = set(range(t + 1, steps)), t
         if view == "cross":
             cols, causal = [(i, src[i]) for i in keep(src)], False
@@ -134,8 +136,9 @@ def test_attention_figure_shows_the_payloads_matrix(trace, payload, decoded, vie
     assert fig.layout.meta == dict(view=view, layer=layer, head=head, step=step, hide_specials=hide)
 
 
-@pytest.mark.parametrize("view, weights", [("cross", "cross_attn"), ("decoder", "decoder_self_attn"),
-                                           ("encoder", "encoder_attn")])
+@pytest.mark.parametrize(
+    "view, weights", [("cross", "cross_attn"), ("decoder", "decoder_self_attn"), ("encoder", "encoder_attn")]
+)
 def test_attention_values_are_the_traces_own_at_full_precision(trace, view, weights):
     a = getattr(trace, weights).astype(np.float64)  # (L, H, Q, K)
     step = trace.steps  # every row generated
@@ -188,11 +191,22 @@ def test_figures_match_the_browsers_own_code(trace, payload, tmp_path):
         (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / "package.json").write_text('{"type": "module"}')
     (tmp_path / "run.mjs").write_text(RUNNER)
-    settings = [dict(view=view, layer=layer, head=str(head), step=step, hide=hide)
-                for view in ("cross", "decoder", "encoder") for layer in (1, 2) for head in HEADS
-                for step in sorted({1, 2, trace.steps // 2, trace.steps - 1, trace.steps}) for hide in (False, True)]
-    r = subprocess.run([NODE, "run.mjs"], cwd=tmp_path, input=json.dumps({"payload": payload, "settings": settings}),
-                       capture_output=True, text=True, timeout=120)
+    settings = [
+        dict(view=view, layer=layer, head=str(head), step=step, hide=hide)
+        for view in ("cross", "decoder", "encoder")
+        for layer in (1, 2)
+        for head in HEADS
+        for step in sorted({1, 2, trace.steps // 2, trace.steps - 1, trace.steps})
+        for hide in (False, True)
+    ]
+    r = subprocess.run(
+        [NODE, "run.mjs"],
+        cwd=tmp_path,
+        input=json.dumps({"payload": payload, "settings": settings}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     results = json.loads(r.stdout)
     assert len(results) == len(settings)
@@ -261,21 +275,27 @@ def test_default_step_is_the_whole_translation(trace):
     assert np.isfinite(trace_z(fig, "weight")).all()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    (dict(layer=5), "layer must be 1..2, got 5"),
-    (dict(layer=0), "layer must be 1..2, got 0"),
-    (dict(layer="1"), "layer must be 1..2, got '1'"),
-    (dict(layer=True), "layer must be 1..2, got True"),
-    (dict(head=0), "head must be 'mean', 'max' or 1..4, got 0"),
-    (dict(head="median"), "head must be 'mean', 'max' or 1..4, got 'median'"),
-    (dict(head=2.0), "head must be 'mean', 'max' or 1..4, got 2.0"),
-    (dict(step=0), "step must be 1..{T}, got 0"),
-    (dict(step="T+1"), "step must be 1..{T}, got {T+1}"),
-    (dict(step=1.5), "step must be 1..{T}, got 1.5"),
-    (dict(view="candidates", step=0), "step must be 1..{T}, got 0"),
-    (dict(view="heads"), "view must be one of cross, decoder, encoder, positional, candidates, rollout, "
-                         "encoder_rollout; got 'heads'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(layer=5), "layer must be 1..2, got 5"),
+        (dict(layer=0), "layer must be 1..2, got 0"),
+        (dict(layer="1"), "layer must be 1..2, got '1'"),
+        (dict(layer=True), "layer must be 1..2, got True"),
+        (dict(head=0), "head must be 'mean', 'max' or 1..4, got 0"),
+        (dict(head="median"), "head must be 'mean', 'max' or 1..4, got 'median'"),
+        (dict(head=2.0), "head must be 'mean', 'max' or 1..4, got 2.0"),
+        (dict(step=0), "step must be 1..{T}, got 0"),
+        (dict(step="T+1"), "step must be 1..{T}, got {T+1}"),
+        (dict(step=1.5), "step must be 1..{T}, got 1.5"),
+        (dict(view="candidates", step=0), "step must be 1..{T}, got 0"),
+        (
+            dict(view="heads"),
+            "view must be one of cross, decoder, encoder, positional, candidates, rollout, "
+            "encoder_rollout; got 'heads'",
+        ),
+    ],
+)
 def test_bad_arguments_raise_value_error(trace, kwargs, message):
     T = trace.steps
     if kwargs.get("step") == "T+1":
@@ -296,9 +316,11 @@ def test_rollout_views_need_a_trace_with_analyses(trace):
 def test_library_loads_without_plotly_gradio_or_the_explorer(tmp_path, trace):
     """Trace imports plotly only when a figure is asked for; figures.py needs neither Gradio
     nor the explorer; a figure writes a self-contained HTML file (no network)."""
-    code = ("import sys, transformer, transformer.core.trace; assert 'plotly' not in sys.modules; "
-            "import transformer.interpret.figures; bad = {'gradio', 'explorer'} & {m.split('.')[0] for m in sys.modules}; "
-            "assert not bad, bad")
+    code = (
+        "import sys, transformer, transformer.core.trace; assert 'plotly' not in sys.modules; "
+        "import transformer.interpret.figures; bad = {'gradio', 'explorer'} & {m.split('.')[0] for m in sys.modules}; "
+        "assert not bad, bad"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-3000:]
     out = tmp_path / "cross.html"

@@ -21,19 +21,22 @@ from transformer import load_translator
 from transformer.core.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, save_checkpoint
 from transformer.core.config import TransformerConfig
 from transformer.core.hub import HubError, push_checkpoint
-from transformer.cli.modelcard import (
-    beam_section,
-    build_model_card,
-    model_card,
-    with_section,
-)
+from transformer.cli.modelcard import beam_section, build_model_card, model_card, with_section
 
 SENTENCE = "the black cat sleeps."
-METRICS = {"validation": {"bleu": 30.62, "chrf": 52.65}, "test": {"bleu": 26.35, "chrf": 51.18},
-           "train_minutes": 50.03, "epoch": 22}
-HISTORY = [{"epoch": 1, "step": 320, "minutes": 2.77, "train_loss": 4.86, "val_loss": 4.92, "bleu": 1.63, "chrf": 13.79}]
-SAMPLES = [("Where is the station?", "Dov'è la stazione?", "Dov'è la stazione?"),
-           ("a | pipe", "una | barra", "una barra")]
+METRICS = {
+    "validation": {"bleu": 30.62, "chrf": 52.65},
+    "test": {"bleu": 26.35, "chrf": 51.18},
+    "train_minutes": 50.03,
+    "epoch": 22,
+}
+HISTORY = [
+    {"epoch": 1, "step": 320, "minutes": 2.77, "train_loss": 4.86, "val_loss": 4.92, "bleu": 1.63, "chrf": 13.79}
+]
+SAMPLES = [
+    ("Where is the station?", "Dov'è la stazione?", "Dov'è la stazione?"),
+    ("a | pipe", "una | barra", "una barra"),
+]
 
 
 def http_error(cls, status: int, url: str, message: str):
@@ -52,8 +55,12 @@ class FakeHub:
         self.calls.append(("create_repo", repo_id, {"private": private, "exist_ok": exist_ok, "repo_type": repo_type}))
         repo = self.root / repo_id
         if repo.exists() and not exist_ok:
-            raise http_error(huggingface_hub.errors.HfHubHTTPError, 409, "https://huggingface.co/api/repos/create",
-                             "409 Conflict: repo exists")
+            raise http_error(
+                huggingface_hub.errors.HfHubHTTPError,
+                409,
+                "https://huggingface.co/api/repos/create",
+                "409 Conflict: repo exists",
+            )
         repo.mkdir(parents=True, exist_ok=True)
         return RepoUrl(f"https://huggingface.co/{repo_id}")
 
@@ -61,8 +68,9 @@ class FakeHub:
         self.calls.append(("upload_folder", repo_id, {"folder_path": folder_path, **kw}))
         folder = Path(folder_path)
         files = [p.relative_to(folder).as_posix() for p in sorted(folder.glob("**/*")) if p.is_file()]
-        for rel in filter_repo_objects(files, allow_patterns=allow_patterns,
-                                       ignore_patterns=list(ignore_patterns or []) + DEFAULT_IGNORE_PATTERNS):
+        for rel in filter_repo_objects(
+            files, allow_patterns=allow_patterns, ignore_patterns=list(ignore_patterns or []) + DEFAULT_IGNORE_PATTERNS
+        ):
             (self.root / repo_id / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(folder / rel, self.root / repo_id / rel)
 
@@ -70,8 +78,12 @@ class FakeHub:
         self.calls.append(("snapshot_download", repo_id, {"allow_patterns": allow_patterns}))
         repo = self.root / repo_id
         if not repo.is_dir():
-            raise http_error(huggingface_hub.errors.RepositoryNotFoundError, 404,
-                             f"https://huggingface.co/api/models/{repo_id}", f"404: {repo_id} not found")
+            raise http_error(
+                huggingface_hub.errors.RepositoryNotFoundError,
+                404,
+                f"https://huggingface.co/api/models/{repo_id}",
+                f"404: {repo_id} not found",
+            )
         dest = self.root.parent / "cache" / repo_id.replace("/", "--")
         shutil.rmtree(dest, ignore_errors=True)
         files = [p.relative_to(repo).as_posix() for p in repo.glob("**/*") if p.is_file()]
@@ -96,8 +108,15 @@ def best_dir(tmp_path, tiny_checkpoint):
     """A trained-looking 'best' folder: card, metrics, training state, a snapshot, a leftover."""
     model, src_tok, tgt_tok, _ = load_checkpoint(tiny_checkpoint)
     card = model_card(model.cfg, 1234, "python train.py --preset tiny", HISTORY, METRICS, SAMPLES, "data/tatoeba-en-it")
-    d = save_checkpoint(tmp_path / "runs" / "tiny" / "best", model, src_tok, tgt_tok, metrics=METRICS,
-                        model_card=card, extra_files={"train_state.pt": {"step": 3}})
+    d = save_checkpoint(
+        tmp_path / "runs" / "tiny" / "best",
+        model,
+        src_tok,
+        tgt_tok,
+        metrics=METRICS,
+        model_card=card,
+        extra_files={"train_state.pt": {"step": 3}},
+    )
     save_checkpoint(d / "snapshots" / "epoch-001", model, None, None, metrics={"epoch": 1}, include_tokenizers=False)
     (d / ".best.tmp-leftover").mkdir()
     (d / ".best.tmp-leftover" / "junk.json").write_text("{}")
@@ -110,11 +129,22 @@ def test_push_creates_the_repo_then_uploads_the_folder(hub, best_dir, translator
     assert [c[0] for c in hub.calls] == ["create_repo", "upload_folder"]
     assert hub.calls[0][2] == {"private": True, "exist_ok": True, "repo_type": "model"}
     assert Path(hub.calls[1][2]["folder_path"]) == best_dir
-    pushed = sorted(p.relative_to(hub.root / "someone/tiny-en-it").as_posix()
-                    for p in (hub.root / "someone/tiny-en-it").glob("**/*") if p.is_file())
-    assert pushed == ["README.md", "config.json", "metrics.json", "model.safetensors", "snapshots/epoch-001/config.json",
-                      "snapshots/epoch-001/metrics.json", "snapshots/epoch-001/model.safetensors",
-                      "tokenizer_src.json", "tokenizer_tgt.json"]  # no train_state.pt, no temp folder
+    pushed = sorted(
+        p.relative_to(hub.root / "someone/tiny-en-it").as_posix()
+        for p in (hub.root / "someone/tiny-en-it").glob("**/*")
+        if p.is_file()
+    )
+    assert pushed == [
+        "README.md",
+        "config.json",
+        "metrics.json",
+        "model.safetensors",
+        "snapshots/epoch-001/config.json",
+        "snapshots/epoch-001/metrics.json",
+        "snapshots/epoch-001/model.safetensors",
+        "tokenizer_src.json",
+        "tokenizer_tgt.json",
+    ]  # no train_state.pt, no temp folder
 
     # pushing again (a better model later) reuses the repo
     push_checkpoint(best_dir, "someone/tiny-en-it")
@@ -125,8 +155,10 @@ def test_push_creates_the_repo_then_uploads_the_folder(hub, best_dir, translator
     assert hub.calls[-1] == ("snapshot_download", "someone/tiny-en-it", {"allow_patterns": CHECKPOINT_PATTERNS})
     assert tr.trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
     assert tr.metrics["test"] == METRICS["test"]
-    assert load_translator(tr.directory / "snapshots" / "epoch-001").trace(SENTENCE).tgt_ids == \
-        translator.trace(SENTENCE).tgt_ids
+    assert (
+        load_translator(tr.directory / "snapshots" / "epoch-001").trace(SENTENCE).tgt_ids
+        == translator.trace(SENTENCE).tgt_ids
+    )
 
 
 def test_push_refuses_what_should_not_be_published(hub, tmp_path, best_dir):
@@ -156,60 +188,106 @@ def test_hub_failures_become_hub_errors(monkeypatch, best_dir):
 
 
 def test_missing_hub_repo_says_both_readings(hub):
-    with pytest.raises(CheckpointError, match=r"someone/missing does not exist, and 'someone/missing' could not be "
-                                              r"loaded as a Hugging Face hub repo id \(RepositoryNotFoundError"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"someone/missing does not exist, and 'someone/missing' could not be "
+        r"loaded as a Hugging Face hub repo id \(RepositoryNotFoundError",
+    ):
         load_translator("someone/missing")
 
 
 def test_model_card_parses_with_huggingface_hub_and_carries_the_metadata():
-    cfg = TransformerConfig(src_vocab_size=4000, tgt_vocab_size=4000, tie_embeddings="all",
-                            src_tokenizer_file="tokenizer.json", tgt_tokenizer_file="tokenizer.json")
-    text = model_card(cfg, 7_578_624, "python train.py --out runs/base", HISTORY, METRICS, SAMPLES,
-                      str(Path(__file__).resolve().parent.parent / "data" / "tatoeba-en-it"))
+    cfg = TransformerConfig(
+        src_vocab_size=4000,
+        tgt_vocab_size=4000,
+        tie_embeddings="all",
+        src_tokenizer_file="tokenizer.json",
+        tgt_tokenizer_file="tokenizer.json",
+    )
+    text = model_card(
+        cfg,
+        7_578_624,
+        "python train.py --out runs/base",
+        HISTORY,
+        METRICS,
+        SAMPLES,
+        str(Path(__file__).resolve().parent.parent / "data" / "tatoeba-en-it"),
+    )
     card = ModelCard(text)  # raises on invalid metadata / model-index
     data = card.data
     assert data.pipeline_tag == "translation"
     assert data.language == ["en", "it"] and data.license == "mit"
     assert data.datasets == ["Helsinki-NLP/tatoeba_mt"]
     results = {(r.dataset_split, r.metric_type): r.metric_value for r in data.eval_results}
-    assert results == {("test", "bleu"): 26.35, ("test", "chrf"): 51.18,
-                       ("validation", "bleu"): 30.62, ("validation", "chrf"): 52.65}
+    assert results == {
+        ("test", "bleu"): 26.35,
+        ("test", "chrf"): 51.18,
+        ("validation", "bleu"): 30.62,
+        ("validation", "chrf"): 52.65,
+    }
     assert {r.task_type for r in data.eval_results} == {"translation"}
     index = data.to_dict()["model-index"]
     assert index[0]["results"][0]["task"]["type"] == "translation"
     # the human part: command, wall time, parameters, scores, samples, credit, limitations
     body = card.text
-    for needle in ("`python train.py --out runs/base`", "50.03 minutes", "7,578,624", "| test | 26.35 | 51.18 |",
-                   "| Where is the station? | Dov'è la stazione? |", "a \\| pipe", "Trained on data/tatoeba-en-it.",
-                   "Tatoeba (tatoeba.org), CC-BY 2.0 FR", "## Limitations", "| 1 | 320 | 2.77 |"):
+    for needle in (
+        "`python train.py --out runs/base`",
+        "50.03 minutes",
+        "7,578,624",
+        "| test | 26.35 | 51.18 |",
+        "| Where is the station? | Dov'è la stazione? |",
+        "a \\| pipe",
+        "Trained on data/tatoeba-en-it.",
+        "Tatoeba (tatoeba.org), CC-BY 2.0 FR",
+        "## Limitations",
+        "| 1 | 320 | 2.77 |",
+    ):
         assert needle in body, needle
     assert str(Path(__file__).resolve().parent.parent) not in text  # no machine-specific absolute path
 
 
 def test_model_card_without_test_scores_and_from_a_hub_dataset():
     metrics = {"validation": {"bleu": 10.0, "chrf": 30.0}, "train_minutes": 1.0}
-    card = build_model_card(TransformerConfig(), 10, "python train.py", [], metrics, [],
-                            "Helsinki-NLP/opus_books")
+    card = build_model_card(TransformerConfig(), 10, "python train.py", [], metrics, [], "Helsinki-NLP/opus_books")
     assert card.data.datasets == ["Helsinki-NLP/opus_books"]
     assert {r.dataset_split for r in card.data.eval_results} == {"validation"}
     assert "| test |" not in card.text and "Tatoeba" not in card.text
     assert "It is not a\nproduction translator." in card.text  # the generic limitations
     # what the shipper knows: title, extra rows, sections, limitations, all in the generated card
-    card = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books",
-                            title="A title", details=[("chosen by", "validation chrF")],
-                            sections={"Beam search": "| k | BLEU |\n|---|---|\n| 4 | 28.6 |"},
-                            limitations="Short sentences only.")
+    card = build_model_card(
+        TransformerConfig(),
+        10,
+        "c",
+        [],
+        metrics,
+        [],
+        "Helsinki-NLP/opus_books",
+        title="A title",
+        details=[("chosen by", "validation chrF")],
+        sections={"Beam search": "| k | BLEU |\n|---|---|\n| 4 | 28.6 |"},
+        limitations="Short sentences only.",
+    )
     text = card.text
     assert "# A title" in text and "| chosen by | validation chrF |" in text
     assert text.index("## Scores") < text.index("## Beam search\n\n| k | BLEU |") < text.index("## Samples")
     assert "## Limitations\n\nShort sentences only." in text and "production translator" not in text
     # an explicit test score overrides; the card round-trips through its own YAML
-    card = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books",
-                            test_scores={"bleu": 9.5, "chrf": 29.0})
+    card = build_model_card(
+        TransformerConfig(),
+        10,
+        "c",
+        [],
+        metrics,
+        [],
+        "Helsinki-NLP/opus_books",
+        test_scores={"bleu": 9.5, "chrf": 29.0},
+    )
     assert "words (" not in card.text  # no long-sentence slice measured, no row for it
     # the long sentences' own row, from the slice evaluate --save records; not a model-index result
     long = {"bleu": 9.5, "chrf": 29.0, "long": {"min_words": 15, "n": 14, "bleu": 6.15, "chrf": 27.68}}
-    sliced = build_model_card(TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books", test_scores=long)
+    sliced = build_model_card(
+        TransformerConfig(), 10, "c", [], metrics, [], "Helsinki-NLP/opus_books", test_scores=long
+    )
     assert "| test | 9.5 | 29.0 |\n| test, sentences of 15+ words (14) | 6.15 | 27.68 |" in sliced.text
     assert len(sliced.data.eval_results) == len(card.data.eval_results)
     again = ModelCard(str(card))
@@ -217,12 +295,27 @@ def test_model_card_without_test_scores_and_from_a_hub_dataset():
     assert json.loads(json.dumps(again.data.to_dict()))["pipeline_tag"] == "translation"
 
 
-BEAM = {"data": "data/tatoeba-en-it/test.jsonl", "n": 1000, "length_penalty": 0.6, "torch_threads": 2,
-        "batch_size": 64, "command": "python benchmarks/beam_eval.py --save",
-        "rows": [{"decoder": "greedy", "k": 1, "bleu": 26.35, "chrf": 51.18, "seconds": 5.0, "sentences_per_s": 200.0},
-                 {"decoder": "beam k=1", "k": 1, "bleu": 26.35, "chrf": 51.18, "seconds": 6.0,
-                  "sentences_per_s": 166.7, "equals_greedy": True},
-                 {"decoder": "beam k=4", "k": 4, "bleu": 28.57, "chrf": 51.42, "seconds": 11.0, "sentences_per_s": 90.9}]}
+BEAM = {
+    "data": "data/tatoeba-en-it/test.jsonl",
+    "n": 1000,
+    "length_penalty": 0.6,
+    "torch_threads": 2,
+    "batch_size": 64,
+    "command": "python benchmarks/beam_eval.py --save",
+    "rows": [
+        {"decoder": "greedy", "k": 1, "bleu": 26.35, "chrf": 51.18, "seconds": 5.0, "sentences_per_s": 200.0},
+        {
+            "decoder": "beam k=1",
+            "k": 1,
+            "bleu": 26.35,
+            "chrf": 51.18,
+            "seconds": 6.0,
+            "sentences_per_s": 166.7,
+            "equals_greedy": True,
+        },
+        {"decoder": "beam k=4", "k": 4, "bleu": 28.57, "chrf": 51.42, "seconds": 11.0, "sentences_per_s": 90.9},
+    ],
+}
 
 
 def test_beam_table_becomes_a_card_section_and_replaces_an_old_one():
@@ -252,28 +345,61 @@ def test_card_is_rebuilt_from_the_checkpoint_folder(capfd, tmp_path, tiny_checkp
     from tests.helpers import make_snapshots
     from transformer.cli import evaluate
     from transformer.cli import modelcard
+
     ckpt = make_snapshots(tiny_checkpoint, tmp_path / "ckpt", epochs=(1, 2))
-    history = [{"epoch": 1, "step": 3, "minutes": 0.1, "train_loss": 5.0, "val_loss": 4.0, "bleu": 1.0, "chrf": 9.0},
-               {"epoch": 2, "step": 6, "minutes": 0.2, "train_loss": 4.0, "val_loss": 3.5, "bleu": 2.0, "chrf": 12.0}]
-    (ckpt / "metrics.json").write_text(json.dumps({"validation": {"bleu": 2.0, "chrf": 12.0}, "epoch": 2, "step": 6,
-                                                   "train_minutes": 0.2, "parameters": 1234}))
+    history = [
+        {"epoch": 1, "step": 3, "minutes": 0.1, "train_loss": 5.0, "val_loss": 4.0, "bleu": 1.0, "chrf": 9.0},
+        {"epoch": 2, "step": 6, "minutes": 0.2, "train_loss": 4.0, "val_loss": 3.5, "bleu": 2.0, "chrf": 12.0},
+    ]
+    (ckpt / "metrics.json").write_text(
+        json.dumps(
+            {"validation": {"bleu": 2.0, "chrf": 12.0}, "epoch": 2, "step": 6, "train_minutes": 0.2, "parameters": 1234}
+        )
+    )
     (tmp_path / "history.json").write_text(json.dumps(history))
     test_file = data_dir / "test.jsonl"
     assert evaluate.main(["--checkpoint", str(ckpt), "--data", str(test_file), "--save"]) == 0
     test = json.loads((ckpt / "metrics.json").read_text())["test"]
     assert set(test) == {"bleu", "chrf", "n", "data", "long"} and test["n"] == len(test_file.read_text().splitlines())
-    assert modelcard.main(["--checkpoint", str(ckpt), "--command", "python train.py", "--samples", str(test_file),
-                           "--n-samples", "3", "--data", "data/tatoeba-en-it", "--extra-data", "data/tatoeba-en-it-bt",
-                           "--history", str(tmp_path / "history.json"), "--detail", "training time", "a while"]) == 0
+    assert (
+        modelcard.main(
+            [
+                "--checkpoint",
+                str(ckpt),
+                "--command",
+                "python train.py",
+                "--samples",
+                str(test_file),
+                "--n-samples",
+                "3",
+                "--data",
+                "data/tatoeba-en-it",
+                "--extra-data",
+                "data/tatoeba-en-it-bt",
+                "--history",
+                str(tmp_path / "history.json"),
+                "--detail",
+                "training time",
+                "a while",
+            ]
+        )
+        == 0
+    )
     card = ModelCard.load(ckpt / "README.md")
     assert {(r.dataset_split, r.metric_type): r.metric_value for r in card.data.eval_results} == {
-        ("validation", "bleu"): 2.0, ("validation", "chrf"): 12.0, ("test", "bleu"): test["bleu"],
-        ("test", "chrf"): test["chrf"]}
+        ("validation", "bleu"): 2.0,
+        ("validation", "chrf"): 12.0,
+        ("test", "bleu"): test["bleu"],
+        ("test", "chrf"): test["chrf"],
+    }
     text = card.text
     assert f"| test | {test['bleu']} | {test['chrf']} |" in text
     assert "| command | `python train.py` |" in text and "| training time | a while |" in text
     snapshots = text.split("## Training snapshots")[1].split("\n## ")[0]
-    assert [line.split(" | ")[0] for line in snapshots.splitlines() if line.startswith("| ") and "MB" in line] == ["| 1", "| 2"]
+    assert [line.split(" | ")[0] for line in snapshots.splitlines() if line.startswith("| ") and "MB" in line] == [
+        "| 1",
+        "| 2",
+    ]
     assert "| 2 (this model) | 6 | 0.2 | 2.0 | 12.0 |" in snapshots
     samples = text.split("## Samples")[1].split("\n## ")[0]
     assert sum(line.startswith("| ") for line in samples.splitlines()) == 1 + 3  # the header and 3 pairs
@@ -287,12 +413,15 @@ def test_card_and_save_flags_fail_in_one_line(capfd, tmp_path, tiny_checkpoint, 
     from tests.helpers import exit_2
     from transformer.cli import evaluate
     from transformer.cli import modelcard
+
     test_file = str(data_dir / "test.jsonl")
-    line = exit_2(capfd, evaluate.main, ["--checkpoint", str(tiny_checkpoint), "--data", test_file, "--save",
-                                         "--beam-size", "4"])
+    line = exit_2(
+        capfd, evaluate.main, ["--checkpoint", str(tiny_checkpoint), "--data", test_file, "--save", "--beam-size", "4"]
+    )
     assert "--save records greedy scores" in line
-    line = exit_2(capfd, modelcard.main, ["--checkpoint", str(tmp_path), "--command", "c", "--samples", test_file,
-                                          "--data", "d"])
+    line = exit_2(
+        capfd, modelcard.main, ["--checkpoint", str(tmp_path), "--command", "c", "--samples", test_file, "--data", "d"]
+    )
     assert line == f"error: {tmp_path}: no metrics.json (not a trained checkpoint folder)"
 
 
@@ -305,6 +434,7 @@ def test_push_sends_what_upload_folder_selects_and_keeps_its_patterns(monkeypatc
     import huggingface_hub.hf_api
 
     from transformer.core import hub as hub_module
+
     commits = []
     monkeypatch.setattr(huggingface_hub.hf_api, "is_xet_available", lambda: False)  # the one-commit path
     monkeypatch.setattr(HfApi, "create_repo", lambda self, repo_id, **kw: RepoUrl(f"https://huggingface.co/{repo_id}"))
@@ -315,7 +445,19 @@ def test_push_sends_what_upload_folder_selects_and_keeps_its_patterns(monkeypatc
     push_checkpoint(best_dir, "someone/tiny-en-it", token="hf_fake")
     assert hub_module.IGNORE_PATTERNS == before
     sent = [sorted(op.path_in_repo for op in commit["operations"]) for commit in commits]
-    assert sent[0] == sent[1] == hub_module.checkpoint_files(best_dir) == [
-        "README.md", "config.json", "metrics.json", "model.safetensors", "snapshots/epoch-001/config.json",
-        "snapshots/epoch-001/metrics.json", "snapshots/epoch-001/model.safetensors", "tokenizer_src.json",
-        "tokenizer_tgt.json"]
+    assert (
+        sent[0]
+        == sent[1]
+        == hub_module.checkpoint_files(best_dir)
+        == [
+            "README.md",
+            "config.json",
+            "metrics.json",
+            "model.safetensors",
+            "snapshots/epoch-001/config.json",
+            "snapshots/epoch-001/metrics.json",
+            "snapshots/epoch-001/model.safetensors",
+            "tokenizer_src.json",
+            "tokenizer_tgt.json",
+        ]
+    )

@@ -75,13 +75,29 @@ def test_the_import_graph_check_catches_an_upward_import(tmp_path):
 
 
 def test_the_library_never_imports_the_app():
-    found = [f"{path.relative_to(ROOT)}:{line} {name}" for path in modules()
-             for line, name in imported_names(path) if name.split(".")[0] in APP]
+    found = [
+        f"{path.relative_to(ROOT)}:{line} {name}"
+        for path in modules()
+        for line, name in imported_names(path)
+        if name.split(".")[0] in APP
+    ]
     assert found == []
 
 
-@pytest.mark.parametrize("name", ["load_translator", "Translator", "Trace", "StepView", "Transformer",
-                                  "TransformerConfig", "build_model", "CheckpointError", "DataError"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "load_translator",
+        "Translator",
+        "Trace",
+        "StepView",
+        "Transformer",
+        "TransformerConfig",
+        "build_model",
+        "CheckpointError",
+        "DataError",
+    ],
+)
 def test_public_names_stay_importable_from_the_package(name):
     assert getattr(importlib.import_module("transformer"), name) is not None
 
@@ -98,8 +114,13 @@ def long_functions(paths, root: Path = ROOT) -> list[str]:
 
 
 def test_no_function_outside_tests_and_benchmarks_is_longer_than_a_screen():
-    paths = [*PACKAGE.rglob("*.py"), *(ROOT / "explorer").rglob("*.py"), *(ROOT / "data").glob("*.py"),
-             ROOT / "train.py", ROOT / "app.py"]
+    paths = [
+        *PACKAGE.rglob("*.py"),
+        *(ROOT / "explorer").rglob("*.py"),
+        *(ROOT / "data").glob("*.py"),
+        ROOT / "train.py",
+        ROOT / "app.py",
+    ]
     assert long_functions(paths) == []
 
 

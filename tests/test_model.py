@@ -12,8 +12,17 @@ PKG = Path(__file__).resolve().parent.parent / "transformer"
 
 
 def small_cfg(**kw) -> TransformerConfig:
-    base = dict(d_model=32, h=4, d_ff=64, n_encoder_layers=2, n_decoder_layers=2, src_vocab_size=50,
-                tgt_vocab_size=60, max_positions=32, tie_embeddings="none")
+    base = dict(
+        d_model=32,
+        h=4,
+        d_ff=64,
+        n_encoder_layers=2,
+        n_decoder_layers=2,
+        src_vocab_size=50,
+        tgt_vocab_size=60,
+        max_positions=32,
+        tie_embeddings="none",
+    )
     base.update(kw)
     return TransformerConfig(**base)
 
@@ -136,8 +145,14 @@ def test_config_round_trips_through_json(tmp_path):
 
 
 def test_no_torch_transformer_modules_and_no_magic_mask_constant():
-    banned = (torch.nn.Transformer, torch.nn.TransformerEncoder, torch.nn.TransformerDecoder,
-              torch.nn.TransformerEncoderLayer, torch.nn.TransformerDecoderLayer, torch.nn.MultiheadAttention)
+    banned = (
+        torch.nn.Transformer,
+        torch.nn.TransformerEncoder,
+        torch.nn.TransformerDecoder,
+        torch.nn.TransformerEncoderLayer,
+        torch.nn.TransformerDecoderLayer,
+        torch.nn.MultiheadAttention,
+    )
     model = build_model(small_cfg())
     assert not [name for name, m in model.named_modules() if isinstance(m, banned)]
     source = "\n".join(p.read_text() for p in PKG.glob("*.py"))

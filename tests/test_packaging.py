@@ -27,8 +27,11 @@ def setuptools_version() -> tuple[int, ...]:
 
 
 def requirement_lines(name: str) -> list[str]:
-    return [line.strip() for line in (ROOT / name).read_text().splitlines()
-            if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line.strip()
+        for line in (ROOT / name).read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def test_runtime_and_test_requirements_are_separate():
@@ -58,36 +61,79 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
         shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))
     # the installed setuptools builds it when new enough (no download); else pip fetches one
     isolation = ["--no-build-isolation"] if setuptools_version() >= (77,) else []
-    r = subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", *isolation,
-                        "-w", str(tmp_path / "dist"), "-q", "--disable-pip-version-check"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(src),
+            "--no-deps",
+            *isolation,
+            "-w",
+            str(tmp_path / "dist"),
+            "-q",
+            "--disable-pip-version-check",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    expected = {p.relative_to(ROOT).as_posix() for package in ("transformer", "explorer")
-                for p in (ROOT / package).rglob("*.py") if "__pycache__" not in p.parts}
-    web = {p.relative_to(ROOT).as_posix() for p in (ROOT / "explorer").glob("web/*")
-           if p.is_file() and p.suffix in {".js", ".css", ".html", ".svg", ".json"}}
+    expected = {
+        p.relative_to(ROOT).as_posix()
+        for package in ("transformer", "explorer")
+        for p in (ROOT / package).rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
+    web = {
+        p.relative_to(ROOT).as_posix()
+        for p in (ROOT / "explorer").glob("web/*")
+        if p.is_file() and p.suffix in {".js", ".css", ".html", ".svg", ".json"}
+    }
     assert not list((ROOT / "transformer").glob("web"))  # the model library ships no browser files
     assert expected <= names, sorted(expected - names)
     assert web <= names, sorted(web - names)  # the browser code ships with the package
-    requires = [line.split(": ", 1)[1] for line in zipfile.ZipFile(wheel).read(
-        next(n for n in names if n.endswith("METADATA"))).decode().splitlines() if line.startswith("Requires-Dist")]
+    requires = [
+        line.split(": ", 1)[1]
+        for line in zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode().splitlines()
+        if line.startswith("Requires-Dist")
+    ]
     assert [r for r in requires if "extra ==" not in r] == requirement_lines("requirements.txt")
 
     site = tmp_path / "site"
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site), str(wheel), "-q",
-                        "--disable-pip-version-check"], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-deps",
+            "--target",
+            str(site),
+            str(wheel),
+            "-q",
+            "--disable-pip-version-check",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code = ("import transformer, explorer, pathlib; from transformer import load_translator, CheckpointError; "
-            "from explorer.notebook import viewer_html; from explorer.assets import WEB; "
-            "p = pathlib.Path(transformer.__file__).parent; print(p); "
-            "print(sorted(x.name for x in WEB.iterdir()))")
+    code = (
+        "import transformer, explorer, pathlib; from transformer import load_translator, CheckpointError; "
+        "from explorer.notebook import viewer_html; from explorer.assets import WEB; "
+        "p = pathlib.Path(transformer.__file__).parent; print(p); "
+        "print(sorted(x.name for x in WEB.iterdir()))"
+    )
     env = {**os.environ, "PYTHONPATH": str(site)}
-    r = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True,
-                       timeout=300)
+    r = subprocess.run(
+        [sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     where, files = r.stdout.splitlines()[:2]
     assert Path(where) == site / "transformer"

@@ -48,16 +48,19 @@ def test_knocking_out_every_cross_head_changes_the_probabilities(panel, translat
     assert data["steps"]["p_knockout"] != data["steps"]["p_original"]
 
 
-@pytest.mark.parametrize("heads, words", [
-    ("cross:9:0", "layer 9 out of range"),
-    ("cross:0:99", "head 99 out of range"),
-    ("attention:0:1", "unknown kind"),
-    ("cross-0-1", "expected 'kind:layer:head'"),
-    ("cross:a:b", "must be integers"),
-    ("", "No heads selected"),
-    ("  ,  ", "No heads selected"),
-    (None, "No heads selected"),
-])
+@pytest.mark.parametrize(
+    "heads, words",
+    [
+        ("cross:9:0", "layer 9 out of range"),
+        ("cross:0:99", "head 99 out of range"),
+        ("attention:0:1", "unknown kind"),
+        ("cross-0-1", "expected 'kind:layer:head'"),
+        ("cross:a:b", "must be integers"),
+        ("", "No heads selected"),
+        ("  ,  ", "No heads selected"),
+        (None, "No heads selected"),
+    ],
+)
 def test_bad_heads_get_a_clear_message(panel, heads, words):
     """Every endpoint of the app refuses bad input the same way: gr.Error with the message
     (gradio_client raises it as AppError; tests/test_api_errors.py calls the real server)."""
@@ -124,15 +127,20 @@ def test_page_requests_run_on_the_sentence_in_the_viewer(panel, app):
     """The page asks with the heads picked on screen (0-based on the wire) and its sentence
     number; the answer names both, and a bad request is said in the page's words."""
     trace = app.translate(TEXT)[app.trace_state]
-    ko = json.loads(panel.request(trace, request(action="knockout", sentenceId=3,
-                                                 heads=[{"kind": "cross", "layer": 0, "head": 1}])))
+    ko = json.loads(
+        panel.request(trace, request(action="knockout", sentenceId=3, heads=[{"kind": "cross", "layer": 0, "head": 1}]))
+    )
     assert ko["action"] == "knockout" and ko["sentenceId"] == 3 and ko["text"] == TEXT and "error" not in ko
     assert ko["heads"] == [{"kind": "cross", "layer": 0, "head": 1}]
     imp = json.loads(panel.request(trace, request(action="importance", sentenceId=3)))
     assert imp["action"] == "importance" and imp["importance"]["cross"] and imp["text"] == TEXT
     none = json.loads(panel.request(trace, request(action="knockout", sentenceId=3, heads=[])))
     assert none["error"].startswith("No heads selected") and "0-based" not in none["error"]
-    bad = json.loads(panel.request(trace, request(action="knockout", sentenceId=3, heads=[{"kind": "cross", "layer": 99, "head": 0}])))
+    bad = json.loads(
+        panel.request(
+            trace, request(action="knockout", sentenceId=3, heads=[{"kind": "cross", "layer": 99, "head": 0}])
+        )
+    )
     assert "do not fit this model" in bad["error"] and "kind:layer:head" not in bad["error"]
     assert "Translate a sentence first" in json.loads(panel.request(None, request(action="importance")))["error"]
 
@@ -141,7 +149,9 @@ def test_test_set_stats_are_loaded_once_and_sent_with_the_page(tiny_checkpoint, 
     ckpt = tmp_path / "ckpt"
     shutil.copytree(tiny_checkpoint, ckpt)
     assert load_test_stats(ckpt) is None  # none shipped: only this sentence's diagnostics
-    stats = readings.aggregate_head_stats([translator.trace(TEXT).head_stats, translator.trace("the dog eats.").head_stats])
+    stats = readings.aggregate_head_stats(
+        [translator.trace(TEXT).head_stats, translator.trace("the dog eats.").head_stats]
+    )
     (ckpt / "head_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     tr = load_translator(ckpt)
     a = explorer_app.App(tr)

@@ -58,12 +58,26 @@ def test_a_1_based_request_gets_that_rows_arithmetic(panel, translator, trace, v
     for layer in range(1, layers + 1):
         for head in (1, cfg.h):
             for query in range(1, rows + 1):
-                got = ask(panel, trace, sentenceId=7, key=f"{view}:{layer}:{head}:{query}", view=view, layer=layer,
-                          head=head, step=1, query=query)
+                got = ask(
+                    panel,
+                    trace,
+                    sentenceId=7,
+                    key=f"{view}:{layer}:{head}:{query}",
+                    view=view,
+                    layer=layer,
+                    head=head,
+                    step=1,
+                    query=query,
+                )
                 assert "error" not in got, got
                 assert got["sentenceId"] == 7 and got["key"] == f"{view}:{layer}:{head}:{query}"
                 # the library counts from 0: the page's layer 1, head 1, row 1 are its 0, 0, 0
-                assert (got["kind"], got["layer"], got["head"], got["query"]) == (KIND[view], layer - 1, head - 1, query - 1)
+                assert (got["kind"], got["layer"], got["head"], got["query"]) == (
+                    KIND[view],
+                    layer - 1,
+                    head - 1,
+                    query - 1,
+                )
                 recorded = getattr(trace, RECORDED[view])[layer - 1, head - 1, query - 1]
                 assert np.abs(np.array(got["weights"]) - recorded).max() <= TOL
                 expected = attention_arithmetic(translator, trace, KIND[view], layer - 1, head - 1, query - 1).to_dict()
@@ -82,22 +96,25 @@ def test_decoder_rows_default_to_the_step_and_heads_may_be_text(panel, trace):
     assert got["weights"][2:] == [0.0] * (trace.steps - 2)
 
 
-@pytest.mark.parametrize("data, words", [
-    ({"view": "rollout", "layer": 1, "head": 1, "step": 1}, "Pick an attention view"),
-    ({"view": None, "layer": 1, "head": 1, "step": 1}, "Pick an attention view"),
-    ({"view": "cross", "layer": 1, "head": "mean", "step": 1}, PICK_HEAD),
-    ({"view": "cross", "layer": 1, "head": "max", "step": 1}, PICK_HEAD),
-    ({"view": "cross", "layer": 0, "head": 1, "step": 1}, "There is no layer 0 here: pick one from 1 to 2."),
-    ({"view": "encoder", "layer": 3, "head": 1, "query": 1}, "There is no layer 3 here: pick one from 1 to 2."),
-    ({"view": "cross", "layer": 1, "head": 5, "step": 1}, "There is no head 5 here: pick one from 1 to 4."),
-    ({"view": "cross", "layer": 1, "head": "x", "step": 1}, "The head must be a number from 1 to 4."),
-    ({"view": "cross", "layer": True, "head": 1, "step": 1}, "The layer must be a number from 1 to 2."),
-    ({"view": "cross", "layer": 1.5, "head": 1, "step": 1}, "The layer must be a number from 1 to 2."),
-    ({"view": "cross", "layer": 1, "head": 1}, "The step must be a number"),
-    ({"view": "decoder", "layer": 1, "head": 1, "step": 99}, "There is no step 99 here"),
-    ({"view": "encoder", "layer": 1, "head": 1, "query": 0}, "There is no source token 0 here"),
-    ({}, "Pick an attention view"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        ({"view": "rollout", "layer": 1, "head": 1, "step": 1}, "Pick an attention view"),
+        ({"view": None, "layer": 1, "head": 1, "step": 1}, "Pick an attention view"),
+        ({"view": "cross", "layer": 1, "head": "mean", "step": 1}, PICK_HEAD),
+        ({"view": "cross", "layer": 1, "head": "max", "step": 1}, PICK_HEAD),
+        ({"view": "cross", "layer": 0, "head": 1, "step": 1}, "There is no layer 0 here: pick one from 1 to 2."),
+        ({"view": "encoder", "layer": 3, "head": 1, "query": 1}, "There is no layer 3 here: pick one from 1 to 2."),
+        ({"view": "cross", "layer": 1, "head": 5, "step": 1}, "There is no head 5 here: pick one from 1 to 4."),
+        ({"view": "cross", "layer": 1, "head": "x", "step": 1}, "The head must be a number from 1 to 4."),
+        ({"view": "cross", "layer": True, "head": 1, "step": 1}, "The layer must be a number from 1 to 2."),
+        ({"view": "cross", "layer": 1.5, "head": 1, "step": 1}, "The layer must be a number from 1 to 2."),
+        ({"view": "cross", "layer": 1, "head": 1}, "The step must be a number"),
+        ({"view": "decoder", "layer": 1, "head": 1, "step": 99}, "There is no step 99 here"),
+        ({"view": "encoder", "layer": 1, "head": 1, "query": 0}, "There is no source token 0 here"),
+        ({}, "Pick an attention view"),
+    ],
+)
 def test_a_bad_request_gets_one_plain_sentence(panel, trace, data, words):
     got = ask(panel, trace, sentenceId=3, key="bad", **data)
     assert set(got) == {"sentenceId", "key", "error", "seq"} and got["sentenceId"] == 3 and got["key"] == "bad"

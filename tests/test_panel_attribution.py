@@ -15,11 +15,7 @@ import explorer.app as explorer_app
 from explorer.errors import GENERIC_ERROR
 from explorer.panels import PANELS
 from explorer.panels.attribution import MAX_N_STEPS, AttributionPanel
-from transformer.interpret.attribution import (
-    activation_patching,
-    direct_logit_attribution,
-    greedy_targets,
-)
+from transformer.interpret.attribution import activation_patching, direct_logit_attribution, greedy_targets
 from transformer.interpret.saliency import saliency
 
 TEXT = "the black cat sleeps."
@@ -58,6 +54,7 @@ def ask(panel, trace, **data) -> dict:
 
 # --- registration ---------------------------------------------------------------------------------
 
+
 def test_the_panel_is_a_closed_section_with_three_public_endpoints(translator, panel):
     assert AttributionPanel in PANELS and isinstance(panel, AttributionPanel)
     assert panel.section.open is False  # nothing is computed until a visitor opens it and asks
@@ -72,6 +69,7 @@ def test_the_panel_is_a_closed_section_with_three_public_endpoints(translator, p
 
 
 # --- the API --------------------------------------------------------------------------------------
+
 
 def test_attribution_is_the_librarys_for_the_1_based_step(panel, translator, greedy):
     for step in (1, len(greedy)):
@@ -111,22 +109,25 @@ def test_saliency_is_the_librarys_for_the_1_based_step(panel, translator):
     json.dumps(got)
 
 
-@pytest.mark.parametrize("call, words", [
-    (lambda p: p.attribution("", 1), "Please type an English sentence"),
-    (lambda p: p.attribution(None, 1), "Please type an English sentence"),
-    (lambda p: p.attribution(TEXT, 0), "There is no step 0 here"),
-    (lambda p: p.attribution(TEXT, 999), "There is no step 999 here"),
-    (lambda p: p.attribution(TEXT, "two"), "The step must be a number"),
-    (lambda p: p.attribution(TEXT, 1, "no-such-token-xyz"), "versus must be '', 'runner-up' or a candidate token"),
-    (lambda p: p.attribution(TEXT, 1, 5), "versus must be"),
-    (lambda p: p.patching(TEXT, "", 1), "Type a second sentence (B)"),
-    (lambda p: p.patching(TEXT, TEXT, 1), "both emit"),
-    (lambda p: p.patching(TEXT, TEXT, 999), "There is no step 999 here"),
-    (lambda p: p.saliency(TEXT, 1, 0), f"n_steps must be a whole number from 1 to {MAX_N_STEPS}, got 0"),
-    (lambda p: p.saliency(TEXT, 1, MAX_N_STEPS + 1), "n_steps must be a whole number"),
-    (lambda p: p.saliency(TEXT, 1, 2.5), "n_steps must be a whole number"),
-    (lambda p: p.saliency("", 1), "Please type an English sentence"),
-])
+@pytest.mark.parametrize(
+    "call, words",
+    [
+        (lambda p: p.attribution("", 1), "Please type an English sentence"),
+        (lambda p: p.attribution(None, 1), "Please type an English sentence"),
+        (lambda p: p.attribution(TEXT, 0), "There is no step 0 here"),
+        (lambda p: p.attribution(TEXT, 999), "There is no step 999 here"),
+        (lambda p: p.attribution(TEXT, "two"), "The step must be a number"),
+        (lambda p: p.attribution(TEXT, 1, "no-such-token-xyz"), "versus must be '', 'runner-up' or a candidate token"),
+        (lambda p: p.attribution(TEXT, 1, 5), "versus must be"),
+        (lambda p: p.patching(TEXT, "", 1), "Type a second sentence (B)"),
+        (lambda p: p.patching(TEXT, TEXT, 1), "both emit"),
+        (lambda p: p.patching(TEXT, TEXT, 999), "There is no step 999 here"),
+        (lambda p: p.saliency(TEXT, 1, 0), f"n_steps must be a whole number from 1 to {MAX_N_STEPS}, got 0"),
+        (lambda p: p.saliency(TEXT, 1, MAX_N_STEPS + 1), "n_steps must be a whole number"),
+        (lambda p: p.saliency(TEXT, 1, 2.5), "n_steps must be a whole number"),
+        (lambda p: p.saliency("", 1), "Please type an English sentence"),
+    ],
+)
 def test_bad_input_is_a_gr_error_with_one_log_line(panel, call, words, caplog):
     caplog.set_level(logging.INFO, logger="app")
     with pytest.raises(gr.Error) as exc:
@@ -159,6 +160,7 @@ def test_a_bug_is_the_generic_message_and_a_logged_trace(panel, monkeypatch, cap
 
 
 # --- the page -------------------------------------------------------------------------------------
+
 
 def test_page_requests_run_on_the_translation_in_the_viewer(panel, translator, greedy):
     """A forced version (What-if) is analysed as shown, not as the greedy one."""
@@ -195,7 +197,8 @@ def test_page_requests_that_cannot_run_say_why(panel, translator):
     bad = ask(panel, trace, action="attribution", sentenceId=1, key="k", step=trace.steps + 1)
     assert bad["error"] == f"There is no step {trace.steps + 1} here: pick one from 1 to {trace.steps}."
     assert ask(panel, trace, action="patching", sentenceId=1, key="k", step=1, textB="  ")["error"].startswith(
-        "Type a second sentence (B)")
+        "Type a second sentence (B)"
+    )
     assert ask(panel, trace, action="bogus", sentenceId=1, key="k")["error"] == GENERIC_ERROR
     long_key = ask(panel, trace, action="attribution", sentenceId=1, key="x" * 1000, step=1)
     assert long_key["key"] is None  # a key is echoed only when it is one the page could have made

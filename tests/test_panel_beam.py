@@ -100,12 +100,15 @@ def test_opening_a_hypothesis_traces_it_with_every_token_forced(app):
     assert raw["forced_prefix"] == tree["hypotheses"][last]["ids"]
     assert value(shown[app.translation]) == tree["hypotheses"][last]["text"]
     assert "beam hypothesis" in label(shown[app.translation]) and f"{last + 1} of {len(state['hyps'])}" in label(
-        shown[app.translation])
+        shown[app.translation]
+    )
     assert shown[app.trace_state].forced_prefix == tree["hypotheses"][last]["ids"]
 
 
-@pytest.mark.parametrize("state, index", [(None, 0), ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, 5),
-                                          ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, "x")])
+@pytest.mark.parametrize(
+    "state, index",
+    [(None, 0), ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, 5), ({"text": SENTENCE, "k": 2, "hyps": [[3]]}, "x")],
+)
 def test_opening_without_a_beam_or_with_a_bad_index_says_so(app, state, index):
     out = app.panel("beam").open_hypothesis(state, chosen(index))
     assert list(out) == [app.notice] and out[app.notice].startswith("⚠️")
@@ -160,7 +163,9 @@ def test_epoch_traces_force_the_viewers_tokens_and_are_cached(snap_app, monkeypa
         assert s["translation"] == panel.snapshots[s["epoch"] - 1].tr.translate([SENTENCE])[0]
         assert s["scores"]["bleu"] == float(s["epoch"])
     # the snapshots really differ from each other (else the comparison would show nothing)
-    assert data["snapshots"][0]["trace"]["attn"]["cross"]["data"] != data["snapshots"][1]["trace"]["attn"]["cross"]["data"]
+    assert (
+        data["snapshots"][0]["trace"]["attn"]["cross"]["data"] != data["snapshots"][1]["trace"]["attn"]["cross"]["data"]
+    )
     assert data["key"] == [SENTENCE, list(trace.tgt_tokens)]
     assert data["final"]["translation"] == trace.translation
     assert len(calls) == 2

@@ -42,7 +42,7 @@ def answer_of(panel, out) -> dict:
 # --- the panel on the page ----------------------------------------------------------------------
 def test_pairs_is_one_panel_and_one_view(app):
     assert PairsPanel in PANELS and app.panel("pairs").view == "pairs"
-    views = (module_sources("views.js")["views.js"])
+    views = module_sources("views.js")["views.js"]
     assert 'import * as pairs from "./pairs.js";' in views and "pairs" in views.split("VIEWS = ")[1]
     assert {"a", "b", "hint"} <= set(PAIRS[0]) and 2 <= len(PAIRS) <= 3
 
@@ -68,13 +68,16 @@ def test_compare_sends_bs_trace_in_the_viewers_payload_format(app, panel, transl
     assert np.abs(decoded["cross_attn"] - ref.cross_attn).max() < 0.01
 
 
-@pytest.mark.parametrize("text, words", [
-    ("", "Type a second sentence (B)"),
-    ("   \n", "Type a second sentence (B)"),
-    (None, "Type a second sentence (B)"),
-    (12, "Type a second sentence (B)"),
-    ("x" * 100_000, "characters"),
-])
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("", "Type a second sentence (B)"),
+        ("   \n", "Type a second sentence (B)"),
+        (None, "Type a second sentence (B)"),
+        (12, "Type a second sentence (B)"),
+        ("x" * 100_000, "characters"),
+    ],
+)
 def test_bad_b_gets_one_plain_message(panel, text, words):
     a = answer_of(panel, panel.compare(request(text=text, sentenceId=3)))
     assert set(a) == {"sentenceId", "text", "error", "seq"} and a["sentenceId"] == 3
@@ -122,7 +125,8 @@ if (input.a) {
     const ma = attentionMatrix(A, s.view, s.layer - 1, headIndex(s.head), la);
     const mb = attentionMatrix(B, s.view, s.layer - 1, headIndex(s.head), lb);
     const d = differenceMap(la, ma, lb, mb, alignView(A, B, s.view));
-    return { rows: d.rows.map((r) => [r.i, r.j]), cols: d.cols.map((c) => [c.i, c.j]), matrix: Array.from(d.matrix, num) };
+    return { rows: d.rows.map((r) => [r.i, r.j]), cols: d.cols.map((c) => [c.i, c.j]),
+             matrix: Array.from(d.matrix, num) };
   });
 }
 console.log(JSON.stringify(out));
@@ -134,8 +138,14 @@ def run_pairs_js(tmp_path, cases, a=None, b=None, settings=()):
         (tmp_path / name).write_text(text, encoding="utf-8")
     (tmp_path / "package.json").write_text('{"type": "module"}')
     (tmp_path / "run.mjs").write_text(RUNNER)
-    r = subprocess.run([NODE, "run.mjs"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                       input=json.dumps({"cases": cases, "a": a, "b": b, "settings": list(settings)}))
+    r = subprocess.run(
+        [NODE, "run.mjs"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input=json.dumps({"cases": cases, "a": a, "b": b, "settings": list(settings)}),
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
 
@@ -170,8 +180,12 @@ def test_difference_map_is_b_minus_a_on_shared_tokens(tmp_path, translator):
     ta, tb = translator.trace(A), translator.trace(LONGER_B)  # words swapped, and one more: some gaps
     pa, pb = encode_trace(ta), encode_trace(tb)
     da, db = decode_payload(pa), decode_payload(pb)  # what the browser decodes
-    settings = [dict(view=v, layer=1, head=h, step=st, hide=False)
-                for v in ("cross", "encoder") for h in ("mean", "2") for st in (1, min(ta.steps, tb.steps))]
+    settings = [
+        dict(view=v, layer=1, head=h, step=st, hide=False)
+        for v in ("cross", "encoder")
+        for h in ("mean", "2")
+        for st in (1, min(ta.steps, tb.steps))
+    ]
     maps = run_pairs_js(tmp_path, [], pa, pb, settings)["maps"]
     kinds = {type(v).__name__ if not isinstance(v, str) else v for m in maps for v in m["matrix"]}
     assert {"gap", "float"} <= kinds or {"gap", "int"} <= kinds, kinds  # both shared cells and gaps were checked

@@ -38,13 +38,20 @@ def synthetic_trace(S, T, L=3, H=8, d=256, k=10, analyses=False) -> Trace:
     pe = np.zeros((128, d), np.float32)
     pe[:, 0::2], pe[:, 1::2] = np.sin(pos * div), np.cos(pos * div)
     tr = Trace(
-        src_text="x", translation="y", src_tokens=["[SOS]"] + [f"▁w{i}" for i in range(S - 2)] + ["[EOS]"],
-        src_ids=list(range(S)), tgt_tokens=["[SOS]"] + [f"▁v{i}" for i in range(T)], tgt_ids=list(range(T + 1)),
+        src_text="x",
+        translation="y",
+        src_tokens=["[SOS]"] + [f"▁w{i}" for i in range(S - 2)] + ["[EOS]"],
+        src_ids=list(range(S)),
+        tgt_tokens=["[SOS]"] + [f"▁v{i}" for i in range(T)],
+        tgt_ids=list(range(T + 1)),
         special_tokens=["[PAD]", "[UNK]", "[SOS]", "[EOS]"],
-        encoder_attn=softmax_rows((L, H, S, S)), decoder_self_attn=softmax_rows((L, H, T, T), causal=True),
-        cross_attn=softmax_rows((L, H, T, S)), topk_ids=RNG.integers(0, 8000, (T, k)),
+        encoder_attn=softmax_rows((L, H, S, S)),
+        decoder_self_attn=softmax_rows((L, H, T, T), causal=True),
+        cross_attn=softmax_rows((L, H, T, S)),
+        topk_ids=RNG.integers(0, 8000, (T, k)),
         topk_tokens=[[f"t{j}" for j in range(k)] for _ in range(T)],
-        topk_probs=np.sort(RNG.random((T, k)).astype(np.float32))[:, ::-1], positional_encoding=pe,
+        topk_probs=np.sort(RNG.random((T, k)).astype(np.float32))[:, ::-1],
+        positional_encoding=pe,
     )
     if analyses:
         word = lambda i: f"▁parola{i}"  # noqa: E731 - about as long as a real Italian subword
@@ -56,9 +63,13 @@ def synthetic_trace(S, T, L=3, H=8, d=256, k=10, analyses=False) -> Trace:
         tr.logit_lens_tokens = [[[word(i) for i in r] for r in layer] for layer in tr.logit_lens_ids.tolist()]
         tr.logit_lens_probs = RNG.random((T, L, 5)).astype(np.float32)
         tr.rollout, tr.encoder_rollout = softmax_rows((T, S)), softmax_rows((S, S))
-        tr.head_stats = {kind: {stat: RNG.random((L, H)).round(4).tolist() for stat in ("entropy", "prev", "same",
-                                                                                         "next", "sink_sos", "max")}
-                         for kind in ("encoder", "decoder_self", "cross")}
+        tr.head_stats = {
+            kind: {
+                stat: RNG.random((L, H)).round(4).tolist()
+                for stat in ("entropy", "prev", "same", "next", "sink_sos", "max")
+            }
+            for kind in ("encoder", "decoder_self", "cross")
+        }
     return tr
 
 
@@ -95,13 +106,18 @@ def test_real_trace_roundtrip(translator):
     p = P.encode_trace(tr)
     assert p["schema"] == P.SCHEMA and p["steps"] == tr.steps and p["src_tokens"] == tr.src_tokens
     d = P.decode_payload(json.loads(json.dumps(p)))
-    for name, ref in [("encoder_attn", tr.encoder_attn), ("decoder_attn", tr.decoder_self_attn),
-                      ("cross_attn", tr.cross_attn)]:
+    for name, ref in [
+        ("encoder_attn", tr.encoder_attn),
+        ("decoder_attn", tr.decoder_self_attn),
+        ("cross_attn", tr.cross_attn),
+    ]:
         assert d[name].shape == ref.shape
         assert np.abs(d[name] - ref).max() <= ref.max() / 510 + 1e-6, name
     np.testing.assert_allclose(d["topk_probs"], tr.topk_probs, atol=1e-7)
     pe = d["positional_encoding"]
-    assert pe.shape[0] >= len(tr.src_tokens) and np.abs(pe - tr.positional_encoding[: pe.shape[0]]).max() <= 1 / 255 + 1e-6
+    assert (
+        pe.shape[0] >= len(tr.src_tokens) and np.abs(pe - tr.positional_encoding[: pe.shape[0]]).max() <= 1 / 255 + 1e-6
+    )
 
 
 def test_optional_analysis_fields_travel_when_present():
@@ -148,8 +164,9 @@ def test_payload_size_of_a_ten_word_sentence():
     """A 10-word sentence (about 12 source tokens), the shipped model's shape, with every
     analysis a real trace carries."""
     L, H, d = shipped_shape()
-    size = len(json.dumps(P.encode_trace(synthetic_trace(12, 13, L=L, H=H, d=d, analyses=True)),
-                          ensure_ascii=False).encode())
+    size = len(
+        json.dumps(P.encode_trace(synthetic_trace(12, 13, L=L, H=H, d=d, analyses=True)), ensure_ascii=False).encode()
+    )
     assert size <= 100_000, size
 
 
@@ -203,8 +220,17 @@ def test_the_attention_part_is_the_payload_cut_short(translator):
     tr = translator.trace("the black cat sleeps.")
     part, whole = P.encode_attention(tr), P.encode_trace(tr)
     assert part.items() <= whole.items()
-    assert set(part) == {"schema", "src_tokens", "tgt_tokens", "special_tokens", "layers", "decoder_layers", "heads",
-                         "steps", "attn"}
+    assert set(part) == {
+        "schema",
+        "src_tokens",
+        "tgt_tokens",
+        "special_tokens",
+        "layers",
+        "decoder_layers",
+        "heads",
+        "steps",
+        "attn",
+    }
     decoded = P.decode_payload(json.loads(json.dumps(part)))
     assert set(decoded) == {"encoder_attn", "decoder_attn", "cross_attn"}
     np.testing.assert_array_equal(decoded["cross_attn"], P.decode_payload(whole)["cross_attn"])
@@ -235,6 +261,7 @@ def test_token_ids_travel_as_two_bytes_and_large_vocabularies_as_four():
 
 # --- the head a new sentence opens on ------------------------------------------------------------
 
+
 def cross_stats(entropy, sink, n=1) -> dict:
     return {"n_sentences": n, "kinds": {"cross": {"entropy": entropy, "sink": sink}}}
 
@@ -242,8 +269,14 @@ def cross_stats(entropy, sink, n=1) -> dict:
 def test_focus_head_is_the_sharpest_head_that_looks_at_words():
     # layer 1 head 2 is the sharpest but looks at [SOS] and punctuation; layer 2 head 1 is sharp and on words
     stats = cross_stats([[0.6, 0.1], [0.2, None]], [[0.2, 0.9], [0.1, 0.0]], n=1000)
-    assert P.focus_head(stats) == {"kind": "cross", "layer": 2, "head": 1, "entropy": 0.2, "sink": 0.1,
-                                   "n_sentences": 1000}
+    assert P.focus_head(stats) == {
+        "kind": "cross",
+        "layer": 2,
+        "head": 1,
+        "entropy": 0.2,
+        "sink": 0.1,
+        "n_sentences": 1000,
+    }
     assert P.focus_head(None) is None and P.focus_head({"kinds": {"encoder": {}}}) is None
 
 
@@ -251,8 +284,15 @@ def test_the_payload_opens_on_the_test_sets_head_or_else_the_sentences():
     tr = synthetic_trace(8, 6, L=2, H=2)
     assert "focus" not in P.encode_trace(tr)  # no statistics at all: the viewer keeps its own settings
     tr.head_stats = {"kinds": {"cross": {"entropy": [[0.1, 0.9], [0.9, 0.9]], "sink": [[0.1, 0.1], [0.1, 0.1]]}}}
-    assert P.encode_trace(tr)["focus"] == {"kind": "cross", "layer": 1, "head": 1, "entropy": 0.1, "sink": 0.1,
-                                           "n_sentences": 1, "source": "sentence"}
+    assert P.encode_trace(tr)["focus"] == {
+        "kind": "cross",
+        "layer": 1,
+        "head": 1,
+        "entropy": 0.1,
+        "sink": 0.1,
+        "n_sentences": 1,
+        "source": "sentence",
+    }
     test = cross_stats([[0.9, 0.9], [0.9, 0.2]], [[0.1, 0.1], [0.1, 0.1]], n=1000)
     focus = P.encode_trace(tr, test_stats=test)["focus"]
     assert (focus["layer"], focus["head"], focus["source"], focus["n_sentences"]) == (2, 2, "test", 1000)

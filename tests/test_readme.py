@@ -62,7 +62,12 @@ def fenced_blocks(text: str, path: Path = ROOT / "README.md") -> list[Block]:
         i += 1
         while i < len(lines):
             close = FENCE.match(lines[i])
-            if close and close["fence"][0] == fence[0] and len(close["fence"]) >= len(fence) and not close["info"].strip():
+            if (
+                close
+                and close["fence"][0] == fence[0]
+                and len(close["fence"]) >= len(fence)
+                and not close["info"].strip()
+            ):
                 break
             body.append(lines[i])
             i += 1
@@ -86,14 +91,21 @@ def run_block(code: str) -> subprocess.CompletedProcess:
     The root it sees is a scratch folder of links to the repository's files, so what a
     snippet writes (``fig.write_html("cross.html")``) lands there, not in the work tree."""
     # one thread (the tests share the machine), no windows, no network (a snippet must not need the hub)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "HF_HUB_OFFLINE": "1",
-           "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        "HF_HUB_OFFLINE": "1",
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "PYTHONUNBUFFERED": "1",
+    }
     with tempfile.TemporaryDirectory() as scratch:
         for entry in ROOT.iterdir():
             if entry.name != ".git":
                 (Path(scratch) / entry.name).symlink_to(entry)
-        return subprocess.run([sys.executable, "-c", code], cwd=scratch, env=env, capture_output=True, text=True,
-                              timeout=BLOCK_TIMEOUT)
+        return subprocess.run(
+            [sys.executable, "-c", code], cwd=scratch, env=env, capture_output=True, text=True, timeout=BLOCK_TIMEOUT
+        )
 
 
 def failure(where: str, result: subprocess.CompletedProcess) -> str:
@@ -107,15 +119,16 @@ def app_url(tmp_path_factory):
         yield app.url.rstrip("/")
 
 
-@pytest.mark.parametrize("block", [
-    pytest.param(b, id=b.where, marks=[pytest.mark.slow] if b.needs_app else [])
-    for b in python_blocks()
-])
+@pytest.mark.parametrize(
+    "block", [pytest.param(b, id=b.where, marks=[pytest.mark.slow] if b.needs_app else []) for b in python_blocks()]
+)
 def test_python_block_runs(block, request):
     code = block.code
     if block.needs_app:
-        assert APP_URL in code, (f"{block.where}: a gradio_client example must address the app at {APP_URL}/ "
-                                 "(python app.py's default), so that this test can point it at its own app")
+        assert APP_URL in code, (
+            f"{block.where}: a gradio_client example must address the app at {APP_URL}/ "
+            "(python app.py's default), so that this test can point it at its own app"
+        )
         code = code.replace(APP_URL, request.getfixturevalue("app_url"))
     result = run_block(code)
     assert result.returncode == 0, failure(block.where, result)
@@ -135,13 +148,32 @@ def test_every_fence_names_its_language():
 
 
 def test_fences_are_parsed_as_commonmark():
-    text = "\n".join([
-        "intro", "```python", "x = 1", "```", "", "````markdown", "```python", "not code", "```", "````",
-        "~~~bash", "echo hi", "~~~", "``` python extra", "y = 2", "```", "text with ```python inline```",
-    ])
+    text = "\n".join(
+        [
+            "intro",
+            "```python",
+            "x = 1",
+            "```",
+            "",
+            "````markdown",
+            "```python",
+            "not code",
+            "```",
+            "````",
+            "~~~bash",
+            "echo hi",
+            "~~~",
+            "``` python extra",
+            "y = 2",
+            "```",
+            "text with ```python inline```",
+        ]
+    )
     blocks = fenced_blocks(text)
     assert [(b.line, b.lang, b.code) for b in blocks] == [
-        (2, "python", "x = 1\n"), (6, "markdown", "```python\nnot code\n```\n"), (11, "bash", "echo hi\n"),
+        (2, "python", "x = 1\n"),
+        (6, "markdown", "```python\nnot code\n```\n"),
+        (11, "bash", "echo hi\n"),
         (14, "python", "y = 2\n"),
     ]
 

@@ -53,8 +53,10 @@ def vectors(translator, text, step, target):
 
 def word_mask(translator, src, prefix):
     cfg = translator.cfg
-    return (torch.tensor([i not in (cfg.src_sos_id, cfg.src_eos_id) for i in src[0].tolist()]),
-            torch.tensor([i not in (cfg.tgt_sos_id, cfg.tgt_eos_id) for i in prefix[0].tolist()]))
+    return (
+        torch.tensor([i not in (cfg.src_sos_id, cfg.src_eos_id) for i in src[0].tolist()]),
+        torch.tensor([i not in (cfg.tgt_sos_id, cfg.tgt_eos_id) for i in prefix[0].tolist()]),
+    )
 
 
 def logprob(model, src, prefix, token, xs, xt) -> torch.Tensor:
@@ -174,8 +176,14 @@ def test_no_gradient_reaches_the_parameters(translator):
 
 
 def test_bad_arguments(translator):
-    for kwargs, match in (({"n_steps": 0}, "n_steps"), ({"n_steps": 2000}, "n_steps"), ({"tolerance": 0}, "tolerance"),
-                          ({"layer": 5}, "layer"), ({"head": 9}, "head"), ({"head": "max"}, "head")):
+    for kwargs, match in (
+        ({"n_steps": 0}, "n_steps"),
+        ({"n_steps": 2000}, "n_steps"),
+        ({"tolerance": 0}, "tolerance"),
+        ({"layer": 5}, "layer"),
+        ({"head": 9}, "head"),
+        ({"head": "max"}, "head"),
+    ):
         with pytest.raises(ValueError, match=match):
             saliency(translator, TEXT, 0, target_ids=TARGET, **kwargs)
     with pytest.raises(ValueError, match="step must be"):

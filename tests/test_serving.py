@@ -12,8 +12,14 @@ from explorer.serving import TraceBatcher
 
 def test_concurrent_callers_are_batched_and_get_their_own_trace(translator):
     batcher = TraceBatcher(translator, max_batch=4)
-    texts = ["the black cat sleeps.", "a dog.", "the red house.", "the cat and the dog.", "the old cat.",
-             "a small red house is near the dog."]
+    texts = [
+        "the black cat sleeps.",
+        "a dog.",
+        "the red house.",
+        "the cat and the dog.",
+        "the old cat.",
+        "a small red house is near the dog.",
+    ]
     gate = threading.Event()
     got: dict[str, object] = {}
 

@@ -29,37 +29,59 @@ def test_notices_speak_in_tokens(translator):
     notes = " ".join(viewer.notices(long, translator.max_source_tokens))
     assert f"at most {translator.max_source_tokens} subword tokens" in notes
     assert f"{long.n_src_tokens_dropped} tokens dropped" in notes
-    assert not any("Too long" in n for n in viewer.notices(translator.trace("the cat sleeps."),
-                                                           translator.max_source_tokens))
+    assert not any(
+        "Too long" in n for n in viewer.notices(translator.trace("the cat sleeps."), translator.max_source_tokens)
+    )
     unk = " ".join(viewer.notices(translator.trace("😺😺 שלום"), translator.max_source_tokens))
     assert "meaningless" in unk and "reads English only" in unk
 
 
-@pytest.mark.parametrize("text, language", [
-    ("Il gatto dorme sul divano.", "Italian"), ("Ho una macchina rossa.", "Italian"), ("Ciao, come stai?", "Italian"),
-    ("Mi piace il caffè.", "Italian"), ("Dov'è la stazione?", "Italian"), ("Je suis très content.", "French"),
-    ("Ich habe einen Hund.", "German"), ("La casa es grande y bonita.", "Spanish"),
-    ("I have a red car.", None), ("The book that I bought yesterday is very interesting.", None),
-    ("Tom gave Mary a beautiful present for her birthday.", None), ("I don't like coffee.", None),
-    ("My sister is tall.", None), ("Die Hard is a movie.", None), ("Hello!", None)])
+@pytest.mark.parametrize(
+    "text, language",
+    [
+        ("Il gatto dorme sul divano.", "Italian"),
+        ("Ho una macchina rossa.", "Italian"),
+        ("Ciao, come stai?", "Italian"),
+        ("Mi piace il caffè.", "Italian"),
+        ("Dov'è la stazione?", "Italian"),
+        ("Je suis très content.", "French"),
+        ("Ich habe einen Hund.", "German"),
+        ("La casa es grande y bonita.", "Spanish"),
+        ("I have a red car.", None),
+        ("The book that I bought yesterday is very interesting.", None),
+        ("Tom gave Mary a beautiful present for her birthday.", None),
+        ("I don't like coffee.", None),
+        ("My sister is tall.", None),
+        ("Die Hard is a movie.", None),
+        ("Hello!", None),
+    ],
+)
 def test_language_guess_tells_neighbouring_languages_from_english(text, language):
     assert viewer.language_guess(text) == language
 
 
 # --- typed text: markup and control characters out, and what is not words -----------------------
 
-@pytest.mark.parametrize("text, clean, taken", [
-    ("I have a red car.", "I have a red car.", ""),
-    ("3 < 5 and 7 > 2", "3 < 5 and 7 > 2", ""),  # comparisons are not tags
-    ("The cat sleeps.  ", "The cat sleeps.  ", ""),  # nothing to take out: read exactly as typed
-    ("<p>My sister is <b>tall</b>.</p>", "My sister is tall .", "markup (HTML tags)"),
-    ("<script>alert(1)</script> The cat sleeps.", "The cat sleeps.", "markup (HTML tags)"),  # code goes with its tags
-    ("Tom &amp; Jerry &lt;b&gt;are&lt;/b&gt; friends.", "Tom & Jerry are friends.", "markup (HTML tags)"),
-    ("<!-- a comment -->Hi there", "Hi there", "markup (HTML tags)"),
-    ("\x1b[31mThe cat\x1b[0m sleeps.", "The cat sleeps.", "control characters"),
-    ("The\x00 cat\x07 sleeps.\u202e", "The cat sleeps.", "control characters"),
-    ("<i>The</i> cat\x1b[1m sleeps.", "The cat sleeps.", "markup (HTML tags) and control characters"),
-])
+
+@pytest.mark.parametrize(
+    "text, clean, taken",
+    [
+        ("I have a red car.", "I have a red car.", ""),
+        ("3 < 5 and 7 > 2", "3 < 5 and 7 > 2", ""),  # comparisons are not tags
+        ("The cat sleeps.  ", "The cat sleeps.  ", ""),  # nothing to take out: read exactly as typed
+        ("<p>My sister is <b>tall</b>.</p>", "My sister is tall .", "markup (HTML tags)"),
+        (
+            "<script>alert(1)</script> The cat sleeps.",
+            "The cat sleeps.",
+            "markup (HTML tags)",
+        ),  # code goes with its tags
+        ("Tom &amp; Jerry &lt;b&gt;are&lt;/b&gt; friends.", "Tom & Jerry are friends.", "markup (HTML tags)"),
+        ("<!-- a comment -->Hi there", "Hi there", "markup (HTML tags)"),
+        ("\x1b[31mThe cat\x1b[0m sleeps.", "The cat sleeps.", "control characters"),
+        ("The\x00 cat\x07 sleeps.\u202e", "The cat sleeps.", "control characters"),
+        ("<i>The</i> cat\x1b[1m sleeps.", "The cat sleeps.", "markup (HTML tags) and control characters"),
+    ],
+)
 def test_clean_input_takes_markup_and_control_characters_out_and_says_so(text, clean, taken):
     got, notice = viewer.clean_input(text)
     assert got == clean
@@ -75,8 +97,10 @@ def test_clean_input_refuses_text_with_nothing_left_to_read(text):
         viewer.clean_input(text)
 
 
-@pytest.mark.parametrize("text", ["alert(1)", "1234 5678 9012", "%%% $$$ ###", "function f(x) { return x * 2; }",
-                                  "https://example.com/a?b=c"])
+@pytest.mark.parametrize(
+    "text",
+    ["alert(1)", "1234 5678 9012", "%%% $$$ ###", "function f(x) { return x * 2; }", "https://example.com/a?b=c"],
+)
 def test_text_that_is_mostly_not_words_is_told_its_translation_is_meaningless(translator, text):
     assert viewer.word_share(text) < viewer.MOSTLY_NOT_WORDS
     notes = " ".join(viewer.notices(translator.trace(text), translator.max_source_tokens))

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from transformer import load_translator
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,8 +24,20 @@ def run(*args, cwd=ROOT, timeout=600):
 @pytest.fixture(scope="module")
 def tiny_run(data_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("run") / "tiny"
-    r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--epochs", "4",
-            "--keep-epochs", "3", *FIXTURE)
+    r = run(
+        "train.py",
+        "--preset",
+        "tiny",
+        "--dataset",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--epochs",
+        "4",
+        "--keep-epochs",
+        "3",
+        *FIXTURE,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return out, r
 
@@ -41,7 +54,8 @@ def test_tiny_training_end_to_end(tiny_run):
     assert sorted(p.name for p in (out / "snapshots").iterdir()) == ["epoch-001", "epoch-004"]
     best_epoch = json.loads((out / "best" / "metrics.json").read_text()).get("epoch", 4)
     assert sorted(p.name for p in (out / "best" / "snapshots").iterdir()) == [
-        f"epoch-{e:03d}" for e in (1, 4) if e <= best_epoch]
+        f"epoch-{e:03d}" for e in (1, 4) if e <= best_epoch
+    ]
     for name in ("config.json", "model.safetensors", "tokenizer.json", "metrics.json", "README.md"):
         assert (out / "best" / name).is_file(), name
     assert "Training history" in (out / "best" / "README.md").read_text()
@@ -55,8 +69,21 @@ def test_tiny_training_end_to_end(tiny_run):
 
 def test_resume_continues_from_the_last_epoch(tiny_run, data_dir):
     out, _ = tiny_run
-    r = run("train.py", "--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--epochs", "5",
-            "--resume", "--keep-epochs", "3", *FIXTURE)
+    r = run(
+        "train.py",
+        "--preset",
+        "tiny",
+        "--dataset",
+        str(data_dir),
+        "--out",
+        str(out),
+        "--epochs",
+        "5",
+        "--resume",
+        "--keep-epochs",
+        "3",
+        *FIXTURE,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     history = json.loads((out / "history.json").read_text())
     assert [h["epoch"] for h in history if "epoch" in h] == [1, 2, 3, 4, 5]
@@ -67,33 +94,62 @@ def test_resume_continues_from_the_last_epoch(tiny_run, data_dir):
 
 def test_evaluate_cli_prints_a_json_last_line(tiny_run, data_dir):
     out, _ = tiny_run
-    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
-            "--limit", "4")
+    r = run(
+        "-m",
+        "transformer.cli.evaluate",
+        "--checkpoint",
+        str(out / "best"),
+        "--data",
+        str(data_dir / "test.jsonl"),
+        "--limit",
+        "4",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["n"] == 4 and 0 <= result["bleu"] <= 100 and 0 <= result["chrf"] <= 100 and result["seconds"] >= 0
     assert result["long"] is None  # the fixture's sentences are all short
-    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir / "test.jsonl"),
-            "--long-words", "5")
+    r = run(
+        "-m",
+        "transformer.cli.evaluate",
+        "--checkpoint",
+        str(out / "best"),
+        "--data",
+        str(data_dir / "test.jsonl"),
+        "--long-words",
+        "5",
+    )
     long = json.loads(r.stdout.strip().splitlines()[-1])["long"]
     n = sum(len(json.loads(line)["translation"]["en"].split()) >= 5 for line in (data_dir / "test.jsonl").open())
     assert 0 < n < 6 and long["n"] == n and long["min_words"] == 5 and 0 <= long["bleu"] <= 100
     r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir))
     assert json.loads(r.stdout.strip().splitlines()[-1])["n"] == 6  # a directory: its test split
-    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(out / "best"), "--data", str(data_dir), "--limit", "3",
-            "--beam-size", "3")
+    r = run(
+        "-m",
+        "transformer.cli.evaluate",
+        "--checkpoint",
+        str(out / "best"),
+        "--data",
+        str(data_dir),
+        "--limit",
+        "3",
+        "--beam-size",
+        "3",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["beam_size"] == 3 and result["n"] == 3
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--dataset", "/no/such/dir"], "no such file or directory"),
-    (["--src", "xx"], "language 'xx' not found"),
-    (["--epochs", "0"], "argument --epochs: expected a whole number ≥ 1, got '0'"),
-    (["--lr", "-1"], "argument --lr: expected a number > 0, got '-1'"),
-    (["--max-minutes", "0"], "argument --max-minutes: expected a number > 0, got '0'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--dataset", "/no/such/dir"], "no such file or directory"),
+        (["--src", "xx"], "language 'xx' not found"),
+        (["--epochs", "0"], "argument --epochs: expected a whole number ≥ 1, got '0'"),
+        (["--lr", "-1"], "argument --lr: expected a number > 0, got '-1'"),
+        (["--max-minutes", "0"], "argument --max-minutes: expected a number > 0, got '0'"),
+    ],
+)
 def test_bad_train_arguments_exit_2_with_one_line(tmp_path, data_dir, args, message):
     full = ["--preset", "tiny", "--dataset", str(data_dir), "--out", str(tmp_path / "o"), *args]
     r = run("train.py", *full)
@@ -119,8 +175,16 @@ def test_empty_file_and_unwritable_out_dir(tmp_path, data_dir):
 def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
     r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tmp_path / "none"), "--data", str(data_dir))
     assert r.returncode == 2 and "checkpoint directory not found" in r.stderr
-    r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir),
-            "--beam-size", "0")
+    r = run(
+        "-m",
+        "transformer.cli.evaluate",
+        "--checkpoint",
+        str(tiny_checkpoint),
+        "--data",
+        str(data_dir),
+        "--beam-size",
+        "0",
+    )
     assert r.returncode == 2 and "argument --beam-size: expected a whole number ≥ 1, got '0'" in r.stderr
     r = run("-m", "transformer.cli.evaluate", "--checkpoint", str(tiny_checkpoint), "--data", str(tmp_path / "x.jsonl"))
     assert r.returncode == 2 and "no such file" in r.stderr
@@ -133,18 +197,50 @@ def test_bad_evaluate_arguments(tmp_path, tiny_checkpoint, data_dir):
 def test_speed_benchmark_prints_its_ratios(tiny_checkpoint, data_dir, tmp_path):
     r = run(str(ROOT / "benchmarks" / "speed.py"), "--checkpoint", str(tmp_path / "none"), cwd=tmp_path)
     assert r.returncode == 2 and "checkpoint directory not found" in r.stderr and "Traceback" not in r.stderr
-    r = run("benchmarks/speed.py", "--checkpoint", str(tiny_checkpoint), "--data", str(data_dir / "train.jsonl"),
-            "--repeat", "1", "--train-steps", "1", "--batch-tokens", "400")
+    r = run(
+        "benchmarks/speed.py",
+        "--checkpoint",
+        str(tiny_checkpoint),
+        "--data",
+        str(data_dir / "train.jsonl"),
+        "--repeat",
+        "1",
+        "--train-steps",
+        "1",
+        "--batch-tokens",
+        "400",
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads(r.stdout.strip().splitlines()[-1])
-    for key in ("trace_ms", "naive_ms", "decode_speedup", "ours_tok_s", "seed_tok_s", "torch_tok_s",
-                "train_speedup", "vs_torch"):
+    for key in (
+        "trace_ms",
+        "naive_ms",
+        "decode_speedup",
+        "ours_tok_s",
+        "seed_tok_s",
+        "torch_tok_s",
+        "train_speedup",
+        "vs_torch",
+    ):
         assert result[key] > 0, key
 
 
 def test_train_step_benchmark_prints_its_ratios(data_dir):
-    small = ["--data", str(data_dir), "--vocab-size", "200", "--d-ff", "64", "32", "--batch-tokens", "200",
-             "--threads", "1", "--rounds", "1"]
+    small = [
+        "--data",
+        str(data_dir),
+        "--vocab-size",
+        "200",
+        "--d-ff",
+        "64",
+        "32",
+        "--batch-tokens",
+        "200",
+        "--threads",
+        "1",
+        "--rounds",
+        "1",
+    ]
     r = run("benchmarks/train_step.py", *small, "--steps", "100000")
     assert r.returncode == 2 and "lower --steps" in r.stderr and "Traceback" not in r.stderr
     r = run("benchmarks/train_step.py", *small, "--steps", "2")

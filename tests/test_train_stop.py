@@ -21,6 +21,7 @@ import torch
 import torch.distributed as dist
 
 import train
+from transformer.cli import train as cli_train
 from transformer.training import progress
 from transformer.training.trainer import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
 
@@ -40,8 +41,14 @@ def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str,
     first mid-epoch checkpoint is on disk: to the whole group as Ctrl-C does (``target``
     'group'), to train.py itself ('launcher'), or to the training process of rank 1 ('rank1').
     Returns (exit code, stdout, stderr)."""
-    p = subprocess.Popen([sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP], cwd=ROOT,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while not (out / MID_EPOCH_DIR / STATE_FILE).is_file():
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
@@ -72,8 +79,11 @@ def the_stop_line(out: Path, stdout: str, stderr: str) -> re.Match:
     assert "Traceback" not in stdout + stderr and "Error" not in stdout + stderr, stderr[-3000:]
     lines = [line for line in stderr.splitlines() if line.startswith("stopped")]
     assert len(lines) == 1, stderr[-3000:]
-    where = re.fullmatch(rf"stopped: saved {re.escape(str(out))} (?:at epoch (\d+), step (\d+) of (\d+)|after epoch "
-                         rf"(\d+)); continue with: python train.py --out {re.escape(str(out))} --resume", lines[0])
+    where = re.fullmatch(
+        rf"stopped: saved {re.escape(str(out))} (?:at epoch (\d+), step (\d+) of (\d+)|after epoch "
+        rf"(\d+)); continue with: python train.py --out {re.escape(str(out))} --resume",
+        lines[0],
+    )
     assert where, lines[0]
     return where
 
@@ -92,8 +102,7 @@ def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path):
     on from that step (taking the run's own settings, threads included) and ends with the
     very weights of a run that never stopped."""
     out, straight = tmp_path / "stopped", tmp_path / "straight"
-    code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *RUN, "--dataset", str(data_dir),
-                                       "--threads", "1")
+    code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *RUN, "--dataset", str(data_dir), "--threads", "1")
     assert code == 130, stderr[-3000:]
     where = the_stop_line(out, stdout, stderr)
     if where[1]:  # within an epoch: the mid-epoch checkpoint says where
@@ -106,8 +115,9 @@ def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path):
     for epoch in (1, 2):
         assert same(float32_weights(out, epoch), float32_weights(straight, epoch)), epoch
     history = [{k: v for k, v in r.items() if k != "minutes"} for r in json.loads((out / "history.json").read_text())]
-    assert history == [{k: v for k, v in r.items() if k != "minutes"}
-                       for r in json.loads((straight / "history.json").read_text())]
+    assert history == [
+        {k: v for k, v in r.items() if k != "minutes"} for r in json.loads((straight / "history.json").read_text())
+    ]
 
 
 gloo = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(), reason="no gloo backend")
@@ -124,12 +134,24 @@ def test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical(data_dir
     code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *args)
     assert code == 130, stderr[-3000:]
     the_stop_line(out, stdout, stderr)
-    r = subprocess.run([sys.executable, "train.py", "--out", str(out), "--resume", "--save-every-minutes", "10"],
-                       cwd=ROOT, capture_output=True, text=True, timeout=600, check=False)
+    r = subprocess.run(
+        [sys.executable, "train.py", "--out", str(out), "--resume", "--save-every-minutes", "10"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "on each of 2 processes" in r.stderr
-    r = subprocess.run([sys.executable, "train.py", *args, "--out", str(straight)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=600, check=False)
+    r = subprocess.run(
+        [sys.executable, "train.py", *args, "--out", str(straight)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     for epoch in (1, 2):
         assert same(float32_weights(out, epoch), float32_weights(straight, epoch)), epoch
@@ -142,12 +164,19 @@ def test_sigterm_to_any_process_stops_both(data_dir, tmp_path, target):
     """SIGTERM to train.py (which forwards it) or to one training process alone: both
     processes stop at the same step, one line, exit 143; the run resumes."""
     out = tmp_path / "run"
-    code, stdout, stderr = stopped_run(out, signal.SIGTERM, target, *RUN, "--dataset", str(data_dir), "--device",
-                                       "cpu", "--processes", "2")
+    code, stdout, stderr = stopped_run(
+        out, signal.SIGTERM, target, *RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2"
+    )
     assert code == 143, stderr[-3000:]
     the_stop_line(out, stdout, stderr)
-    r = subprocess.run([sys.executable, "train.py", "--out", str(out), "--resume", "--epochs", "1"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600, check=False)
+    r = subprocess.run(
+        [sys.executable, "train.py", "--out", str(out), "--resume", "--epochs", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
 
 
@@ -159,7 +188,7 @@ def test_a_stop_before_training_starts_is_one_line(data_dir, tmp_path, monkeypat
         os.kill(os.getpid(), signal.SIGTERM)
         raise AssertionError("the signal did not stop the run")
 
-    monkeypatch.setattr(train, "load_run_data", signalled)
+    monkeypatch.setattr(cli_train, "load_run_data", signalled)
     try:
         assert tiny_main(data_dir, tmp_path / "o") == 143
     finally:
@@ -180,13 +209,14 @@ def test_an_out_that_holds_a_run_is_refused_before_any_slow_work(data_dir, tmp_p
     out = tmp_path / "run"
     (out / item).parent.mkdir(parents=True, exist_ok=True)
     (out / item).write_text("{}") if "." in item else (out / item).mkdir()
-    monkeypatch.setattr(train, "load_run_data", not_called)
+    monkeypatch.setattr(cli_train, "load_run_data", not_called)
     with pytest.raises(SystemExit) as exc:
         tiny_main(data_dir, out)
     assert exc.value.code == 2
     top = item.split("/")[0]
     assert capsys.readouterr().err.splitlines() == [
-        f"error: {out} already holds a run ({top}): continue it with --resume, or replace it with --overwrite"]
+        f"error: {out} already holds a run ({top}): continue it with --resume, or replace it with --overwrite"
+    ]
     assert (out / item).exists()
 
 
@@ -207,7 +237,7 @@ def test_overwrite_replaces_the_run_and_nothing_else(data_dir, tmp_path, monkeyp
 # ------------------------------------------------------------------ --resume takes the run's settings
 
 
-real_load = train.load_run_data
+real_load = cli_train.load_run_data
 
 
 def fit_stub(seen: list):
@@ -220,21 +250,27 @@ def test_resume_takes_the_runs_own_flags(data_dir, tmp_path, monkeypatch, capsys
     out = tmp_path / "run"
     assert tiny_main(data_dir, out, "--epochs", "1", "--seed", "3", "--max-train-pairs", "90") == 0
     loaded, seen = [], []
-    monkeypatch.setattr(train, "load_run_data", lambda *a, **kw: loaded.append((a, kw)) or real_load(*a, **kw))
+    monkeypatch.setattr(cli_train, "load_run_data", lambda *a, **kw: loaded.append((a, kw)) or real_load(*a, **kw))
     monkeypatch.setattr(Trainer, "fit", fit_stub(seen))
     assert train.main(["--out", str(out), "--resume", "--epochs", "2"]) == 0
-    (args, kwargs), = loaded
+    ((args, kwargs),) = loaded
     assert args[0] == str(data_dir) and kwargs["seed"] == 3 and kwargs["max_train_pairs"] == 90
     assert (seen[0].settings.batch_tokens, seen[0].settings.seed, seen[0].settings.epochs) == (600, 3, 2)
     capsys.readouterr()
-    for flag, value, recorded in (("--batch-tokens", "300", "600"), ("--dataset", "elsewhere", str(data_dir)),
-                                  ("--preset", "base", "tiny")):
+    for flag, value, recorded in (
+        ("--batch-tokens", "300", "600"),
+        ("--dataset", "elsewhere", str(data_dir)),
+        ("--preset", "base", "tiny"),
+    ):
         with pytest.raises(SystemExit) as exc:
             train.main(["--out", str(out), "--resume", flag, value])
         assert exc.value.code == 2
         assert capsys.readouterr().err.splitlines() == [
-            (f"error: {flag} {value}: {out} was trained with {flag} {recorded}; --resume goes on with the run's own "
-             "(leave the flag out)")]
+            (
+                f"error: {flag} {value}: {out} was trained with {flag} {recorded}; --resume goes on with the run's own "
+                "(leave the flag out)"
+            )
+        ]
 
 
 @pytest.mark.parametrize("recorded_in", [RUN_FILE, STATE_FILE])
@@ -253,7 +289,7 @@ def test_resume_launches_the_processes_the_run_trained_with(data_dir, tmp_path, 
         state = torch.load(path, weights_only=True)
         torch.save({**state, "settings": {**state["settings"], "processes": 2}}, path)
     launched = []
-    monkeypatch.setattr(train, "launch_processes", lambda script, args, n, threads: launched.append(n) or 0)
+    monkeypatch.setattr(cli_train, "launch_processes", lambda script, args, n, threads: launched.append(n) or 0)
     assert train.main(["--out", str(out), "--resume", "--dataset", str(data_dir), "--device", "cpu"]) == 0
     assert launched == [2]
 
@@ -304,16 +340,25 @@ def test_the_first_lines_say_where_the_run_goes_and_when_it_ends(data_dir, tmp_p
     err = capsys.readouterr().err.splitlines()
     first_record = next(i for i, line in enumerate(err) if line.startswith('{"epoch": 1'))
     before = err[:first_record]
-    assert (f"output: {out} (a new run); Ctrl-C saves and stops, then continue with: python train.py --out {out} "
-            "--resume") in before
-    assert any(re.fullmatch(r"time budget: --max-minutes 50 ends the run by \d\d:\d\d, 50 minutes from now "
-                            r"\(training stops in time for the last evaluation\)", line) for line in before), before
+    assert (
+        f"output: {out} (a new run); Ctrl-C saves and stops, then continue with: python train.py --out {out} --resume"
+    ) in before
+    assert any(
+        re.fullmatch(
+            r"time budget: --max-minutes 50 ends the run by \d\d:\d\d, 50 minutes from now "
+            r"\(training stops in time for the last evaluation\)",
+            line,
+        )
+        for line in before
+    ), before
     forecasts = [line for line in before if "forecast: " in line]
     assert len(forecasts) == 1 and "evaluation " in forecasts[0] and "timed on a sample" in forecasts[0], before
     assert tiny_main(data_dir, out, "--resume", "--epochs", "3") == 0
     err = capsys.readouterr().err.splitlines()
-    assert any(line.startswith("forecast: ") and "(from the run's 1 epoch(s) so far)" in line
-               for line in err[:next(i for i, line in enumerate(err) if line.startswith('{"epoch": 3'))]), err
+    assert any(
+        line.startswith("forecast: ") and "(from the run's 1 epoch(s) so far)" in line
+        for line in err[: next(i for i, line in enumerate(err) if line.startswith('{"epoch": 3'))]
+    ), err
 
 
 def test_save_every_minutes_is_a_setting_of_the_run(data_dir, tmp_path, monkeypatch):

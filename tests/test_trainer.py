@@ -15,13 +15,21 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-import train
+from transformer.cli import train as cli_train
+from transformer.training import distributed
 from transformer.training import trainer as trainer_mod
 from transformer.core.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
 from transformer.training.data import load_parallel
 from transformer.training.distributed import DistContext, Stopped, StopSignals, shard_batches
 from transformer.training.trainer import (
-    MID_EPOCH_DIR, STATE_FILE, Trainer, TrainingError, TrainingStopped, build_fresh, is_snapshot_epoch, parse_snapshots,
+    MID_EPOCH_DIR,
+    STATE_FILE,
+    Trainer,
+    TrainingError,
+    TrainingStopped,
+    build_fresh,
+    is_snapshot_epoch,
+    parse_snapshots,
 )
 from transformer.training.presets import PRESETS, average_checkpoints
 
@@ -130,6 +138,7 @@ def test_resume_is_exact_when_checkpoints_are_stored_in_float16(data, tmp_path):
     must continue from the float32 weights the run had in memory, or it trains a different
     model from there on (a 2k-vocabulary run parted from its uninterrupted twin right after
     the resumed epoch)."""
+
     def fp16_trainer(out):
         model, src_tok, tgt_tok = build_fresh(TINY, data, "en", "it", seed=SETTINGS.seed, storage_dtype="float16")
         return Trainer(model, src_tok, tgt_tok, data, SETTINGS, out)
@@ -145,8 +154,9 @@ def test_resume_is_exact_when_checkpoints_are_stored_in_float16(data, tmp_path):
     result = resumed.fit()
     assert same_weights(weights_state_dict(resumed.model), weights_state_dict(straight.model))
     assert without_minutes(result.history) == without_minutes(straight.history)
-    assert load_file(str(tmp_path / "resumed" / "best" / "model.safetensors"))["src_embed.weight"].dtype \
-        == torch.float16
+    assert (
+        load_file(str(tmp_path / "resumed" / "best" / "model.safetensors"))["src_embed.weight"].dtype == torch.float16
+    )
 
 
 def test_resume_without_a_checkpoint_and_with_more_epochs(data, straight_run, tmp_path):
@@ -180,10 +190,13 @@ def scripted_scores(monkeypatch, chrfs):
     monkeypatch.setattr(trainer_mod, "corpus_scores", lambda hyps, refs: {"bleu": 0.0, "chrf": next(it)})
 
 
-@pytest.mark.parametrize("chrfs, best_tag", [
-    ([10.0, 30.0, 20.0, 25.0], {"epoch": 2}),            # averaging loses to epoch 2: best/ keeps epoch 2
-    ([10.0, 30.0, 20.0, 40.0], {"averaged": ["epoch-002", "epoch-003"]}),  # averaging wins
-])
+@pytest.mark.parametrize(
+    "chrfs, best_tag",
+    [
+        ([10.0, 30.0, 20.0, 25.0], {"epoch": 2}),  # averaging loses to epoch 2: best/ keeps epoch 2
+        ([10.0, 30.0, 20.0, 40.0], {"averaged": ["epoch-002", "epoch-003"]}),  # averaging wins
+    ],
+)
 def test_one_evaluate_and_save_step_picks_best(data, tmp_path, monkeypatch, chrfs, best_tag):
     scripted_scores(monkeypatch, chrfs)
     t = make_trainer(data, tmp_path, snapshots=())
@@ -412,39 +425,43 @@ def test_a_resumed_run_keeps_the_processes_it_recorded(data, tmp_path):
 # ------------------------------------------------------------------ train.py, in-process
 
 
-@pytest.mark.parametrize("wanted, device, n_devices, batch, expected", [
-    (2, "cpu", 1, 2000, (2, 2000)),     # a CPU holds any number of processes
-    (2, "cuda", 1, 2000, (1, 4000)),    # one GPU: one process, the same tokens per step
-    (4, "cuda", 3, 2000, (3, 2667)),
-    (2, "cuda", 8, 2000, (2, 2000)),
-    (2, "mps", 1, 2000, (1, 4000)),
-])
+@pytest.mark.parametrize(
+    "wanted, device, n_devices, batch, expected",
+    [
+        (2, "cpu", 1, 2000, (2, 2000)),  # a CPU holds any number of processes
+        (2, "cuda", 1, 2000, (1, 4000)),  # one GPU: one process, the same tokens per step
+        (4, "cuda", 3, 2000, (3, 2667)),
+        (2, "cuda", 8, 2000, (2, 2000)),
+        (2, "mps", 1, 2000, (1, 4000)),
+    ],
+)
 def test_processes_fit_the_devices(wanted, device, n_devices, batch, expected):
-    assert train.fit_processes(wanted, device, n_devices, batch) == expected
+    assert distributed.fit_processes(wanted, device, n_devices, batch) == expected
 
 
 def test_processes_default_to_the_presets():
     assert PRESETS["base"].train.processes == 2 and PRESETS["tiny"].train.processes == 1
-    args = train.parse_args(["--preset", "tiny", "--device", "cpu"])
-    assert train.plan_processes(args) == (1, [])
-    args = train.parse_args(["--device", "cpu"])
-    assert train.plan_processes(args) == (2, []) and args.batch_tokens is None
+    args = cli_train.parse_args(["--preset", "tiny", "--device", "cpu"])
+    assert cli_train.launch_plan(args) == (1, [])
+    args = cli_train.parse_args(["--device", "cpu"])
+    assert cli_train.launch_plan(args) == (2, []) and args.batch_tokens is None
 
 
 def test_one_gpu_trains_the_base_preset_in_one_process_of_twice_the_batch(monkeypatch, capsys):
-    monkeypatch.setattr(train, "pick_device", lambda name: "cuda")
+    monkeypatch.setattr(distributed, "pick_device", lambda name: "cuda")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    args = train.parse_args([])
-    assert train.plan_processes(args) == (1, ["--batch-tokens", "4000"])
+    args = cli_train.parse_args([])
+    assert cli_train.launch_plan(args) == (1, ["--batch-tokens", "4000"])
     assert args.batch_tokens == 4000 and args.processes == 1
-    assert capsys.readouterr().err == ("cuda: 1 device(s) for 2 processes; training 1 process(es) of 4000 batch "
-                                       "tokens, the same tokens per step\n")
+    assert capsys.readouterr().err == (
+        "cuda: 1 device(s) for 2 processes; training 1 process(es) of 4000 batch tokens, the same tokens per step\n"
+    )
 
 
 def test_help_shows_preset_values_not_none(capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "1000")  # no line wrapping inside names such as "real-only"
     with pytest.raises(SystemExit) as exc:
-        train.parse_args(["--help"])
+        cli_train.parse_args(["--help"])
     assert exc.value.code == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "(default: None)" not in text
@@ -455,16 +472,19 @@ def test_help_shows_preset_values_not_none(capsys, monkeypatch):
     assert "(default: 1,4,8)" in text
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--max-minutes", "0"], "argument --max-minutes: expected a number > 0, got '0'"),
-    (["--max-minutes", "-3"], "argument --max-minutes: expected a number > 0, got '-3'"),
-    (["--epochs", "0"], "argument --epochs: expected a whole number ≥ 1, got '0'"),
-    (["--snapshots", "0,x"], "argument --snapshots"),
-    (["--push-to-hub", "not a repo"], "owner/name"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--max-minutes", "0"], "argument --max-minutes: expected a number > 0, got '0'"),
+        (["--max-minutes", "-3"], "argument --max-minutes: expected a number > 0, got '-3'"),
+        (["--epochs", "0"], "argument --epochs: expected a whole number ≥ 1, got '0'"),
+        (["--snapshots", "0,x"], "argument --snapshots"),
+        (["--push-to-hub", "not a repo"], "owner/name"),
+    ],
+)
 def test_bad_flags_exit_2(capsys, args, message):
     with pytest.raises(SystemExit) as exc:
-        train.parse_args(args)
+        cli_train.parse_args(args)
     assert exc.value.code == 2 and message in capsys.readouterr().err
 
 
@@ -479,8 +499,13 @@ def test_bare_resume_keeps_the_runs_epochs_and_budget(data_dir, tmp_path, monkey
     its 1 epoch and 50 minutes (the tiny preset says 2 epochs and no budget); given flags win."""
     assert tiny_main(data_dir, tmp_path, "--epochs", "1", "--max-minutes", "50") == 0
     seen = []
-    monkeypatch.setattr(Trainer, "fit", lambda self: seen.append(self.settings) or trainer_mod.FitResult(
-        self.best_chrf, 0.0, self.best_dir, self.history, None))
+    monkeypatch.setattr(
+        Trainer,
+        "fit",
+        lambda self: (
+            seen.append(self.settings) or trainer_mod.FitResult(self.best_chrf, 0.0, self.best_dir, self.history, None)
+        ),
+    )
     tiny_main(data_dir, tmp_path, "--resume")
     tiny_main(data_dir, tmp_path, "--resume", "--epochs", "3", "--max-minutes", "7")
     assert [(s.epochs, s.max_minutes) for s in seen] == [(1, 50.0), (3, 7.0)]
@@ -521,8 +546,18 @@ def test_word_dropout_replaces_only_real_source_tokens():
     from transformer.core.config import TransformerConfig
     from transformer.training.presets import drop_source_words
 
-    cfg = TransformerConfig(src_vocab_size=50, tgt_vocab_size=50, src_pad_id=0, src_unk_id=1, src_sos_id=2,
-                            src_eos_id=3, tgt_pad_id=7, tgt_unk_id=8, tgt_sos_id=9, tgt_eos_id=10)
+    cfg = TransformerConfig(
+        src_vocab_size=50,
+        tgt_vocab_size=50,
+        src_pad_id=0,
+        src_unk_id=1,
+        src_sos_id=2,
+        src_eos_id=3,
+        tgt_pad_id=7,
+        tgt_unk_id=8,
+        tgt_sos_id=9,
+        tgt_eos_id=10,
+    )
     src = torch.tensor([[2, 11, 12, 13, 3, 0], [2, 14, 3, 0, 0, 0]])
     assert torch.equal(drop_source_words(src, cfg, 0.0), src)
     everything = drop_source_words(src, cfg, 0.999999)
@@ -546,8 +581,8 @@ def test_bf16_is_fast_keeps_bf16_only_where_it_is_not_emulated(monkeypatch, bf16
     """An AVX2-only CPU emulates bf16 matmuls (measured on an AVX2-only EPYC: 35 ms vs 0.65 ms in float32),
     which made the base run 25x slower; a CPU with bf16 arithmetic keeps it."""
     from transformer.training import presets as training
-    monkeypatch.setattr(training, "_matmul_seconds",
-                        lambda dtype, **kw: bf16_s if dtype == torch.bfloat16 else fp32_s)
+
+    monkeypatch.setattr(training, "_matmul_seconds", lambda dtype, **kw: bf16_s if dtype == torch.bfloat16 else fp32_s)
     assert training.bf16_is_fast("cpu") is expected
     assert training.bf16_is_fast("meta") is False  # neither CPU nor CUDA: float32
 
@@ -578,8 +613,18 @@ def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(mon
     from transformer.training.data import make_batch
     from transformer.core.model import build_model
 
-    cfg = TransformerConfig(d_model=16, h=2, d_ff=32, n_encoder_layers=1, n_decoder_layers=1, max_positions=64,
-                            src_vocab_size=20, tgt_vocab_size=20, dropout=0.0, attn_dropout=0.0)
+    cfg = TransformerConfig(
+        d_model=16,
+        h=2,
+        d_ff=32,
+        n_encoder_layers=1,
+        n_decoder_layers=1,
+        max_positions=64,
+        src_vocab_size=20,
+        tgt_vocab_size=20,
+        dropout=0.0,
+        attn_dropout=0.0,
+    )
     torch.manual_seed(0)
     model = build_model(cfg)
     lengths = [1, 2, 3, 5, 8, 12, 20, 30, 45, 2, 4, 7, 40]  # mixed, so sorting matters
@@ -600,13 +645,25 @@ def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(mon
     whole = make_batch(encoded, cfg)
     with torch.no_grad():
         logits = model(whole.src, whole.tgt_in).logits
-    expected = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), whole.tgt_out.reshape(-1),
-                               ignore_index=cfg.tgt_pad_id, reduction="sum") / whole.n_tgt_tokens
+    expected = (
+        F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]),
+            whole.tgt_out.reshape(-1),
+            ignore_index=cfg.tgt_pad_id,
+            reduction="sum",
+        )
+        / whole.n_tgt_tokens
+    )
     assert loss == pytest.approx(float(expected), rel=1e-5)
 
 
-@pytest.mark.parametrize("best, kept", [({"epoch": 3}, ["epoch-001", "epoch-003"]),
-                                        ({"averaged": ["epoch-004", "epoch-005"]}, ["epoch-001", "epoch-003", "epoch-005"])])
+@pytest.mark.parametrize(
+    "best, kept",
+    [
+        ({"epoch": 3}, ["epoch-001", "epoch-003"]),
+        ({"averaged": ["epoch-004", "epoch-005"]}, ["epoch-001", "epoch-003", "epoch-005"]),
+    ],
+)
 def test_best_carries_the_snapshots_up_to_its_own_epoch(tmp_path, best, kept):
     """A best/ chosen at epoch 3 of 5 carries the snapshots of epochs 1 and 3, not the final
     epoch 5 trained after it; an average of the last epochs comes after all of them."""

@@ -7,5 +7,14 @@ from transformer.core.checkpoint import CheckpointError
 from transformer.training.data import DataError
 from transformer.core.translator import Translator, load_translator
 
-__all__ = ["TransformerConfig", "Transformer", "build_model", "Translator", "load_translator", "Trace", "StepView",
-           "CheckpointError", "DataError"]
+__all__ = [
+    "TransformerConfig",
+    "Transformer",
+    "build_model",
+    "Translator",
+    "load_translator",
+    "Trace",
+    "StepView",
+    "CheckpointError",
+    "DataError",
+]

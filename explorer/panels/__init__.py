@@ -15,5 +15,13 @@ from .whatif import WhatIfPanel
 
 PANELS = (ArithmeticPanel, WhatIfPanel, AnalysisPanel, AttributionPanel, BeamPanel, EpochPanel, PairsPanel)
 
-__all__ = ["PANELS", "ArithmeticPanel", "WhatIfPanel", "AnalysisPanel", "AttributionPanel", "BeamPanel", "EpochPanel",
-           "PairsPanel"]
+__all__ = [
+    "PANELS",
+    "ArithmeticPanel",
+    "WhatIfPanel",
+    "AnalysisPanel",
+    "AttributionPanel",
+    "BeamPanel",
+    "EpochPanel",
+    "PairsPanel",
+]

@@ -61,10 +61,14 @@ from ..serving import api_answer
 from .base import Panel
 
 log = logging.getLogger("app.analysis")
-HEADS_HELP = ("Heads are written kind:layer:head, 0-based, separated by commas, e.g. 'cross:0:3, encoder:2:1' "
-              "(kinds: encoder, decoder_self, cross).")
-NO_HEADS = ("No heads selected: shift-click heads in the all-heads mosaic, the diagnostics or the importance maps, "
-            "then press Knock out.")
+HEADS_HELP = (
+    "Heads are written kind:layer:head, 0-based, separated by commas, e.g. 'cross:0:3, encoder:2:1' "
+    "(kinds: encoder, decoder_self, cross)."
+)
+NO_HEADS = (
+    "No heads selected: shift-click heads in the all-heads mosaic, the diagnostics or the importance maps, "
+    "then press Knock out."
+)
 
 
 def load_test_stats(directory) -> dict | None:
@@ -138,11 +142,16 @@ class AnalysisPanel(Panel):
         if trace is None:
             return message({**head, "error": "Translate a sentence first."})
         if action == "knockout":
-            data = answer(log, "knockout", lambda: self.knock_out_selected(trace.src_text, asked.get("heads")),
-                          lambda msg: {"error": msg})
+            data = answer(
+                log,
+                "knockout",
+                lambda: self.knock_out_selected(trace.src_text, asked.get("heads")),
+                lambda msg: {"error": msg},
+            )
         elif action == "importance":
-            data = answer(log, "head importance", lambda: self.importance_data(trace.src_text),
-                          lambda msg: {"error": msg})
+            data = answer(
+                log, "head importance", lambda: self.importance_data(trace.src_text), lambda msg: {"error": msg}
+            )
         else:
             data = {"error": GENERIC_ERROR}
             log.warning("unknown analysis request %r", action)
@@ -155,19 +164,20 @@ class AnalysisPanel(Panel):
         try:
             parsed = knockout.parse_heads(list(heads), self.app.tr.cfg)
         except (TypeError, ValueError, KeyError):
-            raise ValueError("The selected heads do not fit this model; clear the selection and pick them "
-                             "again.") from None
+            raise ValueError(
+                "The selected heads do not fit this model; clear the selection and pick them again."
+            ) from None
         return {"text": text, **knockout.knockout(self.app.tr, text, parsed)}
 
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the viewer and What-if."""
-        with gr.Accordion("Head diagnostics, knock-out and importance", open=False,
-                          elem_id="analysis-panel"):
+        with gr.Accordion("Head diagnostics, knock-out and importance", open=False, elem_id="analysis-panel"):
             gr.Markdown(
                 "Which heads matter for this translation? **Knock out** silences the selected heads (their output "
                 "is zeroed) and decodes again; **Head importance** silences each head alone and measures how much "
                 "less likely the original translation becomes. The logit lens and the *Rollout* view "
-                "(in \"More attention views\") are sections of the viewer above.")
+                '(in "More attention views") are sections of the viewer above.'
+            )
             self.host = view_host(self.view, elem_id="analysis", data=self.test_stats)
 
     def wire(self) -> None:

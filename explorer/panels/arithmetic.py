@@ -54,15 +54,17 @@ class ArithmeticPanel(Panel):
 
     def build(self) -> None:
         # closed: the rows are computed only for visitors who open it
-        with gr.Accordion("The arithmetic of attention: how one row is made", open=False,
-                          elem_id="arithmetic-panel") as self.section:
+        with gr.Accordion(
+            "The arithmetic of attention: how one row is made", open=False, elem_id="arithmetic-panel"
+        ) as self.section:
             self.host = view_host(self.view, elem_id="arithmetic")
 
     def wire(self) -> None:
         # "multiple": a row asked while another is computing is queued, not dropped (each
         # request is its own row, and the page waits for every answer it asked for)
-        self.host.submit(self.request, [self.app.trace_state], [self.host], api_visibility="private",
-                         trigger_mode="multiple")
+        self.host.submit(
+            self.request, [self.app.trace_state], [self.host], api_visibility="private", trigger_mode="multiple"
+        )
 
     # --- callbacks ------------------------------------------------------------------------
     def request(self, trace, evt: gr.EventData) -> str:
@@ -81,8 +83,10 @@ class ArithmeticPanel(Panel):
         cfg = self.app.tr.cfg
         view = asked.get("view")
         if view not in KINDS:
-            raise ValueError("Pick an attention view (encoder, decoder self-attention or cross-attention): "
-                             "rollout combines every layer and has no single row.")
+            raise ValueError(
+                "Pick an attention view (encoder, decoder self-attention or cross-attention): "
+                "rollout combines every layer and has no single row."
+            )
         kind = KINDS[view]
         if asked.get("head") in ("mean", "max"):
             raise ValueError(PICK_HEAD)

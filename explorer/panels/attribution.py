@@ -42,11 +42,7 @@ import logging
 
 import gradio as gr
 
-from transformer.interpret.attribution import (
-    activation_patching,
-    direct_logit_attribution,
-    greedy_targets,
-)
+from transformer.interpret.attribution import activation_patching, direct_logit_attribution, greedy_targets
 from transformer.interpret.saliency import saliency
 
 from ..errors import GENERIC_ERROR, answer
@@ -80,8 +76,10 @@ class AttributionPanel(Panel):
             return RUNNER_UP
         vid = self.app.tr.tgt_tok.token_to_id(versus) if isinstance(versus, str) else None
         if vid is None:
-            raise ValueError(f"versus must be '', 'runner-up' or a candidate token of the model's Italian "
-                             f"vocabulary (its text, as the viewer lists it), got {versus!r}")
+            raise ValueError(
+                f"versus must be '', 'runner-up' or a candidate token of the model's Italian "
+                f"vocabulary (its text, as the viewer lists it), got {versus!r}"
+            )
         return vid
 
     def _n_steps(self, n_steps) -> int:
@@ -117,8 +115,10 @@ class AttributionPanel(Panel):
             target_b = greedy_targets(self.app.tr, [b])[0]
         t = count(step, "step", min(len(target_a), len(target_b))) - 1
         if target_a[t] == target_b[t]:
-            raise ValueError(f"A and B both emit {self._token_name(target_a[t])!r} at step {t + 1}: patching needs a "
-                             "step where their words differ")
+            raise ValueError(
+                f"A and B both emit {self._token_name(target_a[t])!r} at step {t + 1}: patching needs a "
+                "step where their words differ"
+            )
         res = activation_patching(self.app.tr, a, b, t, target_a=target_a, target_b=target_b)
         return res.to_dict()
 
@@ -153,8 +153,11 @@ class AttributionPanel(Panel):
         docstring gives the request); the answer names the action, key and sentence asked."""
         asked = getattr(evt, "_data", None) or {}
         action, key = asked.get("action"), asked.get("key")
-        head = {"action": action, "sentenceId": asked.get("sentenceId"),
-                "key": key if isinstance(key, str) and len(key) <= 300 else None}
+        head = {
+            "action": action,
+            "sentenceId": asked.get("sentenceId"),
+            "key": key if isinstance(key, str) and len(key) <= 300 else None,
+        }
         if action not in ACTIONS:
             log.warning("unknown attribution request %r", action)
             return message({**head, "error": GENERIC_ERROR})
@@ -170,18 +173,22 @@ class AttributionPanel(Panel):
             return self.attribution_data(trace.src_text, step, asked.get("versus") or "", target)
         if action == "patching":
             return self.patching_data(trace.src_text, asked.get("textB"), step, target)
-        return self.saliency_data(trace.src_text, step, asked.get("nSteps", 16), target, asked.get("layer"),
-                                  asked.get("head", "mean"))
+        return self.saliency_data(
+            trace.src_text, step, asked.get("nSteps", 16), target, asked.get("layer"), asked.get("head", "mean")
+        )
 
     def build(self) -> None:
         # closed: the analyses are computed only for visitors who open it and ask
-        with gr.Accordion("Why this word? What each head adds", open=False, elem_id="attribution-panel") as self.section:
+        with gr.Accordion(
+            "Why this word? What each head adds", open=False, elem_id="attribution-panel"
+        ) as self.section:
             self.host = view_host(self.view, elem_id="attribution")
 
     def wire(self) -> None:
         # "multiple": an analysis asked while another computes is queued, not dropped
-        self.host.submit(self.request, [self.app.trace_state], [self.host], api_visibility="private",
-                         trigger_mode="multiple")
+        self.host.submit(
+            self.request, [self.app.trace_state], [self.host], api_visibility="private", trigger_mode="multiple"
+        )
         gr.api(self.attribution, api_name="attribution")
         gr.api(self.patching, api_name="patching")
         gr.api(self.saliency, api_name="saliency")

@@ -61,12 +61,23 @@ class BeamPanel(Panel):
 
         def shown() -> dict:
             best, tree = self.run_beam(text, k, clamp=True)
-            log.info("beam: k=%d, %d nodes, %.0f ms", tree["beam_size"], len(tree["nodes"]),
-                     (time.perf_counter() - t0) * 1000)
+            log.info(
+                "beam: k=%d, %d nodes, %.0f ms",
+                tree["beam_size"],
+                len(tree["nodes"]),
+                (time.perf_counter() - t0) * 1000,
+            )
             note = "⚠️ The sentence was cut at the model's token limit." if tree.get("truncated") else ""
-            return {self.beam_state: {"text": tree["src_text"], "k": tree["beam_size"],
-                                      "hyps": [list(h["ids"]) for h in tree["hypotheses"]]},
-                    self.beam_translation: best, self.host: message(tree), self.beam_notice: note}
+            return {
+                self.beam_state: {
+                    "text": tree["src_text"],
+                    "k": tree["beam_size"],
+                    "hyps": [list(h["ids"]) for h in tree["hypotheses"]],
+                },
+                self.beam_translation: best,
+                self.host: message(tree),
+                self.beam_notice: note,
+            }
 
         return answer(log, "beam search", shown, self.beam_failed)
 
@@ -110,24 +121,34 @@ class BeamPanel(Panel):
                 "Greedy decoding keeps only the most likely token at each step. Beam search keeps the *k* best "
                 "partial translations and ranks the finished ones by log-probability divided by a length penalty. "
                 "The tree shows every candidate it weighed: one column per output position, edges as thick as the "
-                "token's probability. Click a finished hypothesis to step through it in the viewer above.")
+                "token's probability. Click a finished hypothesis to step through it in the viewer above."
+            )
             with gr.Row(equal_height=True):
-                self.beam_size = gr.Slider(1, APP_MAX_BEAM, value=DEFAULT_BEAM, step=1, label="Beam size (k)",
-                                           elem_id="beam-size", scale=3)
+                self.beam_size = gr.Slider(
+                    1, APP_MAX_BEAM, value=DEFAULT_BEAM, step=1, label="Beam size (k)", elem_id="beam-size", scale=3
+                )
                 self.beam_btn = gr.Button("Beam search", variant="secondary", elem_id="beam-btn", scale=1)
             self.beam_notice = gr.Markdown(elem_id="beam-notice")
-            self.beam_translation = gr.Textbox(label="Best beam translation", interactive=False,
-                                               elem_id="beam-translation")
+            self.beam_translation = gr.Textbox(
+                label="Best beam translation", interactive=False, elem_id="beam-translation"
+            )
             self.host = view_host(self.view, elem_id="beam-view")
             self.beam_state = gr.State(None)
 
     def wire(self) -> None:
         app = self.app
-        self.beam_btn.click(self.show_beam, [app.src_text, self.beam_size],
-                            [self.beam_state, self.beam_translation, self.host, self.beam_notice], api_name="beam_show",
-                            api_visibility="private")
-        app.then_download(self.host.select(self.open_hypothesis, [self.beam_state], [app.src_text, *app.outputs],
-                                           api_visibility="private"))
+        self.beam_btn.click(
+            self.show_beam,
+            [app.src_text, self.beam_size],
+            [self.beam_state, self.beam_translation, self.host, self.beam_notice],
+            api_name="beam_show",
+            api_visibility="private",
+        )
+        app.then_download(
+            self.host.select(
+                self.open_hypothesis, [self.beam_state], [app.src_text, *app.outputs], api_visibility="private"
+            )
+        )
         gr.api(self.api_beam, api_name="beam")
 
     def sentence_outputs(self) -> list:

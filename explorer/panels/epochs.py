@@ -101,35 +101,52 @@ class EpochPanel(Panel):
         t0 = time.perf_counter()
         self.snapshots = load_snapshots(getattr(app.tr, "directory", None))
         if self.snapshots:
-            log.info("loaded %d snapshots (epochs %s) in %.2f s", len(self.snapshots),
-                     ", ".join(str(s.epoch) for s in self.snapshots), time.perf_counter() - t0)
+            log.info(
+                "loaded %d snapshots (epochs %s) in %.2f s",
+                len(self.snapshots),
+                ", ".join(str(s.epoch) for s in self.snapshots),
+                time.perf_counter() - t0,
+            )
         self.cache = EpochCache()
 
     def epoch_entry(self, snap: SnapshotModel, text: str, target: tuple[int, ...]) -> dict:
         """One snapshot on one sentence: its own translation and its attention with the
         viewer's target tokens forced (so rows line up with the viewer's steps)."""
+
         def make():
             t0 = time.perf_counter()
             own = snap.tr.translate([text])[0]
             attention = encode_attention(snap.tr.trace(text, forced_prefix=list(target)))
             ms = (time.perf_counter() - t0) * 1000
             log.info("epoch %d snapshot traced in %.0f ms", snap.epoch, ms)
-            return {"epoch": snap.epoch, "translation": own, "scores": scores_of(snap.metrics), "trace_ms": round(ms, 1),
-                    "trace": attention}
+            return {
+                "epoch": snap.epoch,
+                "translation": own,
+                "scores": scores_of(snap.metrics),
+                "trace_ms": round(ms, 1),
+                "trace": attention,
+            }
+
         return self.cache.get((text, target, snap.epoch), make)
 
     def epoch_data(self, trace) -> dict:
         """Every snapshot's view of the viewer's sentence (schema attention-explorer-epochs/1)."""
         target = tuple(int(i) for i in trace.tgt_ids[1:])
         final_metrics = self.app.tr.metrics
-        final_translation = trace.translation if not trace.forced_prefix else self.cache.get(
-            (trace.src_text, (), "final"), lambda: self.app.tr.translate([trace.src_text])[0])
+        final_translation = (
+            trace.translation
+            if not trace.forced_prefix
+            else self.cache.get((trace.src_text, (), "final"), lambda: self.app.tr.translate([trace.src_text])[0])
+        )
         return {
             "schema": EPOCH_SCHEMA,
             "key": [trace.src_text, list(trace.tgt_tokens)],
             "snapshots": [self.epoch_entry(s, trace.src_text, target) for s in self.snapshots],
-            "final": {"epoch": final_metrics.get("epoch"), "translation": final_translation,
-                      "scores": scores_of(final_metrics)},
+            "final": {
+                "epoch": final_metrics.get("epoch"),
+                "translation": final_translation,
+                "scores": scores_of(final_metrics),
+            },
         }
 
     def load_epochs(self, trace) -> dict:
@@ -137,16 +154,23 @@ class EpochPanel(Panel):
         if trace is None:
             return {self.host: message({"schema": EPOCH_SCHEMA, "error": "Translate a sentence first."})}
         key = [trace.src_text, list(trace.tgt_tokens)]
-        data = answer(log, "tracing snapshots", lambda: self.epoch_data(trace),
-                      lambda msg: {"schema": EPOCH_SCHEMA, "key": key, "error": msg})
+        data = answer(
+            log,
+            "tracing snapshots",
+            lambda: self.epoch_data(trace),
+            lambda msg: {"schema": EPOCH_SCHEMA, "key": key, "error": msg},
+        )
         return {self.host: message(data)}
 
     def epoch_meta(self) -> dict:
         """What the epoch control shows before any sentence: the epochs and their scores."""
         m = self.app.tr.metrics
-        return {"schema": EPOCH_SCHEMA, "meta": True,
-                "snapshots": [{"epoch": s.epoch, "scores": scores_of(s.metrics)} for s in self.snapshots],
-                "final": {"epoch": m.get("epoch"), "scores": scores_of(m)}}
+        return {
+            "schema": EPOCH_SCHEMA,
+            "meta": True,
+            "snapshots": [{"epoch": s.epoch, "scores": scores_of(s.metrics)} for s in self.snapshots],
+            "final": {"epoch": m.get("epoch"), "scores": scores_of(m)},
+        }
 
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the beam panel; without
@@ -158,10 +182,12 @@ class EpochPanel(Panel):
             gr.Markdown(
                 "The same sentence through snapshots saved during training. Each small map is the view, layer, "
                 "head and step of the viewer above, computed by that snapshot on the viewer's own output tokens "
-                "(so step N is the same token everywhere); the text is the snapshot's own translation.")
+                "(so step N is the same token everywhere); the text is the snapshot's own translation."
+            )
             self.host = view_host(self.view, elem_id="epoch-view", data=self.epoch_meta())
 
     def wire(self) -> None:
         if self.host is not None:
-            self.host.submit(self.load_epochs, [self.app.trace_state], [self.host], api_name="epochs",
-                             api_visibility="private")
+            self.host.submit(
+                self.load_epochs, [self.app.trace_state], [self.host], api_name="epochs", api_visibility="private"
+            )

@@ -52,8 +52,9 @@ class PairsPanel(Panel):
         # B is traced like a Translate: same queue and batcher
         batched = dict(concurrency_limit=2 * app.batcher.max_batch, concurrency_id="translate")
         self.host.submit(self.compare, None, [self.host], api_visibility="private", **batched)
-        app.then_download(self.host.select(self.open_pair, None, [app.src_text, *app.outputs],
-                                           api_visibility="private", **batched))
+        app.then_download(
+            self.host.select(self.open_pair, None, [app.src_text, *app.outputs], api_visibility="private", **batched)
+        )
 
     # --- callbacks ------------------------------------------------------------------------
     def compare(self, evt: gr.EventData) -> dict:
@@ -71,12 +72,20 @@ class PairsPanel(Panel):
             if not isinstance(text, str) or not text.strip():
                 raise ValueError("Type a second sentence (B) to compare with the one in the viewer.")
             trace = self.app.batcher.trace(self.app.check_text(text))
-            log.info("pair: %d src tokens, %d steps, %.0f ms", len(trace.src_tokens), trace.steps,
-                     (time.perf_counter() - t0) * 1000)
+            log.info(
+                "pair: %d src tokens, %d steps, %.0f ms",
+                len(trace.src_tokens),
+                trace.steps,
+                (time.perf_counter() - t0) * 1000,
+            )
             return {"sentenceId": sentence, "text": text, "payload": encode_trace(trace, origin="pair")}
 
-        return answer(log, "tracing a minimal pair", made,
-                      lambda msg: {"sentenceId": sentence, "text": text if isinstance(text, str) else "", "error": msg})
+        return answer(
+            log,
+            "tracing a minimal pair",
+            made,
+            lambda msg: {"sentenceId": sentence, "text": text if isinstance(text, str) else "", "error": msg},
+        )
 
     def open_pair(self, evt: gr.EventData) -> dict:
         """A click on curated pair ``evt.pair`` (0-based): its first sentence goes into the

@@ -51,7 +51,9 @@ class WhatIfPanel(Panel):
 
         if trace is None:
             return failed("Translate a sentence first, then pick a candidate.")
-        return answer(log, "what-if", lambda: self.forced(trace, asked.get("step"), asked.get("rank"), sentence), failed)
+        return answer(
+            log, "what-if", lambda: self.forced(trace, asked.get("step"), asked.get("rank"), sentence), failed
+        )
 
     def forced(self, trace, step, rank, sentence) -> dict:
         try:
@@ -60,9 +62,19 @@ class WhatIfPanel(Panel):
         except (TypeError, ValueError):
             raise ValueError("Pick a step and a candidate first.") from None
         alt = self.app.tr.trace(trace.src_text, forced_prefix=texts.whatif_prefix(trace, step, rank))
-        return {self.alt_state: alt, self.host: message({
-            "sentenceId": sentence, "step": step, "rank": rank, "token": texts.display_token(trace.topk_tokens[step - 1][rank]),
-            "original": trace.translation, "translation": alt.translation})}
+        return {
+            self.alt_state: alt,
+            self.host: message(
+                {
+                    "sentenceId": sentence,
+                    "step": step,
+                    "rank": rank,
+                    "token": texts.display_token(trace.topk_tokens[step - 1][rank]),
+                    "original": trace.translation,
+                    "translation": alt.translation,
+                }
+            ),
+        }
 
     def explore(self, alt) -> dict:
         """Open the What-if version in the viewer."""

@@ -59,14 +59,16 @@ def page(browser):
 @pytest.fixture
 def desktop(browser, app_server):
     """The shared app on a 1366×900 desktop, the tour already seen; script errors fail the test."""
-    with opened_page(browser, app_server.url, "desktop", init_script=NO_TOUR, timeout_ms=90_000,
-                     accept_downloads=True) as pg:
+    with opened_page(
+        browser, app_server.url, "desktop", init_script=NO_TOUR, timeout_ms=90_000, accept_downloads=True
+    ) as pg:
         yield pg
 
 
 @pytest.fixture
 def phone(browser, app_server):
     """The shared app on a 390×844 phone (touch), the tour already seen."""
-    with opened_page(browser, app_server.url, "phone", init_script=NO_TOUR, timeout_ms=90_000,
-                     accept_downloads=True) as pg:
+    with opened_page(
+        browser, app_server.url, "phone", init_script=NO_TOUR, timeout_ms=90_000, accept_downloads=True
+    ) as pg:
         yield pg

@@ -8,16 +8,7 @@ attributes, the store through the page's test handle), so a retrained checkpoint
 
 import pytest
 
-from tests.helpers import (
-    grid,
-    open_panel,
-    open_section,
-    painted,
-    row_labels,
-    state,
-    steps,
-    translate,
-)
+from tests.helpers import grid, open_panel, open_section, painted, row_labels, state, steps, translate
 
 pytestmark = pytest.mark.browser
 
@@ -34,7 +25,9 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     requests = []
     page.on("request", lambda r: requests.append(r.url))
     for step in (1, 2, T):
-        page.eval_on_selector("#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step))
+        page.eval_on_selector(
+            "#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step)
+        )
         page.wait_for_selector(f"#logit-lens[data-step='{step}']", state="attached")
         assert page.locator("#logit-lens tbody tr").count() == L  # one row per decoder layer
         assert page.locator("#logit-lens thead th").count() == 1 + 5
@@ -42,7 +35,9 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
         last = page.locator("#logit-lens tbody tr").nth(L - 1).locator("td").first
         assert "ax-emitted" in last.get_attribute("class")  # greedy: the last layer's top-1 is the output
         assert last.locator(".ax-lens-tok").inner_text() == emitted
-        assert all(c.locator(".ax-lens-tok").inner_text() == emitted for c in page.locator("#logit-lens td.ax-emitted").all())
+        assert all(
+            c.locator(".ax-lens-tok").inner_text() == emitted for c in page.locator("#logit-lens td.ax-emitted").all()
+        )
         assert "top-1" in page.inner_text("#logit-lens-note")
 
     page.select_option("#view-select", "rollout")
@@ -59,10 +54,14 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     assert "Chefer" in page.inner_text("#attn-plot .ax-title")
     assert [future for _, future in row_labels(page)] == [i >= 2 for i in range(T)]
     # the painted pixels: the current row is coloured, a future row is the flat 'not generated' grey
-    colours = page.evaluate("""(g) => { const c = document.querySelector('#attn-plot canvas'), x = c.getContext('2d');
+    colours = page.evaluate(
+        """(g) => { const c = document.querySelector('#attn-plot canvas'), x = c.getContext('2d');
         const k = c.width / parseFloat(c.style.width), px = (r) => Array.from(x.getImageData(
-          Math.round((g.left + 0.5 * g.cell) * k), Math.round((g.top + (r + 0.5) * g.cell) * k), 1, 1).data).slice(0, 3);
-        return [px(1), px(g.rows - 1)]; }""", g)
+          Math.round((g.left + 0.5 * g.cell) * k), Math.round((g.top + (r + 0.5) * g.cell) * k), 1, 1)
+          .data).slice(0, 3);
+        return [px(1), px(g.rows - 1)]; }""",
+        g,
+    )
     assert colours[0] != colours[1]
     page.locator("#attn-plot canvas").scroll_into_view_if_needed()
     box = page.locator("#attn-plot canvas").bounding_box()
@@ -144,8 +143,11 @@ def test_select_heads_and_knock_them_out(server, page):
     page.uncheck("#select-mode")
     page.wait_for_function("(n) => window.__explorer.getState().selection.length === n", arg=layers * heads)
     page.click("#knockout-btn")
-    page.wait_for_function("() => { const r = document.querySelector('#ko-result');"
-                           " return r.dataset.state === 'done' && r.innerText.includes('heads:'); }", timeout=120_000)
+    page.wait_for_function(
+        "() => { const r = document.querySelector('#ko-result');"
+        " return r.dataset.state === 'done' && r.innerText.includes('heads:'); }",
+        timeout=120_000,
+    )
     assert page.inner_text("#ko-translation") != original
 
     # a new sentence drops the old results (they would look current)

@@ -7,19 +7,10 @@ nothing while stepping; a new sentence clears it. Run alone with
 `python -m pytest -m browser tests/browser/test_arithmetic.py`.
 """
 
-
 import numpy as np
 import pytest
 
-from tests.helpers import (
-    DEVICES,
-    go_to_step,
-    opened_page,
-    press,
-    server_calls,
-    state,
-    translate,
-)
+from tests.helpers import DEVICES, go_to_step, opened_page, press, server_calls, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -34,6 +25,7 @@ PAYLOAD_TOL = 1 / 255 + 1e-3
 def reference(app_server):
     """The app's model in this process: the traces the heatmaps show, at full precision."""
     from transformer import load_translator
+
     tr = load_translator(app_server.checkpoint)
     return {text: tr.trace(text) for text in (SENTENCE, OTHER)}
 
@@ -88,6 +80,7 @@ def click_cell(page, row: int, col: int):
 
 
 # --- tests ------------------------------------------------------------------------------------
+
 
 def test_the_softmax_row_is_the_heatmaps_row_for_every_kind(page, reference):
     translate(page, SENTENCE)
@@ -177,7 +170,9 @@ def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, refere
     page.wait_for_selector(f"#attn-plot[data-step='{steps}']", state="attached")
     go_to_step(page, 1)
     press(page, "#play-btn")
-    page.wait_for_function("(n) => { const s = window.__explorer.getState(); return !s.playing && s.step === n; }", arg=steps)
+    page.wait_for_function(
+        "(n) => { const s = window.__explorer.getState(); return !s.playing && s.step === n; }", arg=steps
+    )
     page.wait_for_timeout(800)
     assert calls == [], calls  # 0 requests while stepping and playing with the section closed
     assert len(state(page)["arithmetic"]) == 1  # only the row asked for while it was open

@@ -1,5 +1,6 @@
 """Why this word? as a person uses it, on a desktop (1366×900) and a phone (390×844): a real
-`python app.py` (started once for every browser test, tests/browser/conftest.py) in headless Chromium. Nothing is computed
+`python app.py` (started once for every browser test, tests/browser/conftest.py) in headless Chromium.
+Nothing is computed
 until asked; the logit attribution grids show the model's own terms and a head cell opens that
 head in the viewer; patching takes B from the minimal pairs; saliency draws one row per source
 token; and the named endpoints refuse bad input with gradio_client's AppError and one log line.
@@ -12,15 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.helpers import (
-    DEVICES,
-    go_to_step,
-    open_panel,
-    opened_page,
-    press,
-    state,
-    translate,
-)
+from tests.helpers import DEVICES, go_to_step, open_panel, opened_page, press, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -58,8 +51,11 @@ def done(page, section: str, key: str):
 
 def values(page, table: str) -> list:
     """A grid's numbers as drawn (layers x heads), from its cells' data-value."""
-    return page.evaluate("""(sel) => [...document.querySelectorAll(sel + ' tbody tr')].map((r) =>
-        [...r.querySelectorAll('td')].map((c) => Number(c.dataset.value)))""", table)
+    return page.evaluate(
+        """(sel) => [...document.querySelectorAll(sel + ' tbody tr')].map((r) =>
+        [...r.querySelectorAll('td')].map((c) => Number(c.dataset.value)))""",
+        table,
+    )
 
 
 def no_signed_zero(page, sel: str):
@@ -68,6 +64,7 @@ def no_signed_zero(page, sel: str):
 
 
 # --- tests ------------------------------------------------------------------------------------
+
 
 def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
     translate(page, SENTENCE, step=None)
@@ -93,11 +90,17 @@ def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
     assert f"logit “{want.token}”" in page.inner_text("#attr-dla-status")
     # a head cell opens that head in the viewer (as the mosaic's tiles do)
     press(page, "#attr-dla-cross-2-3")
-    page.wait_for_function("() => { const s = window.__explorer.getState(); return s.view === 'cross' && s.layer === 2 && s.head === '3'; }")
+    page.wait_for_function(
+        "() => { const s = window.__explorer.getState(); "
+        "return s.view === 'cross' && s.layer === 2 && s.head === '3'; }"
+    )
     page.wait_for_selector("#attn-plot[data-view='cross'][data-layer='2'][data-head='3']", state="attached")
     assert "at-open" in page.get_attribute("#attr-dla-cross-2-3", "class")
     press(page, f"#attr-dla-self-1-{H}")
-    page.wait_for_function(f"() => {{ const s = window.__explorer.getState(); return s.view === 'decoder' && s.layer === 1 && s.head === '{H}'; }}")
+    page.wait_for_function(
+        "() => { const s = window.__explorer.getState(); "
+        f"return s.view === 'decoder' && s.layer === 1 && s.head === '{H}'; }}"
+    )
     # once asked, the analysis follows the step; and the choice "against the runner-up" splits the difference
     go_to_step(page, 3)
     done(page, "dla", "attribution:3:")
@@ -106,9 +109,12 @@ def test_logit_attribution_grid_and_a_head_click_opens_it(page, reference):
     assert " − logit “" in page.inner_text("#attr-dla-status")
     # wide grids scroll inside their own box, with an edge that shows: the page never gets wider than the screen
     assert page.evaluate("() => document.documentElement.scrollWidth <= window.innerWidth + 1")
-    for look in page.eval_on_selector_all("#attr-dla-body .at-scroll", """bs => bs.map((b) => {
+    for look in page.eval_on_selector_all(
+        "#attr-dla-body .at-scroll",
+        """bs => bs.map((b) => {
         const cs = getComputedStyle(b); return {overflow: cs.overflowX, border: parseFloat(cs.borderTopWidth),
-        image: cs.backgroundImage, right: b.getBoundingClientRect().right}; })"""):
+        image: cs.backgroundImage, right: b.getBoundingClientRect().right}; })""",
+    ):
         assert look["overflow"] in ("auto", "scroll") and look["border"] >= 1 and "gradient" in look["image"], look
         assert look["right"] <= page.viewport_size["width"] + 0.5, look
     # a new sentence forgets every answer
@@ -175,11 +181,15 @@ def test_named_endpoints_answer_and_refuse_like_knockout(app_server, reference):
     client = Client(app_server.url, verbose=False)
     data = client.predict(SENTENCE, 1, "runner-up", api_name="/attribution")
     assert data["schema"] == "logit-attribution/1" and data["step"] == 0 and data["versus_id"] is not None
-    assert client.predict(SENTENCE, OTHER, reference["differ"], api_name="/patching")["schema"] == "activation-patching/1"
+    assert (
+        client.predict(SENTENCE, OTHER, reference["differ"], api_name="/patching")["schema"] == "activation-patching/1"
+    )
     assert client.predict(SENTENCE, 2, 8, api_name="/saliency")["n_steps"] == 8
-    for args, api, words in (((SENTENCE, 0, ""), "/attribution", "There is no step 0 here"),
-                             ((SENTENCE, SENTENCE, 1), "/patching", "both emit"),
-                             ((SENTENCE, 1, 0), "/saliency", "n_steps must be a whole number")):
+    for args, api, words in (
+        ((SENTENCE, 0, ""), "/attribution", "There is no step 0 here"),
+        ((SENTENCE, SENTENCE, 1), "/patching", "both emit"),
+        ((SENTENCE, 1, 0), "/saliency", "n_steps must be a whole number"),
+    ):
         start = len(app_server.log.read_text())
         with pytest.raises(AppError) as exc:
             client.predict(*args, api_name=api)

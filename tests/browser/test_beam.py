@@ -28,7 +28,8 @@ SENTENCE = "the black cat sleeps."
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, request):
     checkpoint = os.environ.get("BEAM_CHECKPOINT") or make_snapshots(
-        request.getfixturevalue("tiny_checkpoint"), tmp_path_factory.mktemp("snap") / "tiny")
+        request.getfixturevalue("tiny_checkpoint"), tmp_path_factory.mktemp("snap") / "tiny"
+    )
     with serve_app(checkpoint, tmp_path_factory.mktemp("server") / "app.log") as app:
         yield app.url, app.log
 
@@ -48,8 +49,9 @@ def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
     page.locator("#beam-size input[type=number]").fill("3")
     page.locator("#beam-size input[type=number]").press("Enter")
     page.click("#beam-btn")
-    page.wait_for_function("(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }",
-                           arg=SENTENCE)
+    page.wait_for_function(
+        "(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }", arg=SENTENCE
+    )
     tree = state(page)["beam"]
     assert tree["beam_size"] == 3
     n_nodes = page.locator("#beam-tree svg g.bt-node").count()
@@ -95,8 +97,10 @@ def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
     assert page.inner_text("#viewer-forced").startswith("Beam-search hypothesis")
     # and the list opens the best one
     page.click("#beam-hyps li[data-hyp='0'] button")
-    page.wait_for_function("(ids) => JSON.stringify(window.__explorer.getState().forcedPrefix) === ids",
-                           arg=json.dumps(tree["hypotheses"][0]["ids"], separators=(",", ":")))
+    page.wait_for_function(
+        "(ids) => JSON.stringify(window.__explorer.getState().forcedPrefix) === ids",
+        arg=json.dumps(tree["hypotheses"][0]["ids"], separators=(",", ":")),
+    )
     assert page.input_value("#translation textarea") == tree["hypotheses"][0]["text"]
 
 

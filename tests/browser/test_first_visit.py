@@ -44,16 +44,18 @@ def phone(browser, app_server):
     assert not pg.errors, pg.errors
 
 
-
 def box(page, sel: str) -> dict:
-    return page.locator(sel).first.evaluate("e => { const r = e.getBoundingClientRect();"
-                                            " return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; }")
+    return page.locator(sel).first.evaluate(
+        "e => { const r = e.getBoundingClientRect();"
+        " return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; }"
+    )
 
 
 def open_sections(page) -> dict:
     """What is open: the viewer's sections and the panels' accordions, by name."""
     return page.evaluate("""() => ({
-      viewer: [...document.querySelectorAll('#viewer details[data-section]')].filter(d => d.open).map(d => d.dataset.section),
+      viewer: [...document.querySelectorAll('#viewer details[data-section]')]
+        .filter(d => d.open).map(d => d.dataset.section),
       panels: [...document.querySelectorAll('#why-tools .gr-accordion[id]')]
         .filter(a => a.querySelector(':scope > .label-wrap').classList.contains('open')).map(a => a.id),
       allPanels: [...document.querySelectorAll('#why-tools .gr-accordion[id]')].map(a => a.id),
@@ -69,6 +71,7 @@ def toggle_panel(page, elem_id: str):
 
 
 # --- 1. one screen to start ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("device,limit", [("desktop", 1440), ("phone", 2532)])
 def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, app_server, device, limit):
@@ -128,6 +131,7 @@ def test_translate_on_a_fresh_page_translates_the_sentence_it_shows(browser, app
 
 # --- 2. examples ---------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, app_server, device):
     from explorer.app import EXAMPLES
@@ -150,6 +154,7 @@ def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, ap
 
 
 # --- 3. sections ---------------------------------------------------------------------------------
+
 
 def test_sections_keep_their_state_and_a_link_opens_them_again(desktop, browser, app_server):
     page = desktop
@@ -198,9 +203,12 @@ def test_sections_keep_their_state_and_a_link_opens_them_again(desktop, browser,
 
 # --- 4. the tour ---------------------------------------------------------------------------------
 
+
 def in_viewport(page, r: dict) -> bool:
     vp = page.viewport_size
-    return r["left"] >= -0.5 and r["right"] <= vp["width"] + 0.5 and r["top"] >= -0.5 and r["bottom"] <= vp["height"] + 0.5
+    return (
+        r["left"] >= -0.5 and r["right"] <= vp["width"] + 0.5 and r["top"] >= -0.5 and r["bottom"] <= vp["height"] + 0.5
+    )
 
 
 @pytest.mark.parametrize("device", ["desktop", "phone"])
@@ -236,7 +244,10 @@ def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(
     for i in (4, 5, 6):
         assert shown[i]["step"] >= min(3, tr["steps"]), (i, shown[i])
     for i in (4, 5):
-        assert f"layer {shown[i]['layer']}" in seen_text[i - 1] and f"step {shown[i]['step']}" in seen_text[i - 1], (i, shown)
+        assert f"layer {shown[i]['layer']}" in seen_text[i - 1] and f"step {shown[i]['step']}" in seen_text[i - 1], (
+            i,
+            shown,
+        )
     assert tr["tgt"][1].replace("▁", "") in seen_text[2]
     assert state(page)["trace"]["translation"] and "%" in seen_text[5]
     assert page.evaluate("() => localStorage.getItem('explorer-tour-seen')") == "1"
@@ -271,8 +282,14 @@ def test_the_tour_can_be_skipped_and_declined(desktop):
 
 # --- 5. the glossary -----------------------------------------------------------------------------
 
-TERMS = {"head": "#sec-views > summary", "rollout": "#sec-views > summary", "logit lens": "#sec-lens > summary",
-         "nats": "#analysis", "entropy": "#analysis", "beam": "#beam-summary"}
+TERMS = {
+    "head": "#sec-views > summary",
+    "rollout": "#sec-views > summary",
+    "logit lens": "#sec-lens > summary",
+    "nats": "#analysis",
+    "entropy": "#analysis",
+    "beam": "#beam-summary",
+}
 
 
 def show_term(page, term: str, where: str, how: str) -> str:

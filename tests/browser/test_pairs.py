@@ -32,19 +32,23 @@ def open_pairs_panel(page):
     page.wait_for_selector("#pairs-view .pr-root")
 
 
-
 def compared(page, b):
     """Wait until B is compared and all three maps are drawn at the store's step."""
-    page.wait_for_function("(b) => { const p = window.__explorer.getState().pair; return p && p.status === 'done' && p.text === b; }",
-                           arg=b)
+    page.wait_for_function(
+        "(b) => { const p = window.__explorer.getState().pair; return p && p.status === 'done' && p.text === b; }",
+        arg=b,
+    )
     drawn_at(page, state(page))
 
 
 def drawn_at(page, s):
     """Every map of the pair shows the store's step, view, layer and head."""
     for fig in FIGURES:
-        page.wait_for_selector(f"{fig}[data-step='{s['step']}'][data-layer='{s['layer']}'][data-head='{s['head']}']"
-                               f"[data-view='{s['view']}']", state="attached")
+        page.wait_for_selector(
+            f"{fig}[data-step='{s['step']}'][data-layer='{s['layer']}'][data-head='{s['head']}']"
+            f"[data-view='{s['view']}']",
+            state="attached",
+        )
 
 
 def only_in(tokens, other) -> int:
@@ -71,8 +75,12 @@ def test_compare_draws_both_and_the_difference_and_steps_both_without_requests(p
         box = page.locator(f"{fig} canvas").bounding_box()
         assert box and box["width"] > 50 and box["height"] > 50, fig
     # the tokens one sentence has and the other lacks are marked, in the translations and the sources
-    for sel, mine, other in (("#pair-a-tgt", ta["tgt"], tb["tgt"]), ("#pair-b-tgt", tb["tgt"], ta["tgt"]),
-                             ("#pair-a-src", ta["src"], tb["src"]), ("#pair-b-src", tb["src"], ta["src"])):
+    for sel, mine, other in (
+        ("#pair-a-tgt", ta["tgt"], tb["tgt"]),
+        ("#pair-b-tgt", tb["tgt"], ta["tgt"]),
+        ("#pair-a-src", ta["src"], tb["src"]),
+        ("#pair-b-src", tb["src"], ta["src"]),
+    ):
         assert page.locator(f"{sel} .chip").count() == len(mine)
         assert page.locator(f"{sel} .chip.pr-diff").count() == only_in(mine, other), sel
     if {"▁brother", "▁sister"} <= set(ta["src"]) ^ set(tb["src"]):  # the shipped tokenizer: one word apart
@@ -89,7 +97,10 @@ def test_compare_draws_both_and_the_difference_and_steps_both_without_requests(p
 
     # the viewer's layer and head: every map follows, with no request
     calls = server_calls(page)
-    for sel, value in (("#layer-select", "2"), ("#head-select", "3")):  # the viewer's menus (in a section that may be closed)
+    for sel, value in (
+        ("#layer-select", "2"),
+        ("#head-select", "3"),
+    ):  # the viewer's menus (in a section that may be closed)
         page.eval_on_selector(sel, "(s, v) => { s.value = v; s.dispatchEvent(new Event('change')); }", value)
     drawn_at(page, {**state(page), "layer": 2, "head": "3"})
     # stepping moves both; at the end of the shorter one, it says so

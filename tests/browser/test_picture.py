@@ -13,23 +13,12 @@ import re
 
 import pytest
 
-from tests.helpers import (
-    NO_TOUR,
-    DEVICES,
-    go_to_step,
-    open_panel,
-    open_section,
-    opened_page,
-    state,
-    translate,
-)
+from tests.helpers import NO_TOUR, DEVICES, go_to_step, open_panel, open_section, opened_page, state, translate
 
 pytestmark = pytest.mark.browser
 
 SENTENCE = "I have a red car."
 LAKE = "My parents live in a small house near the lake."
-
-
 
 
 @contextlib.contextmanager
@@ -155,6 +144,7 @@ def test_one_slider_style(desktop):
 
 # --- 2. first visit: minimal pairs -------------------------------------------------------------
 
+
 def test_minimal_pairs_differ_at_the_step_where_the_sentences_differ(desktop):
     page = desktop
     a, b = "My brother is tall.", "My sister is tall."
@@ -163,8 +153,10 @@ def test_minimal_pairs_differ_at_the_step_where_the_sentences_differ(desktop):
     open_panel(page, "pairs-panel")
     page.fill("#pair-text", b)
     page.click("#pair-btn")
-    page.wait_for_function("(t) => { const p = window.__explorer.getState().pair; "
-                           "return p && p.status === 'done' && p.text === t; }", arg=b)
+    page.wait_for_function(
+        "(t) => { const p = window.__explorer.getState().pair; return p && p.status === 'done' && p.text === t; }",
+        arg=b,
+    )
     page.wait_for_selector("#pair-diff[data-step='1'][data-grid]", state="attached")
     # step 1 writes "Mio" against "Mia": the difference map compares that row, "brother" against "sister" included
     canvas = page.locator("#pair-diff canvas")
@@ -186,6 +178,7 @@ def test_minimal_pairs_differ_at_the_step_where_the_sentences_differ(desktop):
 
 # --- 3. junk input -------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("junk", ["function f(x) { return x * 2; }", "1234 5678 9012 %%%"])
 def test_text_that_is_mostly_not_words_is_told_its_translation_is_meaningless(desktop, junk):
     page = desktop
@@ -195,6 +188,7 @@ def test_text_that_is_mostly_not_words_is_told_its_translation_is_meaningless(de
 
 
 # --- 4. a default that shows something ---------------------------------------------------------
+
 
 def test_a_new_sentence_opens_on_a_sharp_head_past_step_one_and_says_why(desktop):
     page = desktop
@@ -208,8 +202,12 @@ def test_a_new_sentence_opens_on_a_sharp_head_past_step_one_and_says_why(desktop
     note = page.inner_text("#focus-note")
     tgt, src = s["trace"]["tgt"], s["trace"]["src"]
     assert page.is_visible("#focus-note")
-    for part in (f"layer {focus['layer']}, head {focus['head']}", f"step {focus['step']}",
-                 tgt[focus["step"]].replace("▁", ""), src[focus["key"]].replace("▁", "")):
+    for part in (
+        f"layer {focus['layer']}, head {focus['head']}",
+        f"step {focus['step']}",
+        tgt[focus["step"]].replace("▁", ""),
+        src[focus["key"]].replace("▁", ""),
+    ):
         assert part in note, (part, note)
     # the visitor's own choice stays: another head, then another sentence, opens on that head
     show_head(page, "cross", 1, "mean")
@@ -268,8 +266,9 @@ def test_the_main_view_on_a_phone_fits_the_screen(phone):
     assert m["legend"]["top"] >= m["canvas"]["bottom"] - 1  # under the map on a narrow screen
     assert m["labelPx"] >= 12 and m["grid"]["cell"] >= 14
     # row labels are whole: the step and what it writes
-    labels = page.eval_on_selector_all("#attn-plot .ax-rowlabel",
-                                       "ls => ls.map((l) => l.scrollWidth <= l.clientWidth + 1)")
+    labels = page.eval_on_selector_all(
+        "#attn-plot .ax-rowlabel", "ls => ls.map((l) => l.scrollWidth <= l.clientWidth + 1)"
+    )
     assert labels and all(labels), labels
 
 
@@ -341,7 +340,7 @@ def test_the_line_view_joins_queries_to_keys_one_colour_per_head(desktop):
     s, tr = state(page), state(page)["trace"]
     seen = page.evaluate(LINES)
     # cross-attention: the Italian tokens written so far on the left, the English ones on the right
-    assert seen["queries"] == tr["tgt"][1:s["step"] + 1] and seen["keys"] == tr["src"]
+    assert seen["queries"] == tr["tgt"][1 : s["step"] + 1] and seen["keys"] == tr["src"]
     assert seen["lines"] and {x["head"] for x in seen["lines"]} == {str(s["head"])}  # the viewer's head alone
     # every head, each in its own colour, with numbered swatches
     page.click("#line-heads button[data-head='all']")
@@ -458,7 +457,10 @@ def test_the_arithmetic_shows_beside_the_map_it_explains(browser, app_server, de
         key = page.get_attribute("#arithmetic .ar-root", "data-key")
         assert key == f"cross:{s['layer']}:{s['head']}:{s['step']}", key
         g = grid(page)
-        cell = {"x": g["left"] + 1.5 * g["cell"], "y": g["top"] + (s["step"] - 0.5) * g["cell"]}  # this step's row, key 2
+        cell = {
+            "x": g["left"] + 1.5 * g["cell"],
+            "y": g["top"] + (s["step"] - 0.5) * g["cell"],
+        }  # this step's row, key 2
         page.locator("#attn-plot canvas").click(position=cell)
         page.wait_for_selector("#arithmetic .ar-root[data-picked='2']", state="attached")
         # and it goes away again
@@ -469,9 +471,13 @@ def test_the_arithmetic_shows_beside_the_map_it_explains(browser, app_server, de
 
 # --- 8. readable diagnostics ---------------------------------------------------------------------
 
+
 def diag_maps(page) -> list:
-    return page.eval_on_selector_all("#diag-maps canvas", """cs => cs.map((c) => ({kind: c.dataset.kind,
-      measure: c.dataset.measure, grid: JSON.parse(c.dataset.grid), right: c.getBoundingClientRect().right}))""")
+    return page.eval_on_selector_all(
+        "#diag-maps canvas",
+        """cs => cs.map((c) => ({kind: c.dataset.kind,
+      measure: c.dataset.measure, grid: JSON.parse(c.dataset.grid), right: c.getBoundingClientRect().right}))""",
+    )
 
 
 @pytest.mark.parametrize("device", ["desktop", "phone"])
@@ -482,8 +488,11 @@ def test_diagnostics_show_one_measure_at_a_time_large(browser, app_server, devic
         page.wait_for_selector("#diag-maps canvas")
         measures = page.eval_on_selector_all("#diag-measure option", "os => os.map((o) => o.value)")
         assert {"entropy", "sink", "prev", "monotonicity"} <= set(measures), measures
-        for measure, kinds in (("entropy", ["encoder", "decoder_self", "cross"]), ("prev", ["encoder", "decoder_self"]),
-                               ("monotonicity", ["cross"])):
+        for measure, kinds in (
+            ("entropy", ["encoder", "decoder_self", "cross"]),
+            ("prev", ["encoder", "decoder_self"]),
+            ("monotonicity", ["cross"]),
+        ):
             page.select_option("#diag-measure", measure)
             page.wait_for_selector(f"#diag-maps[data-measure='{measure}']", state="attached")
             maps = diag_maps(page)
@@ -538,17 +547,23 @@ def test_on_a_phone_every_head_table_and_panel_fits_the_screen(phone):
     page.wait_for_selector("#ko-selection .chip", state="attached")
     page.click("#knockout-btn")
     page.wait_for_selector("#ko-result[data-state='done'] canvas")
-    seen = page.eval_on_selector("#ko-result .ax-scroll", """s => ({ right: s.getBoundingClientRect().right,
-      room: s.clientWidth, caption: Number(s.querySelector('canvas').dataset.captionWidth) })""")
+    seen = page.eval_on_selector(
+        "#ko-result .ax-scroll",
+        """s => ({ right: s.getBoundingClientRect().right,
+      room: s.clientWidth, caption: Number(s.querySelector('canvas').dataset.captionWidth) })""",
+    )
     # the bars may scroll; the caption is whole
     assert seen["right"] <= width + 0.5 and seen["caption"] <= seen["room"], seen
     # wide tables scroll inside their own box, with an edge that shows
     page.click("#pairs-curated button[data-pair='0']")
     page.wait_for_function("() => { const p = window.__explorer.getState().pair; return p && p.status === 'done'; }")
     for box in ("#logit-lens-box", ".pr-cands-box"):
-        look = page.eval_on_selector(box, """b => { const cs = getComputedStyle(b); const r = b.getBoundingClientRect();
+        look = page.eval_on_selector(
+            box,
+            """b => { const cs = getComputedStyle(b); const r = b.getBoundingClientRect();
           return {overflow: cs.overflowX, border: parseFloat(cs.borderTopWidth), image: cs.backgroundImage,
-                  right: r.right}; }""")
+                  right: r.right}; }""",
+        )
         assert look["overflow"] in ("auto", "scroll"), (box, look)
         assert look["border"] >= 1 and "gradient" in look["image"], (box, look)
         assert look["right"] <= width + 0.5, (box, look)

@@ -16,17 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import (
-    attn,
-    grid,
-    open_panel,
-    open_section,
-    painted,
-    row_labels,
-    state,
-    steps,
-    translate,
-)
+from tests.helpers import attn, grid, open_panel, open_section, painted, row_labels, state, steps, translate
 
 pytestmark = pytest.mark.browser
 
@@ -39,8 +29,17 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     page.goto(url)
     page.wait_for_selector("#viewer .ax-root")
     # before the first translation: stepping controls disabled, empty hint box hidden
-    for control in ("#prev-btn", "#next-btn", "#play-btn", "#step-slider", "#view-select", "#layer-select",
-                    "#head-select", "#hide-specials", "#download-view-png"):
+    for control in (
+        "#prev-btn",
+        "#next-btn",
+        "#play-btn",
+        "#step-slider",
+        "#view-select",
+        "#layer-select",
+        "#head-select",
+        "#hide-specials",
+        "#download-view-png",
+    ):
         assert page.is_disabled(control), control
     assert not page.is_visible("#hint .ax-hint") and page.is_visible("#viewer-empty")
     open_panel(page, "whatif-panel")
@@ -166,8 +165,9 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
 
 def test_shared_link_reopens_the_same_view(server, page):
     url, _ = server
-    frag = urllib.parse.urlencode({"text": "I don't like coffee.", "step": 3, "view": "encoder", "layer": 2,
-                                   "head": "max", "hide": 1})
+    frag = urllib.parse.urlencode(
+        {"text": "I don't like coffee.", "step": 3, "view": "encoder", "layer": 2, "head": "max", "hide": 1}
+    )
     page.goto(f"{url}#{frag}")
     page.wait_for_selector("#attn-plot[data-view='encoder']")
     assert {"step": "3", "view": "encoder", "layer": "2", "head": "max", "hide": "1"}.items() <= attn(page).items()
@@ -194,8 +194,10 @@ def test_whatif_explores_the_forced_version(server, page):
     assert "step 2 forced to" in page.inner_text("#translation")  # the label says forced, not greedy
     assert "greedy" not in page.inner_text("#translation")
     painted(page, 2)
-    page.wait_for_function("() => { const r = document.querySelector('#viewer').getBoundingClientRect();"
-                           " return r.top < window.innerHeight && r.bottom > 0; }")  # scrolled to the viewer
+    page.wait_for_function(
+        "() => { const r = document.querySelector('#viewer').getBoundingClientRect();"
+        " return r.top < window.innerHeight && r.bottom > 0; }"
+    )  # scrolled to the viewer
     # its link opens the same version again, at the same step
     forced = state(page)["forcedPrefix"]
     frag = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).fragment)
@@ -238,7 +240,7 @@ def test_markup_is_inserted_as_text_and_bad_input_clears(server, page):
     page.goto(url)
     page.wait_for_selector("#viewer .ax-root")
     page.evaluate("() => { window.__xss = false; }")
-    text = "<img src=x onerror=\"window.__xss=true\"><script>window.__xss=true</script> the cat"
+    text = '<img src=x onerror="window.__xss=true"><script>window.__xss=true</script> the cat'
     translate(page, text, read="the cat")  # the tags and the script are taken out before tokenising
     assert "Taken out before translating: markup" in page.inner_text("#notice")
     assert page.evaluate("() => window.__xss") is False

@@ -15,14 +15,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from tests.helpers import (
-    DEVICES,
-    go_to_step,
-    open_panel,
-    open_section,
-    state,
-    translate,
-)
+from tests.helpers import DEVICES, go_to_step, open_panel, open_section, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -44,21 +37,29 @@ LOW_CONTRAST = """(sel) => {
     for (let x = e; x; x = x.parentElement) { const c = parse(getComputedStyle(x).backgroundColor);
       if (c && c[3] > 0) { layers.push(c); if (c[3] >= 1) break; } }
     return layers.reverse().reduce((acc, c) => over(c, acc), [255, 255, 255, 1]); };
-  const ratio = (fg, bg) => { const a = lum(fg), b = lum(bg); return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); };
+  const ratio = (fg, bg) => {
+    const a = lum(fg), b = lum(bg);
+    return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  };
   const name = (e) => e.id ? `#${e.id}` : `${e.tagName.toLowerCase()}.${String(e.className).split(' ')[0]}`;
   const low = [];
   for (const root of document.querySelectorAll(sel)) {
     const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
     for (let n = walk.nextNode(); n; n = walk.nextNode()) {
       const e = n.parentElement, r = e.getBoundingClientRect();
-      if (!n.textContent.trim() || !r.width || !r.height || !e.checkVisibility({ opacityProperty: true, visibilityProperty: true })) continue;
+      if (!n.textContent.trim() || !r.width || !r.height) continue;
+      if (!e.checkVisibility({ opacityProperty: true, visibilityProperty: true })) continue;
       let alpha = 1;
       for (let x = e; x; x = x.parentElement) alpha *= Number(getComputedStyle(x).opacity);
       const bg = background(e), c = parse(getComputedStyle(e).color);
       const k = ratio(over([c[0], c[1], c[2], c[3] * alpha], bg), bg);
       if (k < 4.5) low.push([name(e), n.textContent.trim().slice(0, 50), +k.toFixed(2)]);
     }
-    const shown = (e) => { let a = 1; for (let x = e; x; x = x.parentElement) a *= Number(getComputedStyle(x).opacity); return a; };
+    const shown = (e) => {
+      let a = 1;
+      for (let x = e; x; x = x.parentElement) a *= Number(getComputedStyle(x).opacity);
+      return a;
+    };
     for (const f of root.querySelectorAll('select')) {  // a menu shows its chosen option's text
       if (!f.checkVisibility() || !f.selectedOptions.length) continue;
       const bg = background(f), c = parse(getComputedStyle(f).color);
@@ -111,7 +112,6 @@ SETTLED = """() => [...document.querySelectorAll('.gradio-container *')].every((
   return o === 1 || o === 0 || e.matches('select, input, button, textarea') || !e.checkVisibility(); })"""
 
 
-
 def fail_translate(page):
     """Press Translate on blank text: the app refuses it and clears the old results."""
     page.locator("#src-text textarea").fill("   ")
@@ -146,6 +146,7 @@ def visible_text(page) -> str:
 
 # --- 1. checkboxes -------------------------------------------------------------------------
 
+
 def checkbox_look(page, sel: str) -> dict:
     """A checkbox as drawn: its fill, and the share of its pixels that stand out from white
     (at least 3:1, the contrast WCAG asks of a control's state)."""
@@ -155,8 +156,10 @@ def checkbox_look(page, sel: str) -> dict:
     box.scroll_into_view_if_needed()
     image = Image.open(io.BytesIO(box.screenshot())).convert("RGB")
     px = np.asarray(image).reshape(-1, 3).tolist()
-    lum = lambda c: sum(w * ((v / 255) / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4)
-                        for w, v in zip((0.2126, 0.7152, 0.0722), c))
+    lum = lambda c: sum(
+        w * ((v / 255) / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4)
+        for w, v in zip((0.2126, 0.7152, 0.0722), c)
+    )
     dark = sum((1.05) / (lum(c) + 0.05) >= 3 for c in px) / len(px)
     return {"fill": box.evaluate("e => getComputedStyle(e).backgroundColor"), "dark": dark, "checked": box.is_checked()}
 
@@ -186,9 +189,14 @@ def test_ticked_checkboxes_look_ticked(desktop):
 
 # --- 2. the beam panel follows the sentence ---------------------------------------------------
 
+
 def beam_on_screen(page) -> dict:
-    return {"hyps": page.locator("#beam-hyps li").count(), "nodes": page.locator("#beam-tree svg g.bt-node").count(),
-            "best": page.input_value("#beam-translation textarea"), "summary": page.inner_text("#beam-summary")}
+    return {
+        "hyps": page.locator("#beam-hyps li").count(),
+        "nodes": page.locator("#beam-tree svg g.bt-node").count(),
+        "best": page.input_value("#beam-translation textarea"),
+        "summary": page.inner_text("#beam-summary"),
+    }
 
 
 def test_beam_panel_shows_only_the_sentence_in_the_viewer(desktop):
@@ -224,6 +232,7 @@ def test_beam_panel_shows_only_the_sentence_in_the_viewer(desktop):
 
 # --- 3. a tap names a cell on a phone ----------------------------------------------------------
 
+
 def test_a_tap_on_a_heatmap_cell_shows_its_value_on_a_phone(phone):
     page = phone
     translate(page, SENTENCE)
@@ -234,8 +243,11 @@ def test_a_tap_on_a_heatmap_cell_shows_its_value_on_a_phone(phone):
     tip = page.locator("#viewer-tooltip")
     for row, col in ((1, 2), (2, 4)):
         canvas.tap(position={"x": g["left"] + (col + 0.5) * g["cell"], "y": g["top"] + (row + 0.5) * g["cell"]})
-        page.wait_for_function("(k) => { const t = document.querySelector('#viewer-tooltip');"
-                               " return !t.hidden && t.innerText.includes(k); }", arg=f"source token {col + 1} ")
+        page.wait_for_function(
+            "(k) => { const t = document.querySelector('#viewer-tooltip');"
+            " return !t.hidden && t.innerText.includes(k); }",
+            arg=f"source token {col + 1} ",
+        )
         text = tip.inner_text()
         assert f"query: step {row + 1} " in text and re.search(r"weight: (< )?\d\.\d+", text), text
         box = tip.bounding_box()  # the whole tooltip can be read
@@ -246,6 +258,7 @@ def test_a_tap_on_a_heatmap_cell_shows_its_value_on_a_phone(phone):
 
 
 # --- 4. the example hint ----------------------------------------------------------------------
+
 
 def test_example_hint_leaves_when_you_type_your_own_sentence(desktop):
     page = desktop
@@ -268,6 +281,7 @@ def test_example_hint_leaves_when_you_type_your_own_sentence(desktop):
 
 
 # --- 5 and 6. an error leaves nothing of the old sentence: epoch panel, address -----------------
+
 
 def test_epoch_panel_after_an_error_shows_one_consistent_state(desktop):
     page = desktop
@@ -301,6 +315,7 @@ def test_address_forgets_the_sentence_after_an_error(desktop):
 
 # --- 7. links ---------------------------------------------------------------------------------
 
+
 def test_links_count_from_one_and_reopen_the_version_on_screen(desktop, app_server):
     page = desktop
     translate(page, SENTENCE)
@@ -315,7 +330,9 @@ def test_links_count_from_one_and_reopen_the_version_on_screen(desktop, app_serv
     # a link's numbers mean what the menus say
     frag = urllib.parse.urlencode({"text": SENTENCE, "step": 2, "view": "cross", "layer": 1, "head": 2})
     page.goto(f"{app_server.url}?fresh=1#{frag}")
-    page.wait_for_selector("#attn-plot[data-view='cross'][data-step='2'][data-layer='1'][data-head='2']", state="attached")
+    page.wait_for_selector(
+        "#attn-plot[data-view='cross'][data-step='2'][data-layer='1'][data-head='2']", state="attached"
+    )
     assert page.eval_on_selector("#layer-select", "s => s.selectedOptions[0].textContent") == "layer 1"
     assert page.eval_on_selector("#head-select", "s => s.selectedOptions[0].textContent") == "head 2"
 
@@ -325,8 +342,10 @@ def test_links_count_from_one_and_reopen_the_version_on_screen(desktop, app_serv
     tree = state(page)["beam"]
     i = next(k for k, h in enumerate(tree["hypotheses"]) if h["text"] != tree["greedy_translation"])
     page.click(f"#beam-hyps li[data-hyp='{i}'] button")
-    page.wait_for_function("(ids) => JSON.stringify(window.__explorer.getState().forcedPrefix) === ids",
-                           arg=json.dumps(tree["hypotheses"][i]["ids"], separators=(",", ":")))
+    page.wait_for_function(
+        "(ids) => JSON.stringify(window.__explorer.getState().forcedPrefix) === ids",
+        arg=json.dumps(tree["hypotheses"][i]["ids"], separators=(",", ":")),
+    )
     assert fragment(page)["origin"] == ["beam"]
     page.goto(f"{app_server.url}?again=1#{urllib.parse.urlparse(page.url).fragment}")  # a reload of the link
     page.wait_for_function("() => window.__explorer && window.__explorer.getState().origin === 'beam'")
@@ -356,14 +375,17 @@ def test_links_count_from_one_and_reopen_the_version_on_screen(desktop, app_serv
     # forced tokens this model cannot read: the greedy version, and a notice that says so
     frag = urllib.parse.urlencode({"text": SENTENCE, "forced": "999999.999999", "origin": "whatif"})
     page.goto(f"{app_server.url}?again=3#{frag}")
-    page.wait_for_function("() => { const n = document.querySelector('#notice');"
-                           " return n && n.innerText.includes('greedy translation is shown'); }")
+    page.wait_for_function(
+        "() => { const n = document.querySelector('#notice');"
+        " return n && n.innerText.includes('greedy translation is shown'); }"
+    )
     # the notice is text from the server; the store takes the trace once its attention is inflated
     page.wait_for_function("() => window.__explorer.getState().origin === 'translate'")
     assert state(page)["forcedPrefix"] == []
 
 
 # --- 8. phone heatmaps ------------------------------------------------------------------------
+
 
 def test_phone_heatmaps_keep_legend_columns_labels_and_titles_on_screen(phone):
     page = phone
@@ -399,6 +421,7 @@ def test_phone_heatmaps_keep_legend_columns_labels_and_titles_on_screen(phone):
 
 # --- 9. space on a button ---------------------------------------------------------------------
 
+
 def test_space_presses_the_focused_button_and_plays_elsewhere(desktop):
     page = desktop
     translate(page, SENTENCE)
@@ -428,6 +451,7 @@ def test_space_presses_the_focused_button_and_plays_elsewhere(desktop):
 
 # --- 10. a long paste -------------------------------------------------------------------------
 
+
 def test_a_long_paste_is_cut_once_by_the_model_and_the_notice_says_what_was_dropped(desktop, app_server):
     from transformer.core.tokenizer import encode, load_tokenizer
 
@@ -442,8 +466,11 @@ def test_a_long_paste_is_cut_once_by_the_model_and_the_notice_says_what_was_drop
     # the model was given all of it (the store takes the trace once its attention is inflated)
     page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=text)
     notice = page.inner_text("#notice")
-    m = re.search(r"at most (\d+) subword tokens and this text has (\d+)\. Only the first \1 were translated "
-                  r"\((\d+) tokens dropped, from “(.+?)…?” on\)", notice)
+    m = re.search(
+        r"at most (\d+) subword tokens and this text has (\d+)\. Only the first \1 were translated "
+        r"\((\d+) tokens dropped, from “(.+?)…?” on\)",
+        notice,
+    )
     assert m, notice
     kept, total, dropped, preview = int(m[1]), int(m[2]), int(m[3]), m[4]
     cfg = json.loads((app_server.checkpoint / "config.json").read_text())
@@ -455,6 +482,7 @@ def test_a_long_paste_is_cut_once_by_the_model_and_the_notice_says_what_was_drop
 
 
 # --- 11. row labels on long sentences ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_row_labels_never_overlap_on_long_sentences(device, request):
@@ -477,6 +505,7 @@ def test_row_labels_never_overlap_on_long_sentences(device, request):
 
 
 # --- 12. knock-out ----------------------------------------------------------------------------
+
 
 def test_knockout_waits_for_a_head_and_speaks_plainly(desktop):
     page = desktop
@@ -506,7 +535,10 @@ def test_knockout_waits_for_a_head_and_speaks_plainly(desktop):
 
 # --- 13. not English ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("italian", ["Il gatto nero dorme sul divano.", "Mia sorella è alta.", "Ho una macchina rossa."])
+
+@pytest.mark.parametrize(
+    "italian", ["Il gatto nero dorme sul divano.", "Mia sorella è alta.", "Ho una macchina rossa."]
+)
 def test_italian_input_is_told_the_model_reads_english(desktop, italian):
     page = desktop
     translate(page, italian)
@@ -518,6 +550,7 @@ def test_italian_input_is_told_the_model_reads_english(desktop, italian):
 
 
 # --- 14. contrast ------------------------------------------------------------------------------
+
 
 def test_all_text_meets_wcag_aa_contrast(desktop):
     page = desktop
@@ -547,6 +580,7 @@ def test_all_text_meets_wcag_aa_contrast(desktop):
 
 
 # --- 15. leftovers ------------------------------------------------------------------------------
+
 
 def test_notes_speak_only_of_what_is_on_screen(desktop):
     page = desktop

@@ -148,7 +148,11 @@ def _hub_reason(exc: BaseException) -> str:
     """Why the hub did not give a checkpoint or dataset, in words (its own messages are
     several lines of HTTP detail)."""
     from huggingface_hub.errors import (
-        EntryNotFoundError, GatedRepoError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError,
+        EntryNotFoundError,
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
     )
 
     if isinstance(exc, GatedRepoError):

@@ -40,26 +40,37 @@ from transformer.cli.modelcard import display_source
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m transformer.cli.evaluate", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
-    p.add_argument("--data", required=True,
-                   help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
-                        "OPUS Books schema, .jsonl.gz too")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
+        "OPUS Books schema, .jsonl.gz too",
+    )
     p.add_argument("--split", default=None, help="split to score when --data is a folder (default: test)")
     p.add_argument("--src", default=None, help="source language (default: the checkpoint's)")
     p.add_argument("--tgt", default=None, help="target language (default: the checkpoint's)")
     p.add_argument("--limit", type=whole_number(1), default=None, help="score only the first N pairs")
     p.add_argument("--batch-size", type=whole_number(1), default=64, help="sentences per decoding batch")
     p.add_argument("--beam-size", type=whole_number(1), default=1, help="beam width k (1: greedy decoding)")
-    p.add_argument("--long-words", type=whole_number(1), default=LONG_SENTENCE_WORDS,
-                   help="also score apart the pairs whose source has at least this many words (the 'long' slice)")
+    p.add_argument(
+        "--long-words",
+        type=whole_number(1),
+        default=LONG_SENTENCE_WORDS,
+        help="also score apart the pairs whose source has at least this many words (the 'long' slice)",
+    )
     p.add_argument("--output", default=None, help="write the hypotheses here, one per line")
-    p.add_argument("--save", action="store_true",
-                   help="record the greedy scores (and the long slice's) in the checkpoint's metrics.json as its 'test' "
-                        "entry, which its model card and the app's long-sentence notice show; local folders only")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="record the greedy scores (and the long slice's) in the checkpoint's metrics.json as its 'test' "
+        "entry, which its model card and the app's long-sentence notice show; local folders only",
+    )
     return p.parse_args(argv)
 
 
-def translate_all(tr, sources: list[str], batch_size: int = 64, beam_size: int = 1,
-                  progress: Callable[[int], object] | None = None) -> list[str]:
+def translate_all(
+    tr, sources: list[str], batch_size: int = 64, beam_size: int = 1, progress: Callable[[int], object] | None = None
+) -> list[str]:
     """``tr.translate(sources, batch_size, beam_size)``, in the very same batches, handed
     over one batch at a time so that ``progress`` (called with each batch's size) can follow.
 
@@ -78,7 +89,7 @@ def translate_all(tr, sources: list[str], batch_size: int = 64, beam_size: int =
     order = sorted(range(len(sources)), key=lengths.__getitem__)
     hyps = [""] * len(sources)
     for start in range(0, len(order), batch_size):
-        batch = order[start: start + batch_size]
+        batch = order[start : start + batch_size]
         out = tr.translate([sources[i] for i in batch], batch_size=batch_size, beam_size=beam_size)
         for i, hyp in zip(batch, out):
             hyps[i] = hyp
@@ -133,8 +144,21 @@ def main(argv=None) -> int:
             write_file_atomic(metrics_path, json.dumps(metrics, indent=2) + "\n")
     except OSError as exc:  # checked at the start; the disk can still fill up or change since
         fail(f"could not write the results: {exc}")
-    print(json.dumps({**scores, "n": len(pairs), "long": long, "beam_size": args.beam_size, "seconds": round(seconds, 2),
-                      "checkpoint": str(args.checkpoint), "data": str(data_file), "src": src, "tgt": tgt}))
+    print(
+        json.dumps(
+            {
+                **scores,
+                "n": len(pairs),
+                "long": long,
+                "beam_size": args.beam_size,
+                "seconds": round(seconds, 2),
+                "checkpoint": str(args.checkpoint),
+                "data": str(data_file),
+                "src": src,
+                "tgt": tgt,
+            }
+        )
+    )
     return 0
 
 

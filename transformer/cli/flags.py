@@ -7,6 +7,11 @@ not the field's, e.g. ``h`` is ``--heads``; fields that share a name share one f
 ``--layers`` sets both stacks), ``fraction`` (a float in [0, 1)) and ``min`` (an int's least
 value; 1 when not given, None for any whole number). Booleans get ``--name`` and ``--no-name``. Every flag defaults to
 None, meaning "the preset's value", which the help lists for every preset.
+
+``add_option_flags`` makes the flags of a dataclass of plain options (``RunOptions``): each
+defaults to its field's default, a boolean is a switch, and the metadata may also give
+``choices``, ``nargs``, ``metavar``, ``parse`` (text to value; its ``ValueError`` is the
+message), ``exclusive`` (a group name: its flags exclude each other) and ``section``.
 """
 
 from __future__ import annotations
@@ -60,6 +65,50 @@ def add_field_flags(parser, flags: list[FieldFlag], note: Callable[[FieldFlag], 
             parser.add_argument(flag.option, action=argparse.BooleanOptionalAction, default=None, help=help_text)
         else:
             parser.add_argument(flag.option, type=_argument_type(f), default=None, help=help_text)
+
+
+def _option_type(f: dataclasses.Field) -> Callable | None:
+    parse = f.metadata.get("parse")
+    if parse is not None:
+        return lambda text: _parsed_by(parse, text)
+    return _argument_type(f) if str(f.type).startswith("int") else None
+
+
+def _parsed_by(parse: Callable, text: str):
+    try:
+        return parse(text)
+    except ValueError as exc:  # argparse would print "invalid <lambda> value"
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _option_default(f: dataclasses.Field):
+    """The field's default as argparse takes it: a parsed tuple as the text that parses to it."""
+    if "parse" in f.metadata and isinstance(f.default, tuple):
+        return ",".join(map(str, f.default)) or "none"
+    return f.default
+
+
+def add_option_flags(parser, cls, section: str | None = None) -> None:
+    """Add a flag for each field of dataclass ``cls`` whose metadata has ``"help"`` and whose
+    ``"section"`` is ``section``, defaulting to the field's default."""
+    groups: dict[str, argparse._MutuallyExclusiveGroup] = {}
+    for f in dataclasses.fields(cls):
+        if "help" not in f.metadata or f.metadata.get("section") != section:
+            continue
+        meta, option = f.metadata, "--" + f.metadata.get("flag", f.name).replace("_", "-")
+        target = parser
+        if "exclusive" in meta:
+            if meta["exclusive"] not in groups:
+                groups[meta["exclusive"]] = parser.add_mutually_exclusive_group()
+            target = groups[meta["exclusive"]]
+        if "bool" in str(f.type):
+            target.add_argument(option, action="store_true", help=meta["help"])
+            continue
+        extra = {key: meta[key] for key in ("choices", "nargs", "metavar") if key in meta}
+        kind = _option_type(f)
+        if kind is not None:
+            extra["type"] = kind
+        target.add_argument(option, default=_option_default(f), help=meta["help"], **extra)
 
 
 def value_of(obj, flag: FieldFlag):

@@ -21,16 +21,26 @@ from tqdm import tqdm
 
 from transformer.core.checkpoint import DEFAULT_CHECKPOINT
 from transformer.core.readings import aggregate_head_stats
-from transformer.cli import ArgumentParser, check_output_or_exit, data_split_or_exit, fail, load_translator_or_exit, whole_number
+from transformer.cli import (
+    ArgumentParser,
+    check_output_or_exit,
+    data_split_or_exit,
+    fail,
+    load_translator_or_exit,
+    whole_number,
+)
 from transformer.training.data import DataError, load_split
 
 
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m transformer.cli.head_stats", description=__doc__.split("\n")[0])
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
-    p.add_argument("--data", required=True,
-                   help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
-                        "OPUS Books schema, .jsonl.gz too; only the source side is used")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
+        "OPUS Books schema, .jsonl.gz too; only the source side is used",
+    )
     p.add_argument("--split", default=None, help="split to analyse when --data is a folder (default: test)")
     p.add_argument("--limit", type=whole_number(1), default=None, help="analyse only the first N sentences")
     p.add_argument("--out", default=None, help="where to write the JSON (default: <checkpoint>/head_stats.json)")

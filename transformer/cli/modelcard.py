@@ -32,8 +32,10 @@ def _table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for r in rows:
         if "averaged" in r:
-            lines.append(f"| average of {', '.join(r['averaged'])}: val_loss {r.get('val_loss')}, "
-                         f"BLEU {r.get('bleu')}, chrF {r.get('chrf')} |")
+            lines.append(
+                f"| average of {', '.join(r['averaged'])}: val_loss {r.get('val_loss')}, "
+                f"BLEU {r.get('bleu')}, chrF {r.get('chrf')} |"
+            )
         else:
             lines.append("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
     return "\n".join(lines)
@@ -84,13 +86,18 @@ def beam_section(beam: dict) -> str:
     ]
     for r in rows:
         same = " (same output as greedy)" if r.get("equals_greedy") else ""
-        lines.append(f"| {r['decoder']}{same} | {r['bleu']:.2f} | {r['chrf']:.2f} | {r['sentences_per_s']:.1f} | "
-                     f"{r['seconds'] / max(greedy['seconds'], 1e-9):.2f}x |")
+        lines.append(
+            f"| {r['decoder']}{same} | {r['bleu']:.2f} | {r['chrf']:.2f} | {r['sentences_per_s']:.1f} | "
+            f"{r['seconds'] / max(greedy['seconds'], 1e-9):.2f}x |"
+        )
     best = max(rows, key=lambda r: r["bleu"])
     if best is not greedy:
-        lines += ["", f"Best: {best['decoder']}, {best['bleu'] - greedy['bleu']:+.2f} BLEU and "
-                      f"{best['chrf'] - greedy['chrf']:+.2f} chrF over greedy, for "
-                      f"{best['seconds'] / max(greedy['seconds'], 1e-9):.1f}x the decoding time."]
+        lines += [
+            "",
+            f"Best: {best['decoder']}, {best['bleu'] - greedy['bleu']:+.2f} BLEU and "
+            f"{best['chrf'] - greedy['chrf']:+.2f} chrF over greedy, for "
+            f"{best['seconds'] / max(greedy['seconds'], 1e-9):.1f}x the decoding time.",
+        ]
     lines += ["", f"Measured with `{beam['command']}`."]
     return "\n".join(lines)
 
@@ -111,7 +118,7 @@ def with_section(card: str, heading: str, body: str, after: str = "Scores") -> s
     block = [f"## {heading}", "", body.strip(), ""]
     own = span(heading)
     if own:
-        lines[own[0]:own[1]] = block
+        lines[own[0] : own[1]] = block
     else:
         anchor = span(after)
         at = anchor[1] if anchor else len(lines)
@@ -121,8 +128,9 @@ def with_section(card: str, heading: str, body: str, after: str = "Scores") -> s
     return "\n".join(lines)
 
 
-def _eval_results(scores_by_split: dict[str, dict], dataset_id: str | None, dataset_name: str,
-                  src_lang: str, tgt_lang: str) -> list:
+def _eval_results(
+    scores_by_split: dict[str, dict], dataset_id: str | None, dataset_name: str, src_lang: str, tgt_lang: str
+) -> list:
     from huggingface_hub import EvalResult
 
     out = []
@@ -130,11 +138,18 @@ def _eval_results(scores_by_split: dict[str, dict], dataset_id: str | None, data
         for key, pretty in METRIC_NAMES.items():
             if scores.get(key) is None:
                 continue
-            out.append(EvalResult(
-                task_type="translation", task_name=f"Translation {src_lang}-{tgt_lang}",
-                dataset_type=dataset_id or dataset_name, dataset_name=dataset_name, dataset_split=split,
-                metric_type=key, metric_name=f"{split} {pretty} (greedy, sacrebleu)", metric_value=float(scores[key]),
-            ))
+            out.append(
+                EvalResult(
+                    task_type="translation",
+                    task_name=f"Translation {src_lang}-{tgt_lang}",
+                    dataset_type=dataset_id or dataset_name,
+                    dataset_name=dataset_name,
+                    dataset_split=split,
+                    metric_type=key,
+                    metric_name=f"{split} {pretty} (greedy, sacrebleu)",
+                    metric_value=float(scores[key]),
+                )
+            )
     return out
 
 
@@ -143,7 +158,8 @@ GENERIC_LIMITATIONS = (
     "(and can degenerate into repetition), splits and often mistranslates rare words and names\n"
     "(characters never seen in training, such as most emoji, become `[UNK]`), translates idioms\n"
     "word by word, and knows nothing of technical, legal or literary text. It is not a\n"
-    "production translator.")
+    "production translator."
+)
 # the card's Markdown below its metadata; build_model_card fills it (str.format)
 CARD_TEMPLATE = """
 # {title}
@@ -200,8 +216,10 @@ Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
 
 
 def _shape(cfg: TransformerConfig) -> str:
-    return (f"d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers} encoder + "
-            f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm")
+    return (
+        f"d_model {cfg.d_model}, h {cfg.h}, d_ff {cfg.d_ff}, {cfg.n_encoder_layers} encoder + "
+        f"{cfg.n_decoder_layers} decoder layers, {cfg.norm_placement}-norm"
+    )
 
 
 def _score_rows(scores: dict[str, dict], test: dict | None) -> str:
@@ -227,12 +245,47 @@ def _credit(data_source: str, extra_data: tuple[str, ...]) -> str:
     return credit
 
 
-def build_model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
-                     samples: list[tuple[str, str, str]], data_source: str, *, test_scores: dict | None = None,
-                     dataset_id: str | None = None, license: str = "mit", model_name: str | None = None,
-                     title: str | None = None, details: list[tuple[str, str]] | None = None,
-                     sections: dict[str, str] | None = None, limitations: str | None = None,
-                     extra_data: tuple[str, ...] = (), samples_heading: str = "Samples (validation)"):
+def _card_data(
+    cfg: TransformerConfig, data_source: str, scores: dict, dataset_id: str | None, license: str, model_name: str | None
+):
+    """The card's metadata (its YAML header): languages, license, tags, dataset, model-index."""
+    from huggingface_hub import ModelCardData
+
+    src, tgt = cfg.src_lang, cfg.tgt_lang
+    guessed_id, dataset_name = dataset_metadata(data_source, src, tgt)
+    dataset_id = dataset_id or guessed_id
+    return ModelCardData(
+        language=[src, tgt],
+        license=license,
+        pipeline_tag="translation",
+        tags=["translation", "transformer", "from-scratch", "attention-visualization"],
+        datasets=[dataset_id] if dataset_id else None,
+        metrics=["bleu", "chrf"],
+        model_name=model_name or f"transformer-{src}-{tgt}-from-scratch",
+        eval_results=_eval_results(scores, dataset_id, dataset_name, src, tgt) or None,
+    )
+
+
+def build_model_card(
+    cfg: TransformerConfig,
+    n_params: int,
+    command: str,
+    history: list[dict],
+    metrics: dict,
+    samples: list[tuple[str, str, str]],
+    data_source: str,
+    *,
+    test_scores: dict | None = None,
+    dataset_id: str | None = None,
+    license: str = "mit",
+    model_name: str | None = None,
+    title: str | None = None,
+    details: list[tuple[str, str]] | None = None,
+    sections: dict[str, str] | None = None,
+    limitations: str | None = None,
+    extra_data: tuple[str, ...] = (),
+    samples_heading: str = "Samples (validation)",
+):
     """The card as a :class:`huggingface_hub.ModelCard`.
 
     ``metrics`` is the checkpoint's metrics.json content; its ``validation`` and (when
@@ -248,39 +301,41 @@ def build_model_card(cfg: TransformerConfig, n_params: int, command: str, histor
     A ``metrics["beam"]`` entry (``benchmarks/beam_eval.py --save``) adds the beam-search
     table as its own section.
     """
-    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub import ModelCard
 
     src, tgt = cfg.src_lang, cfg.tgt_lang
-    guessed_id, dataset_name = dataset_metadata(data_source, src, tgt)
-    dataset_id = dataset_id or guessed_id
-    scores = {}
-    if metrics.get("validation"):
-        scores["validation"] = metrics["validation"]
     test = test_scores if test_scores is not None else metrics.get("test")
-    if test:
-        scores["test"] = test
-    model_name = model_name or f"transformer-{src}-{tgt}-from-scratch"
-    data = ModelCardData(
-        language=[src, tgt], license=license, pipeline_tag="translation",
-        tags=["translation", "transformer", "from-scratch", "attention-visualization"],
-        datasets=[dataset_id] if dataset_id else None, metrics=["bleu", "chrf"], model_name=model_name,
-        eval_results=_eval_results(scores, dataset_id, dataset_name, src, tgt) or None,
-    )
-
+    scores = {split: s for split, s in (("validation", metrics.get("validation")), ("test", test)) if s}
+    data = _card_data(cfg, data_source, scores, dataset_id, license, model_name)
     body = CARD_TEMPLATE.format(
-        title=title or f"{src}->{tgt} Transformer (from scratch)", command=_cell(command),
-        train_minutes=metrics.get("train_minutes"), n_params=n_params, shape=_shape(cfg), cfg=cfg,
+        title=title or f"{src}->{tgt} Transformer (from scratch)",
+        command=_cell(command),
+        train_minutes=metrics.get("train_minutes"),
+        n_params=n_params,
+        shape=_shape(cfg),
+        cfg=cfg,
         detail_rows="".join(f"\n| {_cell(k)} | {_cell(v)} |" for k, v in (details or [])),
-        score_rows=_score_rows(scores, test), extra=_sections_text(metrics, sections),
-        samples_heading=samples_heading, sample_lines="\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |"
-                                                                for s, r, h in samples),
-        credit=_credit(data_source, extra_data), limits=limitations.strip() if limitations else GENERIC_LIMITATIONS,
-        history=_table(history))
+        score_rows=_score_rows(scores, test),
+        extra=_sections_text(metrics, sections),
+        samples_heading=samples_heading,
+        sample_lines="\n".join(f"| {_cell(s)} | {_cell(r)} | {_cell(h)} |" for s, r, h in samples),
+        credit=_credit(data_source, extra_data),
+        limits=limitations.strip() if limitations else GENERIC_LIMITATIONS,
+        history=_table(history),
+    )
     return ModelCard(f"---\n{data.to_yaml()}\n---\n{body}")
 
 
-def model_card(cfg: TransformerConfig, n_params: int, command: str, history: list[dict], metrics: dict,
-               samples: list[tuple[str, str, str]], data_source: str, **kwargs) -> str:
+def model_card(
+    cfg: TransformerConfig,
+    n_params: int,
+    command: str,
+    history: list[dict],
+    metrics: dict,
+    samples: list[tuple[str, str, str]],
+    data_source: str,
+    **kwargs,
+) -> str:
     """The card's Markdown text (``README.md``); keyword arguments as :func:`build_model_card`."""
     return str(build_model_card(cfg, n_params, command, history, metrics, samples, data_source, **kwargs))
 
@@ -288,8 +343,16 @@ def model_card(cfg: TransformerConfig, n_params: int, command: str, history: lis
 def trainer_card(trainer, metrics: dict, samples: list[tuple[str, str, str]]) -> str:
     """The card of a run's best/ folder, for ``Trainer(model_card=trainer_card)``: what the
     trainer knows of the run (its command, history and data) and the evaluation just made."""
-    return model_card(trainer.cfg, trainer.n_params, trainer.command, trainer.history, metrics, samples,
-                      trainer.data.source, extra_data=trainer.data.extra)
+    return model_card(
+        trainer.cfg,
+        trainer.n_params,
+        trainer.command,
+        trainer.history,
+        metrics,
+        samples,
+        trainer.data.source,
+        extra_data=trainer.data.extra,
+    )
 
 
 SNAPSHOTS_HEADING = "Training snapshots"
@@ -307,19 +370,26 @@ def snapshots_section(directory: str | Path) -> str | None:
     for snap in snaps:
         m, size = snap.metrics, (snap.path / WEIGHTS_FILE).stat().st_size / 1e6
         val = m.get("validation", {})
-        rows.append(f"| {snap.epoch} | {m.get('step', '')} | {m.get('train_minutes', '')} | {val.get('bleu', '')} | "
-                    f"{val.get('chrf', '')} | {size:.1f} MB |")
+        rows.append(
+            f"| {snap.epoch} | {m.get('step', '')} | {m.get('train_minutes', '')} | {val.get('bleu', '')} | "
+            f"{val.get('chrf', '')} | {size:.1f} MB |"
+        )
     own = read_metrics(Path(directory))
     if own.get("epoch") is not None:
         val = own.get("validation", {})
-        rows.append(f"| {own['epoch']} (this model) | {own.get('step', '')} | {own.get('train_minutes', '')} | "
-                    f"{val.get('bleu', '')} | {val.get('chrf', '')} | |")
-    return ("`snapshots/` holds the same run after a few epochs (sharing this folder's tokenizer), so the "
-            "app's training-epoch panel can show attention forming. Validation scores, greedy:\n\n" + "\n".join(rows))
+        rows.append(
+            f"| {own['epoch']} (this model) | {own.get('step', '')} | {own.get('train_minutes', '')} | "
+            f"{val.get('bleu', '')} | {val.get('chrf', '')} | |"
+        )
+    return (
+        "`snapshots/` holds the same run after a few epochs (sharing this folder's tokenizer), so the "
+        "app's training-epoch panel can show attention forming. Validation scores, greedy:\n\n" + "\n".join(rows)
+    )
 
 
-def checkpoint_card(directory: str | Path, command: str, samples: list[tuple[str, str, str]], data_source: str,
-                    **kwargs) -> str:
+def checkpoint_card(
+    directory: str | Path, command: str, samples: list[tuple[str, str, str]], data_source: str, **kwargs
+) -> str:
     """The card of a checkpoint folder, rebuilt from its own files: ``config.json``,
     ``metrics.json`` (validation, test and beam scores, the training history, minutes and
     parameters) and ``snapshots/``. ``command`` is what made the model (the folder does not
@@ -332,8 +402,17 @@ def checkpoint_card(directory: str | Path, command: str, samples: list[tuple[str
     snapshots = snapshots_section(directory)
     if snapshots and SNAPSHOTS_HEADING not in sections:
         sections[SNAPSHOTS_HEADING] = snapshots
-    return model_card(read_config(directory), int(metrics.get("parameters", 0)), command, metrics.get("history", []),
-                      metrics, samples, data_source, sections=sections, **kwargs)
+    return model_card(
+        read_config(directory),
+        int(metrics.get("parameters", 0)),
+        command,
+        metrics.get("history", []),
+        metrics,
+        samples,
+        data_source,
+        sections=sections,
+        **kwargs,
+    )
 
 
 def spread(pairs: list, n: int) -> list:
@@ -346,20 +425,41 @@ def spread(pairs: list, n: int) -> list:
 def parse_args(argv=None):
     from transformer.cli import ArgumentParser, whole_number
 
-    p = ArgumentParser(prog="python -m transformer.cli.modelcard",
-                       description="Rebuild a checkpoint folder's model card (README.md) from its own files.")
+    p = ArgumentParser(
+        prog="python -m transformer.cli.modelcard",
+        description="Rebuild a checkpoint folder's model card (README.md) from its own files.",
+    )
     p.add_argument("--checkpoint", required=True, help="the checkpoint folder whose README.md is rewritten")
     p.add_argument("--command", required=True, help="the command that trained the model, shown on the card")
-    p.add_argument("--samples", required=True, help="JSONL file in the OPUS Books schema: the card shows the "
-                                                     "model's translations of a few of its pairs")
-    p.add_argument("--n-samples", type=whole_number(1), default=10, help="how many pairs, taken evenly through the file")
-    p.add_argument("--data", required=True, help="the training corpus, as the card credits it (e.g. data/tatoeba-en-it)")
+    p.add_argument(
+        "--samples",
+        required=True,
+        help="JSONL file in the OPUS Books schema: the card shows the model's translations of a few of its pairs",
+    )
+    p.add_argument(
+        "--n-samples", type=whole_number(1), default=10, help="how many pairs, taken evenly through the file"
+    )
+    p.add_argument(
+        "--data", required=True, help="the training corpus, as the card credits it (e.g. data/tatoeba-en-it)"
+    )
     p.add_argument("--extra-data", nargs="*", default=[], help="corpora whose pairs were added to --data's")
-    p.add_argument("--history", default=None, help="the run's history.json, when the folder's metrics.json has none "
-                                                   "(checkpoints saved before it was kept there)")
-    p.add_argument("--title", default=None, help="the card's title (default: '<src>-><tgt> Transformer (from scratch)')")
-    p.add_argument("--detail", nargs=2, action="append", default=[], metavar=("LABEL", "TEXT"),
-                   help="one more row of the table at the top, e.g. --detail 'training time' '26 epochs in 3.7 hours'")
+    p.add_argument(
+        "--history",
+        default=None,
+        help="the run's history.json, when the folder's metrics.json has none "
+        "(checkpoints saved before it was kept there)",
+    )
+    p.add_argument(
+        "--title", default=None, help="the card's title (default: '<src>-><tgt> Transformer (from scratch)')"
+    )
+    p.add_argument(
+        "--detail",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("LABEL", "TEXT"),
+        help="one more row of the table at the top, e.g. --detail 'training time' '26 epochs in 3.7 hours'",
+    )
     return p.parse_args(argv)
 
 
@@ -395,9 +495,16 @@ def main(argv=None) -> int:
         metrics = read_metrics(directory)
         write_file_atomic(directory / METRICS_FILE, json.dumps({**metrics, "history": history}, indent=2) + "\n")
     try:
-        card = checkpoint_card(directory, args.command, [(s, t, h) for (s, t), h in zip(pairs, hyps)], args.data,
-                               extra_data=tuple(args.extra_data), title=args.title, details=args.detail,
-                               samples_heading=f"Samples ({Path(args.samples).name}, {len(pairs)} pairs taken evenly)")
+        card = checkpoint_card(
+            directory,
+            args.command,
+            [(s, t, h) for (s, t), h in zip(pairs, hyps)],
+            args.data,
+            extra_data=tuple(args.extra_data),
+            title=args.title,
+            details=args.detail,
+            samples_heading=f"Samples ({Path(args.samples).name}, {len(pairs)} pairs taken evenly)",
+        )
     except CheckpointError as exc:
         fail(str(exc))
     write_file_atomic(directory / "README.md", card)

@@ -217,14 +217,12 @@ def beam_search(
     limits = _limits(model, src, max_steps)
     records = [SearchRecord(limit) for limit in limits] if return_tree else None
     finished = _search(model, src, settings, limits, records)
-    result = BeamResult(
-        ids=[f[0].ids for f in finished],
-        scores=[f[0].score for f in finished],
-        hypotheses=finished,
-    )
+    result = BeamResult(ids=[f[0].ids for f in finished], scores=[f[0].score for f in finished], hypotheses=finished)
     if records is not None:
-        result.trees = [build_tree(model, src[b : b + 1], record, finished[b], settings, tokenizer)
-                        for b, record in enumerate(records)]
+        result.trees = [
+            build_tree(model, src[b : b + 1], record, finished[b], settings, tokenizer)
+            for b, record in enumerate(records)
+        ]
     return result
 
 
@@ -259,17 +257,22 @@ def _limits(model, src, max_steps) -> list[int]:
     return [min(int(max_steps), cfg.max_positions)] * src.shape[0]
 
 
-def _search(model, src, settings: SearchSettings, limits: list[int],
-            records: list[SearchRecord] | None) -> list[list[Hypothesis]]:
+def _banned_mask(cfg, device) -> torch.Tensor:
+    """(V,) True for the tokens a hypothesis may never emit."""
+    mask = torch.zeros(cfg.tgt_vocab_size, dtype=torch.bool, device=device)
+    mask[_banned(cfg)] = True
+    return mask
+
+
+def _search(
+    model, src, settings: SearchSettings, limits: list[int], records: list[SearchRecord] | None
+) -> list[list[Hypothesis]]:
     """The search itself: the k best finished hypotheses per sentence, best first. With
     ``records``, every ranked candidate is also appended to its sentence's record."""
     cfg = model.cfg
-    k, device = settings.beam_size, src.device
+    k, device, B = settings.beam_size, src.device, src.shape[0]
     n_cand = 2 * k
-    B = src.shape[0]
-    banned_mask = torch.zeros(cfg.tgt_vocab_size, dtype=torch.bool, device=device)
-    banned_mask[_banned(cfg)] = True
-
+    banned_mask = _banned_mask(cfg, device)
     src_mask = model.src_mask(src)  # (B, 1, 1, S)
     memory, _ = model.encode(src, src_mask)  # (B, S, D)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
@@ -280,8 +283,7 @@ def _search(model, src, settings: SearchSettings, limits: list[int],
     row_hyp: list[int | None] = [0 if records is not None else None] * B  # record id per row
     cum = torch.zeros(B, device=device)  # (R,) cumulative log-prob per row
     dec = model.decode(torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=device), memory, src_mask)
-    cache = dec.cache
-    logits = model.project(dec.hidden[:, -1])  # (R, V)
+    cache, logits = dec.cache, model.project(dec.hidden[:, -1])  # logits: (R, V)
 
     t = 0
     while True:
@@ -291,8 +293,19 @@ def _search(model, src, settings: SearchSettings, limits: list[int],
             _record_greedy_next(records, logits, logp, active, nb, row_hyp)
         next_rows, next_tok, next_cum, next_seqs, next_hyps, next_active = [], [], [], [], [], []
         for a, i in enumerate(active):
-            kept = _step_sentence(i, a * nb, t, [s[a] for s in (sel_tok, sel_total, sel_lp, sel_beam)], settings,
-                                  limits[i], records, finished[i], seqs, row_hyp, cfg.tgt_eos_id)
+            kept = _step_sentence(
+                i,
+                a * nb,
+                t,
+                [s[a] for s in (sel_tok, sel_total, sel_lp, sel_beam)],
+                settings,
+                limits[i],
+                records,
+                finished[i],
+                seqs,
+                row_hyp,
+                cfg.tgt_eos_id,
+            )
             if kept is None:
                 continue
             next_active.append(i)
@@ -313,9 +326,19 @@ def _search(model, src, settings: SearchSettings, limits: list[int],
         t += 1
 
 
-def _step_sentence(i: int, first_row: int, t: int, selected: list, settings: SearchSettings, limit: int,
-                   records: list[SearchRecord] | None, finished: list[Hypothesis], seqs: list[list[int]],
-                   row_hyp: list[int | None], eos_id: int) -> list[tuple] | None:
+def _step_sentence(
+    i: int,
+    first_row: int,
+    t: int,
+    selected: list,
+    settings: SearchSettings,
+    limit: int,
+    records: list[SearchRecord] | None,
+    finished: list[Hypothesis],
+    seqs: list[list[int]],
+    row_hyp: list[int | None],
+    eos_id: int,
+) -> list[tuple] | None:
     """Sentence ``i``'s ranked candidates at step ``t`` (``selected``: its tokens, totals,
     log-probs and beam rows, best first): a finished one is offered to ``finished``, and
     every one is recorded when ``records`` is given. Returns the kept (row, token, cum,
@@ -371,8 +394,12 @@ def _best_candidates(logits, logp, cum, banned_mask, A: int, nb: int, n_cand: in
     total = (cum[:, None] + cand_lp).view(A, nb * n_cand)  # (A, nb * n_cand)
     # stable sort: on exact ties, keep the row-major, best-logit-first order
     order = total.sort(dim=1, descending=True, stable=True).indices[:, :n_cand]  # (A, n_cand)
-    return (cand_tok.view(A, -1).gather(1, order).tolist(), total.gather(1, order).tolist(),
-            cand_lp.view(A, -1).gather(1, order).tolist(), (order // n_cand).tolist())
+    return (
+        cand_tok.view(A, -1).gather(1, order).tolist(),
+        total.gather(1, order).tolist(),
+        cand_lp.view(A, -1).gather(1, order).tolist(),
+        (order // n_cand).tolist(),
+    )
 
 
 def _record_greedy_next(records, logits, logp, active, nb, row_hyp) -> None:
@@ -434,13 +461,24 @@ class _Tree:
 
     def add(self, parent, step, token_id, logprob, prob, rank, status, eos=False, source="beam") -> int:
         nid = len(self.nodes)
-        self.nodes.append({
-            "id": nid, "parent": parent, "step": step, "token_id": int(token_id),
-            "token": self.tokenizer.id_to_token(int(token_id)) if self.tokenizer is not None else None,
-            "logprob": round(float(logprob), 6), "prob": float(f"{float(prob):.6g}"), "rank": rank,
-            "status": status, "score": None, "eos": bool(eos), "source": source,
-            "on_best": False, "on_greedy": False,
-        })
+        self.nodes.append(
+            {
+                "id": nid,
+                "parent": parent,
+                "step": step,
+                "token_id": int(token_id),
+                "token": self.tokenizer.id_to_token(int(token_id)) if self.tokenizer is not None else None,
+                "logprob": round(float(logprob), 6),
+                "prob": float(f"{float(prob):.6g}"),
+                "rank": rank,
+                "status": status,
+                "score": None,
+                "eos": bool(eos),
+                "source": source,
+                "on_best": False,
+                "on_greedy": False,
+            }
+        )
         if parent is not None:
             self.children.setdefault((parent, int(token_id)), nid)
         return nid
@@ -453,8 +491,9 @@ class _Tree:
         return out[::-1]
 
 
-def build_tree(model, src_row, record: SearchRecord, hypotheses: list[Hypothesis], settings: SearchSettings,
-               tokenizer=None) -> dict:
+def build_tree(
+    model, src_row, record: SearchRecord, hypotheses: list[Hypothesis], settings: SearchSettings, tokenizer=None
+) -> dict:
     """One sentence's ``"transformer-beam-tree/1"`` dict (module docstring) from what its
     search recorded: node i is the record's hypothesis id i, then the greedy path is placed,
     and the best and greedy paths are marked. ``src_row`` (1, S) is the sentence, needed
@@ -462,8 +501,16 @@ def build_tree(model, src_row, record: SearchRecord, hypotheses: list[Hypothesis
     eos_id = model.cfg.tgt_eos_id
     tree = _Tree(model.cfg.tgt_sos_id, tokenizer)
     for c in record.candidates:
-        tree.add(c.parent, c.step, c.token_id, c.logprob, math.exp(c.token_logprob), c.rank, c.status,
-                 eos=c.token_id == eos_id)
+        tree.add(
+            c.parent,
+            c.step,
+            c.token_id,
+            c.logprob,
+            math.exp(c.token_logprob),
+            c.rank,
+            c.status,
+            eos=c.token_id == eos_id,
+        )
     greedy_ids, greedy_node, greedy_logprob = _greedy_path(model, src_row, tree, record, settings.max_steps)
     best = hypotheses[0].node
     best_path, greedy_path = tree.path(best), tree.path(greedy_node)
@@ -486,8 +533,14 @@ def build_tree(model, src_row, record: SearchRecord, hypotheses: list[Hypothesis
         "greedy_logprob": round(greedy_logprob, 6),
         "greedy_score": round(hypothesis_score(greedy_logprob, max(1, len(greedy_ids)), alpha), 6),
         "hypotheses": [
-            {"node": f.node, "ids": f.ids, "logprob": round(f.logprob, 6), "score": round(f.score, 6),
-             "length": len(f.ids), "eos": f.eos}
+            {
+                "node": f.node,
+                "ids": f.ids,
+                "logprob": round(f.logprob, 6),
+                "score": round(f.score, 6),
+                "length": len(f.ids),
+                "eos": f.eos,
+            }
             for f in hypotheses
         ],
     }
@@ -594,11 +647,7 @@ def translate_beam(
 
 @torch.no_grad()
 def beam_tree(
-    translator,
-    text: str,
-    beam_size: int,
-    length_penalty: float = 0.6,
-    early_stopping: bool = True,
+    translator, text: str, beam_size: int, length_penalty: float = 0.6, early_stopping: bool = True
 ) -> tuple[str, dict]:
     """Beam search on one sentence for the app's ``/beam`` endpoint.
 
@@ -613,18 +662,27 @@ def beam_tree(
         raise ValueError("empty sentence: type some text to translate")
     k = _check_beam_size(beam_size, MAX_TREE_BEAM)
     src = translator.encode_source(text)
-    res = beam_search(translator.model, torch.tensor([src.ids]), k, length_penalty=length_penalty,
-                      early_stopping=early_stopping, return_tree=True, tokenizer=translator.tgt_tok)
+    res = beam_search(
+        translator.model,
+        torch.tensor([src.ids]),
+        k,
+        length_penalty=length_penalty,
+        early_stopping=early_stopping,
+        return_tree=True,
+        tokenizer=translator.tgt_tok,
+    )
     tree = res.trees[0]
     greedy_ids = [tree["nodes"][n]["token_id"] for n in tree["greedy_path"][1:]]
     for h in tree["hypotheses"]:
         h["text"] = translator._decode_text(h["ids"])
     translation = translator._decode_text(res.ids[0])
-    tree.update({
-        "src_text": text,
-        "src_tokens": [translator.src_tok.id_to_token(i) for i in src.ids],
-        "truncated": src.truncated,
-        "translation": translation,
-        "greedy_translation": translator._decode_text(greedy_ids),
-    })
+    tree.update(
+        {
+            "src_text": text,
+            "src_tokens": [translator.src_tok.id_to_token(i) for i in src.ids],
+            "truncated": src.truncated,
+            "translation": translation,
+            "greedy_translation": translator._decode_text(greedy_ids),
+        }
+    )
     return translation, tree

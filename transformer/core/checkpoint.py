@@ -124,8 +124,9 @@ def save_checkpoint(
             torch.save(obj, tmp / name)
         old_snapshots = directory / SNAPSHOTS_DIR
         if old_snapshots.is_dir() and not (tmp / SNAPSHOTS_DIR).exists():
-            shutil.copytree(old_snapshots, tmp / SNAPSHOTS_DIR, copy_function=_link_or_copy,
-                            ignore=shutil.ignore_patterns(".*"))
+            shutil.copytree(
+                old_snapshots, tmp / SNAPSHOTS_DIR, copy_function=_link_or_copy, ignore=shutil.ignore_patterns(".*")
+            )
         _normal_permissions(tmp)
         replace_dir(tmp, directory)
     except BaseException:
@@ -241,9 +242,11 @@ def default_checkpoint() -> Path:
         found = resolve_checkpoint_dir(candidate)
         if found.is_dir():
             return found
-    raise CheckpointError(f"no checkpoint at {DEFAULT_CHECKPOINT} (relative to {Path.cwd()}) nor beside the "
-                          f"package ({REPO_ROOT / DEFAULT_CHECKPOINT}): pass load_translator('path/to/checkpoint') "
-                          f"or a hub id 'owner/name'")
+    raise CheckpointError(
+        f"no checkpoint at {DEFAULT_CHECKPOINT} (relative to {Path.cwd()}) nor beside the "
+        f"package ({REPO_ROOT / DEFAULT_CHECKPOINT}): pass load_translator('path/to/checkpoint') "
+        f"or a hub id 'owner/name'"
+    )
 
 
 def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
@@ -272,8 +275,9 @@ def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
         return download_checkpoint(str(name_or_path))
     except Exception as exc:  # offline, no such repo, no access...: any hub failure is reported
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())  # the hub's messages span several lines
-        raise CheckpointError(f"{local}, and {name_or_path!r} could not be loaded as a Hugging Face hub "
-                              f"repo id ({reason})") from exc
+        raise CheckpointError(
+            f"{local}, and {name_or_path!r} could not be loaded as a Hugging Face hub repo id ({reason})"
+        ) from exc
 
 
 def _snapshot_parent(directory: Path) -> Path | None:

@@ -18,16 +18,19 @@ class TransformerConfig:
     # sizes (paper names); a field whose metadata has "help" is a flag of `python train.py`
     # ("flag" names it when the paper name would read badly on a command line)
     d_model: int = field(default=256, metadata={"help": "model width d_model"})
-    h: int = field(default=8, metadata={"flag": "heads", "help": "attention heads h (8 or fewer keeps the viewer "
-                                                                 "readable)"})
+    h: int = field(
+        default=8, metadata={"flag": "heads", "help": "attention heads h (8 or fewer keeps the viewer readable)"}
+    )
     d_ff: int = field(default=1024, metadata={"help": "feed-forward inner width d_ff"})
     # one --layers flag sets both stacks
     n_encoder_layers: int = field(default=3, metadata={"flag": "layers", "help": "encoder layers = decoder layers"})
     n_decoder_layers: int = field(default=3, metadata={"flag": "layers", "help": "encoder layers = decoder layers"})
-    dropout: float = field(default=0.1, metadata={"fraction": True,
-                                                  "help": "dropout on residuals, embeddings and the FFN"})
-    attn_dropout: float = field(default=0.1, metadata={"fraction": True, "help": "dropout on attention weights "
-                                                                                 "(after they are recorded)"})
+    dropout: float = field(
+        default=0.1, metadata={"fraction": True, "help": "dropout on residuals, embeddings and the FFN"}
+    )
+    attn_dropout: float = field(
+        default=0.1, metadata={"fraction": True, "help": "dropout on attention weights (after they are recorded)"}
+    )
     max_positions: int = 128
     # "pre": x + sublayer(norm(x)) (trains faster, needs a final norm);
     # "post": norm(x + sublayer(x)) as in the paper.

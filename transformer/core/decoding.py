@@ -92,7 +92,9 @@ def greedy_decode(
     src_mask = model.src_mask(src)
     memory, enc_w = model.encode(src, src_mask, need_weights=need_trace, head_mask=head_mask)
     recorder = _StepRecorder(top_k) if need_trace else None
-    out = _decode_steps(model, _Rows.start(cfg.tgt_sos_id, memory, src_mask, limits), forced_prefix, head_mask, recorder)
+    out = _decode_steps(
+        model, _Rows.start(cfg.tgt_sos_id, memory, src_mask, limits), forced_prefix, head_mask, recorder
+    )
     result = GreedyResult(ids=_emitted_ids(out, cfg))
     if recorder is not None:
         src_lens = (src != cfg.src_pad_id).sum(dim=1).tolist()
@@ -142,19 +144,32 @@ class _Rows:
         """Every sentence of the batch, about to read [SOS]."""
         B, device = memory.shape[0], memory.device
         sos = torch.full((B, 1), sos_id, dtype=torch.long, device=device)
-        return cls(torch.arange(B, device=device), sos, limits, torch.zeros(B, dtype=torch.bool, device=device),
-                   memory, src_mask)
+        return cls(
+            torch.arange(B, device=device),
+            sos,
+            limits,
+            torch.zeros(B, dtype=torch.bool, device=device),
+            memory,
+            src_mask,
+        )
 
     def without_finished(self) -> _Rows:
         """The running rows only: a finished sentence leaves the batch."""
         keep = (~self.finished).nonzero().squeeze(1)  # (R',) running rows
-        return _Rows(self.position[keep], self.last[keep], self.limits[keep], self.finished[keep],
-                     self.memory.index_select(0, keep), self.src_mask.index_select(0, keep),
-                     select_cache_rows(self.cache, keep))
+        return _Rows(
+            self.position[keep],
+            self.last[keep],
+            self.limits[keep],
+            self.finished[keep],
+            self.memory.index_select(0, keep),
+            self.src_mask.index_select(0, keep),
+            select_cache_rows(self.cache, keep),
+        )
 
 
-def _decode_steps(model: Transformer, rows: _Rows, forced_prefix: list[int], head_mask: dict | None,
-                  recorder: _StepRecorder | None) -> torch.Tensor:
+def _decode_steps(
+    model: Transformer, rows: _Rows, forced_prefix: list[int], head_mask: dict | None, recorder: _StepRecorder | None
+) -> torch.Tensor:
     """Decode step by step until every row has finished; returns (B, steps) output ids,
     [PAD] after a row's end.
 
@@ -170,8 +185,15 @@ def _decode_steps(model: Transformer, rows: _Rows, forced_prefix: list[int], hea
     max_steps = int(rows.limits.max())
     out = torch.full((len(rows.position), max_steps), cfg.tgt_pad_id, dtype=torch.long, device=rows.last.device)
     for t in range(max_steps):
-        dec = model.decode(rows.last, rows.memory, rows.src_mask, cache=rows.cache, need_weights=tracing,
-                           head_mask=head_mask, need_hidden_states=tracing)
+        dec = model.decode(
+            rows.last,
+            rows.memory,
+            rows.src_mask,
+            cache=rows.cache,
+            need_weights=tracing,
+            head_mask=head_mask,
+            need_hidden_states=tracing,
+        )
         rows.cache = dec.cache
         logits = model.project(dec.hidden[:, -1])  # (R, V)
         nxt = _next_tokens(logits, forced_prefix, t)
@@ -251,8 +273,9 @@ class _StepRecorder:
         ep, ei = early.topk(last_ids.shape[-1], dim=-1)  # (B, steps, L - 1, K)
         return torch.cat([ei, last_ids[:, :, None]], dim=2), torch.cat([ep, last_probs[:, :, None]], dim=2)
 
-    def sentence_records(self, model: Transformer, ids: list[list[int]], src_lens: list[int],
-                         enc_w: list[torch.Tensor]) -> list[SentenceRecord]:
+    def sentence_records(
+        self, model: Transformer, ids: list[list[int]], src_lens: list[int], enc_w: list[torch.Tensor]
+    ) -> list[SentenceRecord]:
         """Per-sentence arrays from the recorded batch rows. A forced [EOS] or [PAD] can end
         the ids before the recorded steps do: only the steps whose output is in ids are
         kept, so every array has T = len(ids[b]) rows."""
@@ -267,17 +290,22 @@ class _StepRecorder:
             self_attn = torch.zeros(L, H, T, T)
             for t in range(T):
                 self_attn[:, :, t, : t + 1] = self.self_rows[t][b]
-            cross = (torch.stack([self.cross_rows[t][b, :, :, :S] for t in range(T)], dim=2) if T
-                     else torch.zeros(L, H, 0, S))
-            records.append(SentenceRecord(
-                self_attn=self_attn.numpy(),
-                cross_attn=cross.float().numpy(),  # (L, H, T, S)
-                encoder_attn=encoder[b, :, :, :S, :S].contiguous().numpy(),  # (L, H, S, S)
-                topk_ids=top_ids[b, :T].numpy(),
-                topk_probs=top_probs[b, :T].float().numpy(),
-                lens_ids=lens_ids[b, :T].numpy(),  # (T, L, LENS_K)
-                lens_probs=lens_probs[b, :T].float().numpy(),
-            ))
+            cross = (
+                torch.stack([self.cross_rows[t][b, :, :, :S] for t in range(T)], dim=2)
+                if T
+                else torch.zeros(L, H, 0, S)
+            )
+            records.append(
+                SentenceRecord(
+                    self_attn=self_attn.numpy(),
+                    cross_attn=cross.float().numpy(),  # (L, H, T, S)
+                    encoder_attn=encoder[b, :, :, :S, :S].contiguous().numpy(),  # (L, H, S, S)
+                    topk_ids=top_ids[b, :T].numpy(),
+                    topk_probs=top_probs[b, :T].float().numpy(),
+                    lens_ids=lens_ids[b, :T].numpy(),  # (T, L, LENS_K)
+                    lens_probs=lens_probs[b, :T].float().numpy(),
+                )
+            )
         return records
 
 
@@ -292,7 +320,9 @@ def naive_greedy_decode(model: Transformer, src: torch.Tensor, max_steps: int) -
     ys = torch.full((1, 1), cfg.tgt_sos_id, dtype=torch.long, device=src.device)
     out = []
     for _ in range(max_steps):
-        dec = model.decode(ys, memory, src_mask, causal_mask(ys.shape[1], device=src.device)[None, None], need_weights=True)
+        dec = model.decode(
+            ys, memory, src_mask, causal_mask(ys.shape[1], device=src.device)[None, None], need_weights=True
+        )
         nxt = int(model.project(dec.hidden[:, -1]).argmax(dim=-1))
         out.append(nxt)
         if nxt == cfg.tgt_eos_id:

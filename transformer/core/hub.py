@@ -52,8 +52,9 @@ def check_checkpoint_folder(checkpoint_dir: str | Path) -> Path:
     return directory
 
 
-def select_files(folder: str | Path, allow_patterns: list[str] | None = None,
-                 ignore_patterns: list[str] | None = None) -> list[str]:
+def select_files(
+    folder: str | Path, allow_patterns: list[str] | None = None, ignore_patterns: list[str] | None = None
+) -> list[str]:
     """The files (paths relative to ``folder``, '/'-separated, sorted) that
     ``HfApi.upload_folder(folder_path=folder, allow_patterns=..., ignore_patterns=...)`` sends:
     every file under the folder, filtered by huggingface_hub's own ``filter_repo_objects``
@@ -72,8 +73,13 @@ def checkpoint_files(checkpoint_dir: str | Path) -> list[str]:
     return select_files(checkpoint_dir, ignore_patterns=IGNORE_PATTERNS)
 
 
-def push_checkpoint(checkpoint_dir: str | Path, repo_id: str, private: bool = False, token: str | None = None,
-                    commit_message: str | None = None) -> str:
+def push_checkpoint(
+    checkpoint_dir: str | Path,
+    repo_id: str,
+    private: bool = False,
+    token: str | None = None,
+    commit_message: str | None = None,
+) -> str:
     """Upload ``checkpoint_dir`` to the model repo ``repo_id`` ('owner/name'); returns its URL.
 
     ``token`` defaults to the one ``huggingface_hub`` finds (``HF_TOKEN`` or ``hf auth login``).
@@ -89,7 +95,10 @@ def push_checkpoint(checkpoint_dir: str | Path, repo_id: str, private: bool = Fa
         url = api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
         # a copy: upload_folder appends its own defaults to the list it is given
         api.upload_folder(
-            repo_id=repo_id, folder_path=str(directory), repo_type="model", ignore_patterns=list(IGNORE_PATTERNS),
+            repo_id=repo_id,
+            folder_path=str(directory),
+            repo_type="model",
+            ignore_patterns=list(IGNORE_PATTERNS),
             commit_message=commit_message or f"Upload checkpoint {directory.name}",
         )
     except Exception as exc:  # network, auth and HTTP errors come in many types; all mean "not pushed"

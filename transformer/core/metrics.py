@@ -27,8 +27,9 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
-def long_slice_scores(sources: list[str], hypotheses: list[str], references: list[str],
-                      min_words: int = LONG_SENTENCE_WORDS) -> dict | None:
+def long_slice_scores(
+    sources: list[str], hypotheses: list[str], references: list[str], min_words: int = LONG_SENTENCE_WORDS
+) -> dict | None:
     """:func:`corpus_scores` of the pairs whose source has at least ``min_words`` words, with
     their count ``n`` and ``min_words``; None when there are none."""
     keep = [i for i, s in enumerate(sources) if word_count(s) >= min_words]

@@ -310,8 +310,18 @@ class DecoderLayer(nn.Module):
         self.cross_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
 
-    def forward(self, x, memory, self_mask, cross_mask, cache: LayerCache | None = None, need_weights=False,
-                self_head_mask=None, cross_head_mask=None, probe: LayerProbe | None = None):
+    def forward(
+        self,
+        x,
+        memory,
+        self_mask,
+        cross_mask,
+        cache: LayerCache | None = None,
+        need_weights=False,
+        self_head_mask=None,
+        cross_head_mask=None,
+        probe: LayerProbe | None = None,
+    ):
         """x: (B, T, D) new target positions; memory: (B, S, D) encoder output.
 
         With a cache, ``x`` holds only the new positions and the cached self K/V are the
@@ -511,8 +521,9 @@ class Transformer(nn.Module):
         """
         check_head_mask(head_mask)
         if probes is not None and len(probes) != len(self.decoder_layers):
-            raise ValueError(f"probes must hold one LayerProbe per decoder layer ({len(self.decoder_layers)}), "
-                             f"got {len(probes)}")
+            raise ValueError(
+                f"probes must hold one LayerProbe per decoder layer ({len(self.decoder_layers)}), got {len(probes)}"
+            )
         offset = 0 if cache is None else cache[0].self_k.shape[2]
         if tgt_mask is None and tgt.shape[1] > 1:
             # one new position (a cached decoding step) may see every key: no mask needed
@@ -524,8 +535,15 @@ class Transformer(nn.Module):
         out = DecoderOutput(hidden=x, cache=[])
         for i, layer in enumerate(self.decoder_layers):
             x, sw, cw, layer_cache = layer(
-                x, memory, tgt_mask, src_mask, None if cache is None else cache[i], need_weights,
-                self_masks[i], cross_masks[i], None if probes is None else probes[i],
+                x,
+                memory,
+                tgt_mask,
+                src_mask,
+                None if cache is None else cache[i],
+                need_weights,
+                self_masks[i],
+                cross_masks[i],
+                None if probes is None else probes[i],
             )
             out.cache.append(layer_cache)
             if need_weights:

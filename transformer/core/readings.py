@@ -235,8 +235,9 @@ def head_measures(trace: Trace) -> dict[str, dict[str, np.ndarray]]:
     enc = _attention_measures(trace.encoder_attn, trace.src_tokens, causal=False, self_attn=True)
     dec = _attention_measures(trace.decoder_self_attn, trace.tgt_tokens[:T], causal=True, self_attn=True)
     cross = _attention_measures(trace.cross_attn, trace.src_tokens, causal=False, self_attn=False)
-    cross["monotonicity"] = _monotonicity(np.asarray(trace.cross_attn, dtype=np.float64), trace.src_tokens,
-                                          trace.tgt_tokens)
+    cross["monotonicity"] = _monotonicity(
+        np.asarray(trace.cross_attn, dtype=np.float64), trace.src_tokens, trace.tgt_tokens
+    )
     return {"encoder": enc, "decoder_self": dec, "cross": cross}
 
 

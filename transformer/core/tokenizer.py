@@ -53,11 +53,15 @@ class VocabularyError(ValueError):
     def __init__(self, vocab_size: int, n_specials: int, needed: int, n_characters: int | None = None) -> None:
         self.vocab_size, self.n_specials, self.needed, self.n_characters = vocab_size, n_specials, needed, n_characters
         if n_characters is None:
-            message = (f"vocabulary size {vocab_size} is too small: the {n_specials} special tokens and one id per "
-                       f"distinct character need at least {needed}")
+            message = (
+                f"vocabulary size {vocab_size} is too small: the {n_specials} special tokens and one id per "
+                f"distinct character need at least {needed}"
+            )
         else:
-            message = (f"vocabulary size {vocab_size} is too small for this text: its {n_specials} special tokens "
-                       f"and {n_characters} distinct characters need at least {needed}")
+            message = (
+                f"vocabulary size {vocab_size} is too small for this text: its {n_specials} special tokens "
+                f"and {n_characters} distinct characters need at least {needed}"
+            )
         super().__init__(message)
 
 
@@ -81,9 +85,14 @@ def new_bpe_tokenizer(split_punctuation: bool = False) -> Tokenizer:
     return tok
 
 
-def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], vocab_size: int, min_frequency: int = 2,
-                    length: int | None = None, split_punctuation: bool = False,
-                    extra_special_tokens: Iterable[str] = ()) -> Tokenizer:
+def train_tokenizer(
+    texts: Iterable[str] | Iterable[list[str]],
+    vocab_size: int,
+    min_frequency: int = 2,
+    length: int | None = None,
+    split_punctuation: bool = False,
+    extra_special_tokens: Iterable[str] = (),
+) -> Tokenizer:
     """Train a BPE tokenizer on ``texts``: any iterable of sentences, or of *lists* of
     sentences (batches, e.g. :func:`transformer.training.data.text_batches`). Batches are how a large
     corpus should come in: nothing holds the whole corpus as Python strings, and the Rust
@@ -100,10 +109,7 @@ def train_tokenizer(texts: Iterable[str] | Iterable[list[str]], vocab_size: int,
         raise VocabularyError(vocab_size, len(specials), min_vocab_size(extra))
     tok = new_bpe_tokenizer(split_punctuation)
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        min_frequency=min_frequency,
-        special_tokens=specials,
-        show_progress=False,
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials, show_progress=False
     )
     tok.train_from_iterator(texts, trainer=trainer, length=length)
     if tok.get_vocab_size() > vocab_size:  # no merges were learnt: specials + alphabet only

@@ -1,8 +1,8 @@
 """The public API: ``load_translator(path_or_hub_id)`` -> :class:`Translator`.
 
-    tr = load_translator("checkpoints/en-it")
-    tr.translate(["The black cat sleeps."])   # batched greedy decoding
-    tr.trace("The black cat sleeps.")         # everything the viewer shows, in one call
+tr = load_translator("checkpoints/en-it")
+tr.translate(["The black cat sleeps."])   # batched greedy decoding
+tr.trace("The black cat sleeps.")         # everything the viewer shows, in one call
 """
 
 from __future__ import annotations
@@ -137,10 +137,13 @@ class Translator:
         batch = torch.full((len(sources), width), self.cfg.src_pad_id, dtype=torch.long)  # (B, S)
         for b, src in enumerate(sources):
             batch[b, : len(src.ids)] = torch.tensor(src.ids)
-        res = greedy_decode(self.model, batch, forced_prefix=forced_prefix, need_trace=True, top_k=top_k,
-                            head_mask=head_mask)
-        return [self._make_trace(text, src, out_ids, rec, forced_prefix)
-                for text, src, out_ids, rec in zip(texts, sources, res.ids, res.records)]
+        res = greedy_decode(
+            self.model, batch, forced_prefix=forced_prefix, need_trace=True, top_k=top_k, head_mask=head_mask
+        )
+        return [
+            self._make_trace(text, src, out_ids, rec, forced_prefix)
+            for text, src, out_ids, rec in zip(texts, sources, res.ids, res.records)
+        ]
 
     def _make_trace(self, text, src: EncodedSource, out_ids, rec, forced_prefix) -> Trace:
         tgt_ids = [self.cfg.tgt_sos_id, *out_ids]

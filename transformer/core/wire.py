@@ -100,8 +100,12 @@ def encode_tril(x: np.ndarray, deflate: bool = False) -> dict:
     T = x.shape[-1]
     m, q = _row_scale(np.tril(x))
     rows, cols = np.tril_indices(T)
-    return {"enc": "u8tril", "shape": list(x.shape), **_packed(q[..., rows, cols], deflate),
-            "scale": _b64(m.reshape(-1))}
+    return {
+        "enc": "u8tril",
+        "shape": list(x.shape),
+        **_packed(q[..., rows, cols], deflate),
+        "scale": _b64(m.reshape(-1)),
+    }
 
 
 def encode_linear(x: np.ndarray, lo: float, hi: float) -> dict:

@@ -192,8 +192,10 @@ def _check(model: Transformer, trace, kind, layer, head, query) -> str:
     for name, shape in expected.items():
         got = tuple(np.shape(getattr(trace, name)))
         if got != shape:
-            raise ValueError(f"trace.{name} has shape {got}, expected {shape} for this model and the trace's "
-                             f"{S} source tokens and {steps} steps: was the trace made by another model?")
+            raise ValueError(
+                f"trace.{name} has shape {got}, expected {shape} for this model and the trace's "
+                f"{S} source tokens and {steps} steps: was the trace made by another model?"
+            )
     vocabs = (("src_ids", trace.src_ids, cfg.src_vocab_size), ("tgt_ids", trace.tgt_ids, cfg.tgt_vocab_size))
     for name, ids, vocab in vocabs:
         bad = [i for i in ids if not 0 <= int(i) < vocab]
@@ -273,23 +275,74 @@ def _reasons(kind: str, query: int, masked: np.ndarray, key_ids: list[int], pad_
 
 
 # --------------------------------------------------------------------------- the row
+def _softmax_row(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, keep: torch.Tensor) -> dict:
+    """The model's formula on one row, in its order: (q @ k^T) / sqrt(d_k), blocked keys filled
+    with the dtype's minimum so they get exactly 0 after softmax; each step's numbers, as numpy."""
+    dots = q @ k.transpose(0, 1)  # (n,)
+    scores = dots / math.sqrt(q.shape[-1])
+    weights = scores.masked_fill(~keep, torch.finfo(scores.dtype).min).softmax(dim=-1)  # (n,)
+    max_score = scores[keep].max()
+    exp_scores = torch.where(keep, (scores - max_score).exp(), torch.zeros_like(scores))
+    return {
+        "dots": dots.numpy(),
+        "scores": scores.numpy(),
+        "max_score": float(max_score),
+        "exp_scores": exp_scores.numpy(),
+        "sum_exp": float(exp_scores.sum()),
+        "weights": weights.numpy(),
+        "out": (weights @ v).numpy(),  # (d_k,)
+        "contributions": (weights[:, None] * v).norm(dim=-1).numpy(),  # (n,)
+    }
+
+
+def _top_keys(key_tokens: list[str], w: np.ndarray, scores: np.ndarray, c: np.ndarray, masked: np.ndarray) -> list:
+    """The ``TOP_K`` keys that contribute most (by the size of weight x value), unmasked ones only."""
+    order = [int(j) for j in np.argsort(-c, kind="stable") if not masked[j]][:TOP_K]
+    return [
+        {
+            "key": j,
+            "token": key_tokens[j],
+            "weight": float(w[j]),
+            "score": float(scores[j]),
+            "contribution": float(c[j]),
+        }
+        for j in order
+    ]
+
+
 def _row_of_trace(trace: Trace, kind: str, layer: int, head: int, query: int):
     """What the trace holds for this row: the query token, the token it led to (None in the
     encoder), the key tokens and ids, and the recorded attention weights."""
     if kind == "encoder":
-        return (trace.src_tokens[query], None, list(trace.src_tokens), list(trace.src_ids),
-                trace.encoder_attn[layer, head, query])
+        return (
+            trace.src_tokens[query],
+            None,
+            list(trace.src_tokens),
+            list(trace.src_ids),
+            trace.encoder_attn[layer, head, query],
+        )
     query_token, output_token = trace.tgt_tokens[query], trace.tgt_tokens[query + 1]
     if kind == "decoder_self":
-        return (query_token, output_token, list(trace.tgt_tokens[: trace.steps]), list(trace.tgt_ids[: trace.steps]),
-                trace.decoder_self_attn[layer, head, query])
-    return (query_token, output_token, list(trace.src_tokens), list(trace.src_ids),
-            trace.cross_attn[layer, head, query])
+        return (
+            query_token,
+            output_token,
+            list(trace.tgt_tokens[: trace.steps]),
+            list(trace.tgt_ids[: trace.steps]),
+            trace.decoder_self_attn[layer, head, query],
+        )
+    return (
+        query_token,
+        output_token,
+        list(trace.src_tokens),
+        list(trace.src_ids),
+        trace.cross_attn[layer, head, query],
+    )
 
 
 @torch.no_grad()
-def attention_arithmetic(translator_or_model, trace: Trace, kind: str, layer: int, head: int, query: int,
-                         head_mask: dict | None = None) -> AttentionRow:
+def attention_arithmetic(
+    translator_or_model, trace: Trace, kind: str, layer: int, head: int, query: int, head_mask: dict | None = None
+) -> AttentionRow:
     """How row ``query`` of head ``head`` in layer ``layer`` of ``kind`` attention is made,
     with the model's own numbers (indices 0-based, see the module docstring).
 
@@ -315,15 +368,7 @@ def attention_arithmetic(translator_or_model, trace: Trace, kind: str, layer: in
     mask = call["mask"]  # (n,) True = may attend
     keep = torch.ones(n, dtype=torch.bool) if mask is None else mask.expand(1, cfg.h, q_all.shape[2], n)[0, head, query]
 
-    # the model's formula on one row, in its order: (q @ k^T) / sqrt(d_k), blocked keys
-    # filled with the dtype's minimum so they get exactly 0 after softmax
-    dots = q @ k.transpose(0, 1)  # (n,)
-    scores = dots / math.sqrt(attn.d_k)
-    weights = scores.masked_fill(~keep, torch.finfo(scores.dtype).min).softmax(dim=-1)  # (n,)
-    out = weights @ v  # (d_k,)
-    max_score = scores[keep].max()
-    exp_scores = torch.where(keep, (scores - max_score).exp(), torch.zeros_like(scores))
-    contributions = (weights[:, None] * v).norm(dim=-1)  # (n,)
+    row = _softmax_row(q, k, v, keep)
 
     hm = call["head_mask"]
     head_scale = 1.0 if hm is None else float(hm[0, head])
@@ -332,18 +377,23 @@ def attention_arithmetic(translator_or_model, trace: Trace, kind: str, layer: in
     pad_id = cfg.tgt_pad_id if kind == "decoder_self" else cfg.src_pad_id
 
     masked = (~keep).numpy()
-    w = weights.numpy()
-    c = contributions.numpy()
-    order = [int(j) for j in np.argsort(-c, kind="stable") if not masked[j]][:TOP_K]
-    top = [{"key": j, "token": key_tokens[j], "weight": float(w[j]), "score": float(scores[j]),
-            "contribution": float(c[j])} for j in order]
     return AttentionRow(
-        kind=kind, layer=int(layer), head=int(head), query=int(query), d_k=attn.d_k,
-        query_token=query_token, output_token=output_token, key_tokens=key_tokens,
+        kind=kind,
+        layer=int(layer),
+        head=int(head),
+        query=int(query),
+        d_k=attn.d_k,
+        query_token=query_token,
+        output_token=output_token,
+        key_tokens=key_tokens,
         # copies: views would keep the forward pass's (1, H, T, d_k) tensors alive
-        q=q.numpy().copy(), k=k.numpy().copy(), v=v.numpy().copy(), dots=dots.numpy(), scores=scores.numpy(),
-        masked=masked, mask_reasons=_reasons(kind, query, masked, key_ids, pad_id),
-        max_score=float(max_score), exp_scores=exp_scores.numpy(), sum_exp=float(exp_scores.sum()),
-        weights=w, out=out.numpy(), contributions=c, top=top, head_scale=head_scale,
-        max_abs_diff_vs_trace=float(np.abs(w - np.asarray(recorded, dtype=np.float32)).max()),
+        q=q.numpy().copy(),
+        k=k.numpy().copy(),
+        v=v.numpy().copy(),
+        masked=masked,
+        mask_reasons=_reasons(kind, query, masked, key_ids, pad_id),
+        top=_top_keys(key_tokens, row["weights"], row["scores"], row["contributions"], masked),
+        head_scale=head_scale,
+        max_abs_diff_vs_trace=float(np.abs(row["weights"] - np.asarray(recorded, dtype=np.float32)).max()),
+        **row,
     )

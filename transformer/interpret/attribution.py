@@ -39,8 +39,10 @@ import torch
 from transformer.core.decoding import greedy_decode
 from transformer.core.model import HeadProbe, LayerCache, LayerProbe, Transformer
 
-LN_NOTE = ("final LayerNorm folded in with its scale frozen at this step: each term is centred, divided by the "
-           "step's sigma and multiplied by the gain; the norm's bias is its own term")
+LN_NOTE = (
+    "final LayerNorm folded in with its scale frozen at this step: each term is centred, divided by the "
+    "step's sigma and multiplied by the gain; the norm's bias is its own term"
+)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -151,11 +153,13 @@ def residual_terms(model: Transformer, rec: Recorded, pos: int) -> dict[str, tor
     layers = model.decoder_layers
     return {
         "embedding": rec.embed[0, pos] + model.pos_encoding.pe[pos],
-        "decoder_self": torch.stack([head_terms(l.self_attn, p.self_attn.heads[0, :, pos])
-                                     for l, p in zip(layers, rec.probes)]),
+        "decoder_self": torch.stack(
+            [head_terms(l.self_attn, p.self_attn.heads[0, :, pos]) for l, p in zip(layers, rec.probes)]
+        ),
         "decoder_self_bias": torch.stack([l.self_attn.o_proj.bias for l in layers]),
-        "cross": torch.stack([head_terms(l.cross_attn, p.cross_attn.heads[0, :, pos])
-                              for l, p in zip(layers, rec.probes)]),
+        "cross": torch.stack(
+            [head_terms(l.cross_attn, p.cross_attn.heads[0, :, pos]) for l, p in zip(layers, rec.probes)]
+        ),
         "cross_bias": torch.stack([l.cross_attn.o_proj.bias for l in layers]),
         "ffn": torch.stack([p.ffn[0, pos] for p in rec.probes]),
     }
@@ -192,21 +196,37 @@ class LogitAttribution:
 
     def ranking(self, k: int = 10) -> list[dict]:
         """The ``k`` heads with the largest terms in absolute value, in the heads format of ``analysis``."""
-        rows = [{"kind": kind, "layer": l, "head": h, "value": float(a[l, h])}
-                for kind, a in (("decoder_self", self.decoder_self), ("cross", self.cross))
-                for l in range(a.shape[0]) for h in range(a.shape[1])]
+        rows = [
+            {"kind": kind, "layer": l, "head": h, "value": float(a[l, h])}
+            for kind, a in (("decoder_self", self.decoder_self), ("cross", self.cross))
+            for l in range(a.shape[0])
+            for h in range(a.shape[1])
+        ]
         return sorted(rows, key=lambda r: -abs(r["value"]))[:k]
 
     def to_dict(self) -> dict:
         r = rounded
         return {
-            "schema": "logit-attribution/1", "step": self.step, "token": self.token, "token_id": self.token_id,
-            "versus": self.versus, "versus_id": self.versus_id, "value": r(self.value), "total": r(self.total()),
-            "embedding": r(self.embedding), "decoder_self": r(self.decoder_self),
-            "decoder_self_bias": r(self.decoder_self_bias), "cross": r(self.cross), "cross_bias": r(self.cross_bias),
-            "ffn": r(self.ffn), "norm_bias": r(self.norm_bias), "norm_sigma": r(self.norm_sigma), "note": LN_NOTE,
+            "schema": "logit-attribution/1",
+            "step": self.step,
+            "token": self.token,
+            "token_id": self.token_id,
+            "versus": self.versus,
+            "versus_id": self.versus_id,
+            "value": r(self.value),
+            "total": r(self.total()),
+            "embedding": r(self.embedding),
+            "decoder_self": r(self.decoder_self),
+            "decoder_self_bias": r(self.decoder_self_bias),
+            "cross": r(self.cross),
+            "cross_bias": r(self.cross_bias),
+            "ffn": r(self.ffn),
+            "norm_bias": r(self.norm_bias),
+            "norm_sigma": r(self.norm_sigma),
+            "note": LN_NOTE,
             "ranking": [{**h, "value": r(h["value"])} for h in self.ranking()],
-            "src_tokens": self.src_tokens, "prefix_tokens": self.prefix_tokens,
+            "src_tokens": self.src_tokens,
+            "prefix_tokens": self.prefix_tokens,
         }
 
     def figure(self):
@@ -252,8 +272,9 @@ def fold_final_norm(model: Transformer, terms: torch.Tensor, resid: torch.Tensor
 
 
 @torch.no_grad()
-def direct_logit_attribution(translator, text: str, step: int, target_ids: list[int] | None = None,
-                             versus: int | str | None = None) -> LogitAttribution:
+def direct_logit_attribution(
+    translator, text: str, step: int, target_ids: list[int] | None = None, versus: int | str | None = None
+) -> LogitAttribution:
     """Split the logit of the token emitted at ``step`` into the decoder's components.
 
     ``versus``: ``None`` splits the logit itself; ``"runner-up"`` or a token id splits the
@@ -264,8 +285,10 @@ def direct_logit_attribution(translator, text: str, step: int, target_ids: list[
     """
     model: Transformer = translator.model
     if model.cfg.norm_placement != "pre":
-        raise ValueError("direct logit attribution needs a pre-norm model: post-norm normalises after every "
-                         "sublayer, so the residual stream is not a sum of their outputs")
+        raise ValueError(
+            "direct logit attribution needs a pre-norm model: post-norm normalises after every "
+            "sublayer, so the residual stream is not a sum of their outputs"
+        )
     inp = step_inputs(translator, text, step, target_ids)
     rec = record(model, inp.src, inp.prefix)
     chosen = inp.token
@@ -284,10 +307,20 @@ def direct_logit_attribution(translator, text: str, step: int, target_ids: list[
     sizes = np.cumsum([1, L * H, L, L * H, L, L])
     emb, self_h, self_b, cross_h, cross_b, ffn = np.split(parts, sizes[:-1])
     return LogitAttribution(
-        step=inp.step, token=translator.tgt_tok.id_to_token(chosen), token_id=chosen,
-        versus=None if other is None else translator.tgt_tok.id_to_token(other), versus_id=other,
-        value=float(value), embedding=float(emb[0]), decoder_self=self_h.reshape(L, H), decoder_self_bias=self_b,
-        cross=cross_h.reshape(L, H), cross_bias=cross_b, ffn=ffn, norm_bias=bias, norm_sigma=sigma,
+        step=inp.step,
+        token=translator.tgt_tok.id_to_token(chosen),
+        token_id=chosen,
+        versus=None if other is None else translator.tgt_tok.id_to_token(other),
+        versus_id=other,
+        value=float(value),
+        embedding=float(emb[0]),
+        decoder_self=self_h.reshape(L, H),
+        decoder_self_bias=self_b,
+        cross=cross_h.reshape(L, H),
+        cross_bias=cross_b,
+        ffn=ffn,
+        norm_bias=bias,
+        norm_sigma=sigma,
         src_tokens=[translator.src_tok.id_to_token(int(i)) for i in inp.src[0]],
         prefix_tokens=tokens(translator, inp.tgt[: inp.step + 1]),
     )
@@ -323,19 +356,32 @@ class PatchingResult:
 
     def ranking(self, k: int = 10) -> list[dict]:
         """The ``k`` heads whose patch moves the largest fraction (in absolute value)."""
-        rows = [{"kind": kind, "layer": l, "head": h, "fraction": float(f[l, h])}
-                for kind in ("decoder_self", "cross") for f in [self.fraction(kind)]
-                for l in range(f.shape[0]) for h in range(f.shape[1])]
+        rows = [
+            {"kind": kind, "layer": l, "head": h, "fraction": float(f[l, h])}
+            for kind in ("decoder_self", "cross")
+            for f in [self.fraction(kind)]
+            for l in range(f.shape[0])
+            for h in range(f.shape[1])
+        ]
         return sorted(rows, key=lambda r: -abs(r["fraction"]))[:k]
 
     def to_dict(self) -> dict:
         r = rounded
         names = ("embedding", "decoder_self", "cross", "ffn", "all")
         return {
-            "schema": "activation-patching/1", "text_a": self.text_a, "text_b": self.text_b, "step": self.step,
-            "positions": self.positions, "token_a": self.token_a, "token_a_id": self.token_a_id,
-            "token_b": self.token_b, "token_b_id": self.token_b_id, "prefix_a": self.prefix_a,
-            "prefix_b": self.prefix_b, "diff_a": r(self.diff_a), "diff_b": r(self.diff_b),
+            "schema": "activation-patching/1",
+            "text_a": self.text_a,
+            "text_b": self.text_b,
+            "step": self.step,
+            "positions": self.positions,
+            "token_a": self.token_a,
+            "token_a_id": self.token_a_id,
+            "token_b": self.token_b,
+            "token_b_id": self.token_b_id,
+            "prefix_a": self.prefix_a,
+            "prefix_b": self.prefix_b,
+            "diff_a": r(self.diff_a),
+            "diff_b": r(self.diff_b),
             "fraction": {n: r(np.asarray(self.fraction(n))) for n in names},
             "patched": {n: r(np.asarray(self.patched[n])) for n in names},
             "ranking": [{**h, "fraction": r(h["fraction"])} for h in self.ranking()],
@@ -366,14 +412,25 @@ def _shared_cache(rec: Recorded, rows: int, past: int) -> list[LayerCache]:
     """A's cache for ``rows`` rows as expanded views (nothing copied, nothing projected again):
     the cross-attention K/V of A's source and the self-attention K/V of its first ``past``
     decoder positions."""
-    return [LayerCache(self_k=c.self_k[:, :, :past].expand(rows, -1, -1, -1),
-                       self_v=c.self_v[:, :, :past].expand(rows, -1, -1, -1),
-                       cross_k=c.cross_k.expand(rows, -1, -1, -1), cross_v=c.cross_v.expand(rows, -1, -1, -1))
-            for c in rec.cache]
+    return [
+        LayerCache(
+            self_k=c.self_k[:, :, :past].expand(rows, -1, -1, -1),
+            self_v=c.self_v[:, :, :past].expand(rows, -1, -1, -1),
+            cross_k=c.cross_k.expand(rows, -1, -1, -1),
+            cross_v=c.cross_v.expand(rows, -1, -1, -1),
+        )
+        for c in rec.cache
+    ]
 
 
-def _patched_diffs(model: Transformer, rec_a: Recorded, rec_b: Recorded, prefix_a: torch.Tensor,
-                   direction: torch.Tensor, positions: str) -> torch.Tensor:
+def _patched_diffs(
+    model: Transformer,
+    rec_a: Recorded,
+    rec_b: Recorded,
+    prefix_a: torch.Tensor,
+    direction: torch.Tensor,
+    positions: str,
+) -> torch.Tensor:
     """One batched decoder pass of A, one row per patched component (:func:`_patch_rows`);
     returns each row's logit difference (R,) at the step.
 
@@ -386,19 +443,66 @@ def _patched_diffs(model: Transformer, rec_a: Recorded, rec_b: Recorded, prefix_
     run = slice(0, T) if positions == "prefix" else slice(T - 1, T)  # the positions computed, and patched
     e = emb[:, None, None]  # (R, 1, 1)
     embeds = rec_a.embed[:, run] * e + rec_b.embed[:, run] * (1 - e)  # (R, T', D)
-    probes = [LayerProbe(self_attn=HeadProbe(values=pb.self_attn.heads[:, :, run]),
-                         cross_attn=HeadProbe(values=pb.cross_attn.heads[:, :, run]),
-                         ffn_mask=ffn_m[:, i], ffn_values=pb.ffn[:, run]) for i, pb in enumerate(rec_b.probes)]
-    dec = model.decode(prefix_a[:, run].expand(R, -1), rec_a.memory.expand(R, -1, -1),
-                       rec_a.src_mask.expand(R, -1, -1, -1), cache=_shared_cache(rec_a, R, run.start),
-                       head_mask={"decoder_self": self_m, "cross": cross_m}, probes=probes, embeds=embeds)
+    probes = [
+        LayerProbe(
+            self_attn=HeadProbe(values=pb.self_attn.heads[:, :, run]),
+            cross_attn=HeadProbe(values=pb.cross_attn.heads[:, :, run]),
+            ffn_mask=ffn_m[:, i],
+            ffn_values=pb.ffn[:, run],
+        )
+        for i, pb in enumerate(rec_b.probes)
+    ]
+    dec = model.decode(
+        prefix_a[:, run].expand(R, -1),
+        rec_a.memory.expand(R, -1, -1),
+        rec_a.src_mask.expand(R, -1, -1, -1),
+        cache=_shared_cache(rec_a, R, run.start),
+        head_mask={"decoder_self": self_m, "cross": cross_m},
+        probes=probes,
+        embeds=embeds,
+    )
     return dec.hidden[:, -1] @ direction  # (R,)
 
 
+def _compared_tokens(translator, token_a: int, token_b: int, tokens_ab, step: int) -> tuple[int, int]:
+    """The two tokens whose logit difference is patched: what A and B emit, or ``tokens_ab``."""
+    if tokens_ab is None:
+        tok_a, tok_b = token_a, token_b
+    elif isinstance(tokens_ab, (list, tuple)) and len(tokens_ab) == 2:
+        tok_a, tok_b = (check_token_id(f"tokens_ab[{i}]", v, translator.model.cfg) for i, v in enumerate(tokens_ab))
+    else:
+        raise ValueError(f"tokens_ab must be a pair of target token ids, got {tokens_ab!r}")
+    if tok_a == tok_b:
+        raise ValueError(
+            f"A and B both emit {translator.tgt_tok.id_to_token(tok_a)!r} at step {step}: pick a "
+            "step where they differ, or give two different tokens_ab"
+        )
+    return tok_a, tok_b
+
+
+def _by_component(d: np.ndarray, L: int, H: int) -> dict:
+    """The patched differences, one per batch row of ``_patched_diffs``, by component."""
+    n = L * H
+    return {
+        "embedding": float(d[0]),
+        "decoder_self": d[1 : 1 + n].reshape(L, H),
+        "cross": d[1 + n : 1 + 2 * n].reshape(L, H),
+        "ffn": d[1 + 2 * n : 1 + 2 * n + L],
+        "all": float(d[-1]),
+    }
+
+
 @torch.no_grad()
-def activation_patching(translator, text_a: str, text_b: str, step: int, target_a: list[int] | None = None,
-                        target_b: list[int] | None = None, tokens_ab: tuple[int, int] | None = None,
-                        positions: str = "prefix") -> PatchingResult:
+def activation_patching(
+    translator,
+    text_a: str,
+    text_b: str,
+    step: int,
+    target_a: list[int] | None = None,
+    target_b: list[int] | None = None,
+    tokens_ab: tuple[int, int] | None = None,
+    positions: str = "prefix",
+) -> PatchingResult:
     """Patch every decoder component of A with B's, one at a time, at ``step``.
 
     Clean run A and corrupted run B are each teacher-forced on their own translation
@@ -422,15 +526,7 @@ def activation_patching(translator, text_a: str, text_b: str, step: int, target_
         target_b = greedy_b if target_b is None else target_b
     a = step_inputs(translator, text_a, step, target_a)
     b = step_inputs(translator, text_b, step, target_b)
-    if tokens_ab is None:
-        tok_a, tok_b = a.token, b.token
-    elif isinstance(tokens_ab, (list, tuple)) and len(tokens_ab) == 2:
-        tok_a, tok_b = (check_token_id(f"tokens_ab[{i}]", v, model.cfg) for i, v in enumerate(tokens_ab))
-    else:
-        raise ValueError(f"tokens_ab must be a pair of target token ids, got {tokens_ab!r}")
-    if tok_a == tok_b:
-        raise ValueError(f"A and B both emit {translator.tgt_tok.id_to_token(tok_a)!r} at step {step}: pick a "
-                         "step where they differ, or give two different tokens_ab")
+    tok_a, tok_b = _compared_tokens(translator, a.token, b.token, tokens_ab, step)
     W_U = unembedding(model)
     direction = W_U[tok_a] - W_U[tok_b]  # (D,)
     rec_a, rec_b = record(model, a.src, a.prefix), record(model, b.src, b.prefix)
@@ -438,15 +534,22 @@ def activation_patching(translator, text_a: str, text_b: str, step: int, target_
     if abs(diff_b - diff_a) < 1e-6:
         raise ValueError("A and B give the same logit difference at this step: there is nothing to patch")
     d = _patched_diffs(model, rec_a, rec_b, a.prefix, direction, positions).numpy().astype(np.float64)
-    L, H = len(model.decoder_layers), model.cfg.h
-    n = L * H
-    patched = {"embedding": float(d[0]), "decoder_self": d[1:1 + n].reshape(L, H),
-               "cross": d[1 + n:1 + 2 * n].reshape(L, H), "ffn": d[1 + 2 * n:1 + 2 * n + L], "all": float(d[-1])}
+    patched = _by_component(d, len(model.decoder_layers), model.cfg.h)
     tok = translator.tgt_tok.id_to_token
     return PatchingResult(
-        text_a=text_a, text_b=text_b, step=a.step, positions=positions, token_a=tok(tok_a), token_a_id=tok_a,
-        token_b=tok(tok_b), token_b_id=tok_b, prefix_a=tokens(translator, a.tgt[: step + 1]),
-        prefix_b=tokens(translator, b.tgt[: step + 1]), diff_a=diff_a, diff_b=diff_b, patched=patched,
+        text_a=text_a,
+        text_b=text_b,
+        step=a.step,
+        positions=positions,
+        token_a=tok(tok_a),
+        token_a_id=tok_a,
+        token_b=tok(tok_b),
+        token_b_id=tok_b,
+        prefix_a=tokens(translator, a.tgt[: step + 1]),
+        prefix_b=tokens(translator, b.tgt[: step + 1]),
+        diff_a=diff_a,
+        diff_b=diff_b,
+        patched=patched,
     )
 
 
@@ -454,17 +557,40 @@ def activation_patching(translator, text_a: str, text_b: str, step: int, target_
 def _layer_head_heatmap(go, z: np.ndarray, kind_label: str, what: str, coloraxis: str = "coloraxis"):
     """A (L, H) map of per-head numbers, 1-based labels, the value printed in each cell."""
     L, H = z.shape
-    tips = [[f"{kind_label} layer {l + 1}, head {h + 1}<br>{what}: {z[l, h]:+.3f}" for h in range(H)]
-            for l in range(L)]
-    return go.Heatmap(z=z.tolist(), x=[f"head {h + 1}" for h in range(H)], y=[f"layer {l + 1}" for l in range(L)],
-                      coloraxis=coloraxis, text=tips, hovertemplate="%{text}<extra></extra>",
-                      texttemplate="%{z:.2f}", textfont={"size": 9}, xgap=1, ygap=1, name=kind_label)
+    tips = [[f"{kind_label} layer {l + 1}, head {h + 1}<br>{what}: {z[l, h]:+.3f}" for h in range(H)] for l in range(L)]
+    return go.Heatmap(
+        z=z.tolist(),
+        x=[f"head {h + 1}" for h in range(H)],
+        y=[f"layer {l + 1}" for l in range(L)],
+        coloraxis=coloraxis,
+        text=tips,
+        hovertemplate="%{text}<extra></extra>",
+        texttemplate="%{z:.2f}",
+        textfont={"size": 9},
+        xgap=1,
+        ygap=1,
+        name=kind_label,
+    )
 
 
 def _diverging_axis(F, values) -> dict:
     """A red-white-blue colour axis centred on 0, symmetric around it."""
     hi = max(float(np.max(np.abs(np.concatenate([np.ravel(v) for v in values])))), 1e-9)
     return {"colorscale": F.colorscale(F.RDBU), "cmin": -hi, "cmax": hi, "cmid": 0.0}
+
+
+def _block_terms(res: LogitAttribution) -> tuple[list[str], list[float]]:
+    """(name, term) of each block: the embedding, each layer's attentions (bias included) and
+    FFN, and the final norm's bias."""
+    names, values = ["embedding + PE"], [res.embedding]
+    for l in range(res.cross.shape[0]):
+        names += [f"L{l + 1} self", f"L{l + 1} cross", f"L{l + 1} FFN"]
+        values += [
+            res.decoder_self[l].sum() + res.decoder_self_bias[l],
+            res.cross[l].sum() + res.cross_bias[l],
+            res.ffn[l],
+        ]
+    return names + ["final-norm bias"], values + [res.norm_bias]
 
 
 def attribution_figure(res: LogitAttribution):
@@ -475,30 +601,46 @@ def attribution_figure(res: LogitAttribution):
     from plotly.subplots import make_subplots
 
     from transformer.interpret import figures as F
+
     L, H = res.cross.shape
-    fig = make_subplots(rows=2, cols=2, specs=[[{}, {}], [{"colspan": 2}, None]], vertical_spacing=0.2,
-                        subplot_titles=["Decoder self-attention heads", "Cross-attention heads", "By block"])
+    fig = make_subplots(
+        rows=2,
+        cols=2,
+        specs=[[{}, {}], [{"colspan": 2}, None]],
+        vertical_spacing=0.2,
+        subplot_titles=["Decoder self-attention heads", "Cross-attention heads", "By block"],
+    )
     fig.add_trace(_layer_head_heatmap(go, res.decoder_self, "decoder self-attention", "term"), 1, 1)
     fig.add_trace(_layer_head_heatmap(go, res.cross, "cross-attention", "term"), 1, 2)
-    names = ["embedding + PE"]
-    values = [res.embedding]
-    for l in range(L):
-        names += [f"L{l + 1} self", f"L{l + 1} cross", f"L{l + 1} FFN"]
-        values += [res.decoder_self[l].sum() + res.decoder_self_bias[l], res.cross[l].sum() + res.cross_bias[l],
-                   res.ffn[l]]
-    names.append("final-norm bias")
-    values.append(res.norm_bias)
-    fig.add_trace(go.Bar(x=names, y=values, marker_color=[F.BAR if v >= 0 else F.HIGHLIGHT for v in values],
-                         name="block", hovertemplate="%{x}: %{y:+.3f}<extra></extra>"), 2, 1)
+    names, values = _block_terms(res)
+    fig.add_trace(
+        go.Bar(
+            x=names,
+            y=values,
+            marker_color=[F.BAR if v >= 0 else F.HIGHLIGHT for v in values],
+            name="block",
+            hovertemplate="%{x}: %{y:+.3f}<extra></extra>",
+        ),
+        2,
+        1,
+    )
     what = F.quote(res.token) + ("" if res.versus is None else f" − {F.quote(res.versus)}")
-    title = (f"Direct logit attribution · step {res.step + 1}: logit {what} = {res.value:.3f} "
-             f"(terms sum to {res.total():.3f})<br>final LayerNorm folded in, scale frozen at this step "
-             f"(σ = {res.norm_sigma:.3f}); attention heads' o_proj bias counted in the block bars")
-    fig.update_layout(title={"text": title, "font": {"size": 13}}, font=F.FONT, plot_bgcolor="#fff",
-                      paper_bgcolor="#fff", showlegend=False, width=max(760, 2 * 60 * H + 200), height=620,
-                      coloraxis={**_diverging_axis(F, [res.decoder_self, res.cross]),
-                                 "colorbar": {"title": {"text": "nats"}}},
-                      meta={"view": "attribution", "step": res.step + 1, "token": res.token, "versus": res.versus})
+    title = (
+        f"Direct logit attribution · step {res.step + 1}: logit {what} = {res.value:.3f} "
+        f"(terms sum to {res.total():.3f})<br>final LayerNorm folded in, scale frozen at this step "
+        f"(σ = {res.norm_sigma:.3f}); attention heads' o_proj bias counted in the block bars"
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}},
+        font=F.FONT,
+        plot_bgcolor="#fff",
+        paper_bgcolor="#fff",
+        showlegend=False,
+        width=max(760, 2 * 60 * H + 200),
+        height=620,
+        coloraxis={**_diverging_axis(F, [res.decoder_self, res.cross]), "colorbar": {"title": {"text": "nats"}}},
+        meta={"view": "attribution", "step": res.step + 1, "token": res.token, "versus": res.versus},
+    )
     fig.update_yaxes(autorange="reversed", row=1)
     fig.update_yaxes(title={"text": "nats"}, zeroline=True, zerolinecolor="#999", row=2, col=1)
     return fig
@@ -511,24 +653,43 @@ def patching_figure(res: PatchingResult):
     from plotly.subplots import make_subplots
 
     from transformer.interpret import figures as F
+
     self_f, cross_f, ffn_f = res.fraction("decoder_self"), res.fraction("cross"), res.fraction("ffn")
     L, H = self_f.shape
-    fig = make_subplots(rows=1, cols=3, column_widths=[H, H, 1.4], horizontal_spacing=0.06,
-                        subplot_titles=["Decoder self-attention heads", "Cross-attention heads", "FFN"])
+    fig = make_subplots(
+        rows=1,
+        cols=3,
+        column_widths=[H, H, 1.4],
+        horizontal_spacing=0.06,
+        subplot_titles=["Decoder self-attention heads", "Cross-attention heads", "FFN"],
+    )
     fig.add_trace(_layer_head_heatmap(go, self_f, "decoder self-attention", "fraction moved"), 1, 1)
     fig.add_trace(_layer_head_heatmap(go, cross_f, "cross-attention", "fraction moved"), 1, 2)
     fig.add_trace(_layer_head_heatmap(go, ffn_f[:, None], "FFN", "fraction moved"), 1, 3)
     fig.data[2].update(x=["FFN"], text=[[f"FFN layer {l + 1}<br>fraction moved: {ffn_f[l]:+.3f}"] for l in range(L)])
     where = "decoder positions 1.." + str(res.step + 1) if res.positions == "prefix" else "the step's position"
-    title = (f"Activation patching · step {res.step + 1}: logit {F.quote(res.token_a)} − {F.quote(res.token_b)} "
-             f"= {res.diff_a:.3f} in A, {res.diff_b:.3f} in B<br>fraction of the difference moved when one component "
-             f"takes B's output at {where} (embedding {res.fraction('embedding'):.2f}, "
-             f"all together {res.fraction('all'):.3f})")
-    fig.update_layout(title={"text": title, "font": {"size": 13}}, font=F.FONT, plot_bgcolor="#fff",
-                      paper_bgcolor="#fff", showlegend=False, width=max(820, 2 * 60 * H + 260), height=420,
-                      coloraxis={**_diverging_axis(F, [self_f, cross_f, ffn_f, [1.0]]),
-                                 "colorbar": {"title": {"text": "fraction"}}},
-                      meta={"view": "patching", "step": res.step + 1, "text_a": res.text_a, "text_b": res.text_b,
-                            "positions": res.positions})
+    title = (
+        f"Activation patching · step {res.step + 1}: logit {F.quote(res.token_a)} − {F.quote(res.token_b)} "
+        f"= {res.diff_a:.3f} in A, {res.diff_b:.3f} in B<br>fraction of the difference moved when one component "
+        f"takes B's output at {where} (embedding {res.fraction('embedding'):.2f}, "
+        f"all together {res.fraction('all'):.3f})"
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}},
+        font=F.FONT,
+        plot_bgcolor="#fff",
+        paper_bgcolor="#fff",
+        showlegend=False,
+        width=max(820, 2 * 60 * H + 260),
+        height=420,
+        coloraxis={**_diverging_axis(F, [self_f, cross_f, ffn_f, [1.0]]), "colorbar": {"title": {"text": "fraction"}}},
+        meta={
+            "view": "patching",
+            "step": res.step + 1,
+            "text_a": res.text_a,
+            "text_b": res.text_b,
+            "positions": res.positions,
+        },
+    )
     fig.update_yaxes(autorange="reversed")
     return fig

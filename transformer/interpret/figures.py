@@ -34,8 +34,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 # Names and colours as in explorer/web (attention.js VIEWS/AXES, draw.js, viewer.js titles)
-ATTENTION_VIEWS = {"cross": "Cross-attention", "decoder": "Decoder self-attention",
-                   "encoder": "Encoder self-attention"}
+ATTENTION_VIEWS = {"cross": "Cross-attention", "decoder": "Decoder self-attention", "encoder": "Encoder self-attention"}
 AXES = {  # (rows, columns)
     "encoder": ("query: source token", "key: source token"),
     "decoder": ("query: decoding step", "key: decoder input token"),
@@ -68,6 +67,7 @@ def head_name(head) -> str:
 
 # --- rows and columns (attention.js layout) ------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Entry:
     """One row or column of a map: ``index`` into the trace's array, its ``label`` and
@@ -80,8 +80,14 @@ class Entry:
     future: bool = False
 
 
-def layout(view: str, step: int, src_tokens: list[str], tgt_tokens: list[str], special_tokens: list[str],
-           hide_specials: bool = False) -> tuple[list[Entry], list[Entry], bool]:
+def layout(
+    view: str,
+    step: int,
+    src_tokens: list[str],
+    tgt_tokens: list[str],
+    special_tokens: list[str],
+    hide_specials: bool = False,
+) -> tuple[list[Entry], list[Entry], bool]:
     """Rows, columns and whether the view is causal, as ``layout()`` in attention.js (its
     full labels, not the mosaic's compact ones). ``view`` is an attention view or
     ``"rollout"`` (laid out as cross); ``step`` is 1-based."""
@@ -98,23 +104,35 @@ def layout(view: str, step: int, src_tokens: list[str], tgt_tokens: list[str], s
         idx = keep(src_tokens)
         return [src_col(i) for i in idx], [src_col(i) for i in idx], False
     tgt = tgt_tokens
-    rows = [Entry(i, f"{i + 1}: {tgt[i]} → {tgt[i + 1]}",
-                  f"step {i + 1} (reads {quote(tgt[i])}, emits {quote(tgt[i + 1])})", current=i == t) if i <= t
-            else Entry(i, f"{i + 1}: not generated yet", f"step {i + 1}", future=True)
-            for i in range(steps)]
+    rows = [
+        Entry(
+            i,
+            f"{i + 1}: {tgt[i]} → {tgt[i + 1]}",
+            f"step {i + 1} (reads {quote(tgt[i])}, emits {quote(tgt[i + 1])})",
+            current=i == t,
+        )
+        if i <= t
+        else Entry(i, f"{i + 1}: not generated yet", f"step {i + 1}", future=True)
+        for i in range(steps)
+    ]
     if view != "decoder":
         return rows, [src_col(i) for i in keep(src_tokens)], False
     # decoder self-attention: keys are the decoder inputs; later inputs are not known yet at this step
-    cols = [Entry(j, tgt[j], f"decoder input {j + 1} {quote(tgt[j])}") if j <= t
-            else Entry(j, "·", f"decoder input {j + 1} (not generated yet)")
-            for j in keep(tgt[:steps])]
+    cols = [
+        Entry(j, tgt[j], f"decoder input {j + 1} {quote(tgt[j])}")
+        if j <= t
+        else Entry(j, "·", f"decoder input {j + 1} (not generated yet)")
+        for j in keep(tgt[:steps])
+    ]
     return rows, cols, True
 
 
 # --- the numbers (attention.js attentionMatrix / analysisMatrix) ----------------------------
 
-def attention_matrix(weights: np.ndarray, layer: int, head, rows: list[Entry], cols: list[Entry],
-                     causal: bool) -> np.ndarray:
+
+def attention_matrix(
+    weights: np.ndarray, layer: int, head, rows: list[Entry], cols: list[Entry], causal: bool
+) -> np.ndarray:
     """The shown rows x cols of ``weights`` (L, H, Q, K) at ``layer`` (0-based) and ``head``
     (0-based index, ``"mean"`` or ``"max"``), float64. NaN marks masked cells (a causal key
     after its query), -inf rows not generated yet: the browser's sentinels."""
@@ -140,6 +158,7 @@ def _select(a: np.ndarray, rows: list[Entry], cols: list[Entry], causal: bool) -
 
 # --- figures ---------------------------------------------------------------------------------
 
+
 def _cell_size(n: int) -> int:
     """heatmap.js cellSize: big cells for short sentences, small for long ones."""
     return 26 if n <= 16 else 20 if n <= 32 else 14 if n <= 64 else 9
@@ -153,9 +172,70 @@ def _gaps(m: np.ndarray, where: np.ndarray | None = None) -> list[list]:
     return [[v if np.isfinite(v) else None for v in row] for row in m.tolist()]
 
 
-def heatmap_figure(matrix: np.ndarray, rows: list[Entry], cols: list[Entry], *, title: str, x_title: str,
-                   y_title: str, tips: list[list[str]], hi: float = 1.0, scale_title: str = "weight",
-                   meta: dict | None = None) -> go.Figure:
+def _mark_rows(fig: go.Figure, rows: list[Entry], R: int, C: int) -> None:
+    """Frame the current row, and say where the rows not generated yet begin."""
+    cur = next((i for i, e in enumerate(rows) if e.current), None)
+    if cur is not None:
+        fig.add_shape(type="rect", x0=-0.5, x1=C - 0.5, y0=cur - 0.5, y1=cur + 0.5, line=dict(color=HIGHLIGHT, width=2))
+    first = next((i for i, e in enumerate(rows) if e.future), None)
+    if first is not None and C:
+        fig.add_annotation(
+            x=(C - 1) / 2, y=(first + R - 1) / 2, text="not generated yet", showarrow=False, font=dict(color=MUTED)
+        )
+
+
+def _lay_out(
+    fig: go.Figure, rows: list[Entry], cols: list[Entry], *, title: str, x_title: str, y_title: str, meta: dict | None
+) -> None:
+    """Title, size (cells scale with the sentence) and the token labels on both axes."""
+    R, C = len(rows), len(cols)
+    x, y = list(range(C)), list(range(R))
+    cell = _cell_size(max(R, C))
+    fig.update_layout(
+        title=dict(text=title, font=dict(size=13)),
+        font=FONT,
+        plot_bgcolor="#fff",
+        paper_bgcolor="#fff",
+        meta=meta or {},
+        width=max(420, C * cell + 320),
+        height=max(320, R * cell + 260),
+        xaxis=dict(
+            title=dict(text=x_title),
+            tickmode="array",
+            tickvals=x,
+            ticktext=[e.label for e in cols],
+            tickangle=-90,
+            showgrid=False,
+            zeroline=False,
+            constrain="domain",
+        ),
+        yaxis=dict(
+            title=dict(text=y_title),
+            tickmode="array",
+            tickvals=y,
+            ticktext=[e.label for e in rows],
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            scaleanchor="x",
+            constrain="domain",
+        ),
+    )
+
+
+def heatmap_figure(
+    matrix: np.ndarray,
+    rows: list[Entry],
+    cols: list[Entry],
+    *,
+    title: str,
+    x_title: str,
+    y_title: str,
+    tips: list[list[str]],
+    hi: float = 1.0,
+    scale_title: str = "weight",
+    meta: dict | None = None,
+) -> go.Figure:
     """A (rows x cols) map as heatmap.js draws it: Blues over [0, hi], masked cells (NaN)
     grey, rows not generated yet (-inf) light grey with a note, the current row framed.
     ``title`` is the app's caption cut into lines (``<br>``): plotly titles do not wrap."""
@@ -163,30 +243,35 @@ def heatmap_figure(matrix: np.ndarray, rows: list[Entry], cols: list[Entry], *, 
     masked, future = np.isnan(matrix), np.isneginf(matrix)
     x, y = list(range(C)), list(range(R))
     common = dict(x=x, y=y, xgap=1, ygap=1)
-    fig = go.Figure(go.Heatmap(
-        z=_gaps(matrix), name="weight", zmin=0.0, zmax=hi, colorscale=colorscale(BLUES),
-        colorbar=dict(title=dict(text=scale_title)), text=tips, hovertemplate="%{text}<extra></extra>", **common))
+    fig = go.Figure(
+        go.Heatmap(
+            z=_gaps(matrix),
+            name="weight",
+            zmin=0.0,
+            zmax=hi,
+            colorscale=colorscale(BLUES),
+            colorbar=dict(title=dict(text=scale_title)),
+            text=tips,
+            hovertemplate="%{text}<extra></extra>",
+            **common,
+        )
+    )
     for name, where, colour in (("masked", masked, MASKED), ("not generated yet", future, FUTURE)):
         if where.any():
-            fig.add_trace(go.Heatmap(z=_gaps(matrix, where), name=name, zmin=0, zmax=1, showscale=False,
-                                     colorscale=[[0, colour], [1, colour]], hoverinfo="skip", **common))
-    cur = next((i for i, e in enumerate(rows) if e.current), None)
-    if cur is not None:
-        fig.add_shape(type="rect", x0=-0.5, x1=C - 0.5, y0=cur - 0.5, y1=cur + 0.5, line=dict(color=HIGHLIGHT, width=2))
-    first = next((i for i, e in enumerate(rows) if e.future), None)
-    if first is not None and C:
-        fig.add_annotation(x=(C - 1) / 2, y=(first + R - 1) / 2, text="not generated yet", showarrow=False,
-                           font=dict(color=MUTED))
-    cell = _cell_size(max(R, C))
-    fig.update_layout(
-        title=dict(text=title, font=dict(size=13)), font=FONT,
-        plot_bgcolor="#fff", paper_bgcolor="#fff", meta=meta or {},
-        width=max(420, C * cell + 320), height=max(320, R * cell + 260),
-        xaxis=dict(title=dict(text=x_title), tickmode="array", tickvals=x, ticktext=[e.label for e in cols],
-                   tickangle=-90, showgrid=False, zeroline=False, constrain="domain"),
-        yaxis=dict(title=dict(text=y_title), tickmode="array", tickvals=y, ticktext=[e.label for e in rows],
-                   autorange="reversed", showgrid=False, zeroline=False, scaleanchor="x", constrain="domain"),
-    )
+            fig.add_trace(
+                go.Heatmap(
+                    z=_gaps(matrix, where),
+                    name=name,
+                    zmin=0,
+                    zmax=1,
+                    showscale=False,
+                    colorscale=[[0, colour], [1, colour]],
+                    hoverinfo="skip",
+                    **common,
+                )
+            )
+    _mark_rows(fig, rows, R, C)
+    _lay_out(fig, rows, cols, title=title, x_title=x_title, y_title=y_title, meta=meta)
     return fig
 
 
@@ -206,8 +291,17 @@ def _cell_tips(matrix: np.ndarray, rows: list[Entry], cols: list[Entry], step: i
     return out
 
 
-def attention_figure(weights: np.ndarray, view: str, layer: int, head, step: int, src_tokens: list[str],
-                     tgt_tokens: list[str], special_tokens: list[str], hide_specials: bool = False) -> go.Figure:
+def attention_figure(
+    weights: np.ndarray,
+    view: str,
+    layer: int,
+    head,
+    step: int,
+    src_tokens: list[str],
+    tgt_tokens: list[str],
+    special_tokens: list[str],
+    hide_specials: bool = False,
+) -> go.Figure:
     """One attention view (viewer.js drawAttention). ``weights`` is the view's (L, H, Q, K)
     array; ``layer``, ``head`` (or ``"mean"``/``"max"``) and ``step`` are 1-based."""
     rows, cols, causal = layout(view, step, src_tokens, tgt_tokens, special_tokens, hide_specials)
@@ -217,38 +311,76 @@ def attention_figure(weights: np.ndarray, view: str, layer: int, head, step: int
     steps = len(tgt_tokens) - 1
     step_part = f" (the same at every step; now step {step})" if view == "encoder" else f" · step {step} of {steps}"
     return heatmap_figure(
-        matrix, rows, cols, title=f"{ATTENTION_VIEWS[view]}<br>{where}{step_part}", x_title=AXES[view][1],
-        y_title=AXES[view][0], tips=_cell_tips(matrix, rows, cols, step, where),
-        meta=dict(view=view, layer=layer, head=head, step=step, hide_specials=hide_specials))
+        matrix,
+        rows,
+        cols,
+        title=f"{ATTENTION_VIEWS[view]}<br>{where}{step_part}",
+        x_title=AXES[view][1],
+        y_title=AXES[view][0],
+        tips=_cell_tips(matrix, rows, cols, step, where),
+        meta=dict(view=view, layer=layer, head=head, step=step, hide_specials=hide_specials),
+    )
 
 
-def rollout_figure(rollout: np.ndarray, step: int, src_tokens: list[str], tgt_tokens: list[str],
-                   special_tokens: list[str], hide_specials: bool = False) -> go.Figure:
+def rollout_figure(
+    rollout: np.ndarray,
+    step: int,
+    src_tokens: list[str],
+    tgt_tokens: list[str],
+    special_tokens: list[str],
+    hide_specials: bool = False,
+) -> go.Figure:
     """Source relevance of each generated step, (T, S) (viewer.js drawRollout); the colour
     scale tops at the sentence's maximum so stepping never rescales it."""
     rows, cols, _ = layout("rollout", step, src_tokens, tgt_tokens, special_tokens, hide_specials)
     matrix = analysis_matrix(rollout, rows, cols)
-    tips = [[f"{r.tip} is not generated yet (now at step {step})" if r.future else
-             f"{r.tip}<br>source: {c.tip}<br>relevance: {matrix[i, j]:.3f} (row sums to 1)<br>"
-             "Chefer et al. 2021, attention-only rules" for j, c in enumerate(cols)] for i, r in enumerate(rows)]
+    tips = [
+        [
+            f"{r.tip} is not generated yet (now at step {step})"
+            if r.future
+            else f"{r.tip}<br>source: {c.tip}<br>relevance: {matrix[i, j]:.3f} (row sums to 1)<br>"
+            "Chefer et al. 2021, attention-only rules"
+            for j, c in enumerate(cols)
+        ]
+        for i, r in enumerate(rows)
+    ]
     title = "<br>".join([*ROLLOUT_TITLE.split(": ", 1), f"step {step} of {len(tgt_tokens) - 1}"])
     return heatmap_figure(
-        matrix, rows, cols, title=title, x_title=AXES["rollout"][1], y_title=AXES["rollout"][0], tips=tips,
-        hi=_top(rollout), scale_title="relevance",
-        meta=dict(view="rollout", step=step, hide_specials=hide_specials))
+        matrix,
+        rows,
+        cols,
+        title=title,
+        x_title=AXES["rollout"][1],
+        y_title=AXES["rollout"][0],
+        tips=tips,
+        hi=_top(rollout),
+        scale_title="relevance",
+        meta=dict(view="rollout", step=step, hide_specials=hide_specials),
+    )
 
 
-def encoder_rollout_figure(encoder_rollout: np.ndarray, src_tokens: list[str], special_tokens: list[str],
-                           hide_specials: bool = False) -> go.Figure:
+def encoder_rollout_figure(
+    encoder_rollout: np.ndarray, src_tokens: list[str], special_tokens: list[str], hide_specials: bool = False
+) -> go.Figure:
     """Encoder rollout, (S, S) (viewer.js drawEncoderRollout)."""
     rows, cols, _ = layout("encoder_rollout", 1, src_tokens, [], special_tokens, hide_specials)
     matrix = analysis_matrix(encoder_rollout, rows, cols)
-    tips = [[f"position: {r.tip}<br>from: {c.tip}<br>share: {matrix[i, j]:.3f} (row sums to 1)"
-             for j, c in enumerate(cols)] for i, r in enumerate(rows)]
+    tips = [
+        [f"position: {r.tip}<br>from: {c.tip}<br>share: {matrix[i, j]:.3f} (row sums to 1)" for j, c in enumerate(cols)]
+        for i, r in enumerate(rows)
+    ]
     return heatmap_figure(
-        matrix, rows, cols, title="<br>".join(ENC_ROLLOUT_TITLE.split(": ", 1)), x_title=AXES["encoder_rollout"][1],
-        y_title=AXES["encoder_rollout"][0], tips=tips, hi=_top(encoder_rollout), scale_title="share",
-        meta=dict(view="encoder_rollout", hide_specials=hide_specials))
+        matrix,
+        rows,
+        cols,
+        title="<br>".join(ENC_ROLLOUT_TITLE.split(": ", 1)),
+        x_title=AXES["encoder_rollout"][1],
+        y_title=AXES["encoder_rollout"][0],
+        tips=tips,
+        hi=_top(encoder_rollout),
+        scale_title="share",
+        meta=dict(view="encoder_rollout", hide_specials=hide_specials),
+    )
 
 
 def _top(a: np.ndarray) -> float:
@@ -268,19 +400,45 @@ def positional_figure(pe: np.ndarray, src_tokens: list[str], positions: int) -> 
     z = np.asarray(pe[:positions], dtype=np.float64)  # (positions, d_model)
     n, d = z.shape
     labels = [position_label(i, src_tokens) for i in range(n)]
-    tips = [[f"position {labels[r]}<br>dimension {c} ({'cos' if c % 2 else 'sin'})<br>value {z[r, c]:.3f}"
-             for c in range(d)] for r in range(n)]
-    fig = go.Figure(go.Heatmap(z=z.tolist(), x=list(range(d)), y=list(range(n)), name="positional encoding",
-                               zmin=-1.0, zmax=1.0, colorscale=colorscale(RDBU), text=tips,
-                               colorbar=dict(title=dict(text="value")), hovertemplate="%{text}<extra></extra>"))
+    tips = [
+        [
+            f"position {labels[r]}<br>dimension {c} ({'cos' if c % 2 else 'sin'})<br>value {z[r, c]:.3f}"
+            for c in range(d)
+        ]
+        for r in range(n)
+    ]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z.tolist(),
+            x=list(range(d)),
+            y=list(range(n)),
+            name="positional encoding",
+            zmin=-1.0,
+            zmax=1.0,
+            colorscale=colorscale(RDBU),
+            text=tips,
+            colorbar=dict(title=dict(text="value")),
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
     fig.update_layout(
-        title=dict(text=f"Positional encoding: the model's buffer, {n} positions × {d} dimensions",
-                   font=dict(size=13)),
-        font=FONT, plot_bgcolor="#fff", paper_bgcolor="#fff", meta=dict(view="positional", positions=n),
-        width=max(520, min(1200, 3 * d + 300)), height=max(300, min(16, max(3, 320 // n)) * n + 180),
+        title=dict(text=f"Positional encoding: the model's buffer, {n} positions × {d} dimensions", font=dict(size=13)),
+        font=FONT,
+        plot_bgcolor="#fff",
+        paper_bgcolor="#fff",
+        meta=dict(view="positional", positions=n),
+        width=max(520, min(1200, 3 * d + 300)),
+        height=max(300, min(16, max(3, 320 // n)) * n + 180),
         xaxis=dict(title=dict(text="dimension (even: sin, odd: cos)"), showgrid=False, zeroline=False),
-        yaxis=dict(title=dict(text="position: source token"), tickmode="array", tickvals=list(range(n)),
-                   ticktext=labels, autorange="reversed", showgrid=False, zeroline=False),
+        yaxis=dict(
+            title=dict(text="position: source token"),
+            tickmode="array",
+            tickvals=list(range(n)),
+            ticktext=labels,
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+        ),
     )
     return fig
 
@@ -290,18 +448,36 @@ def candidates_figure(tokens: list[str], probs: np.ndarray, emitted: str, step: 
     the emitted token orange (charts.js drawTopk)."""
     p = np.asarray(probs, dtype=np.float64)  # (k,)
     k = len(tokens)
-    tips = [f"candidate {i + 1}: {tok}<br>p = {p[i]:.4f}" + ("<br>emitted at this step" if tok == emitted else "")
-            for i, tok in enumerate(tokens)]
-    fig = go.Figure(go.Bar(
-        x=p.tolist(), y=list(range(k)), orientation="h", name="probability",
-        marker_color=[HIGHLIGHT if tok == emitted else BAR for tok in tokens],
-        text=[f"{v:.2f}" for v in p], textposition="outside", cliponaxis=False,
-        hovertext=tips, hovertemplate="%{hovertext}<extra></extra>"))
+    tips = [
+        f"candidate {i + 1}: {tok}<br>p = {p[i]:.4f}" + ("<br>emitted at this step" if tok == emitted else "")
+        for i, tok in enumerate(tokens)
+    ]
+    fig = go.Figure(
+        go.Bar(
+            x=p.tolist(),
+            y=list(range(k)),
+            orientation="h",
+            name="probability",
+            marker_color=[HIGHLIGHT if tok == emitted else BAR for tok in tokens],
+            text=[f"{v:.2f}" for v in p],
+            textposition="outside",
+            cliponaxis=False,
+            hovertext=tips,
+            hovertemplate="%{hovertext}<extra></extra>",
+        )
+    )
     fig.update_layout(
-        title=dict(text="Next-token candidates (top-k probabilities)"
-                        f"<br>step {step} of {steps}, emitted {quote(emitted)}", font=dict(size=13)),
-        font=FONT, plot_bgcolor="#fff", paper_bgcolor="#fff", meta=dict(view="candidates", step=step),
-        width=560, height=22 * k + 160, showlegend=False,
+        title=dict(
+            text=f"Next-token candidates (top-k probabilities)<br>step {step} of {steps}, emitted {quote(emitted)}",
+            font=dict(size=13),
+        ),
+        font=FONT,
+        plot_bgcolor="#fff",
+        paper_bgcolor="#fff",
+        meta=dict(view="candidates", step=step),
+        width=560,
+        height=22 * k + 160,
+        showlegend=False,
         xaxis=dict(title=dict(text="probability"), range=[0, 1.08], showgrid=True, gridcolor="#eee", zeroline=False),
         yaxis=dict(tickmode="array", tickvals=list(range(k)), ticktext=list(tokens), autorange="reversed"),
     )
@@ -309,6 +485,7 @@ def candidates_figure(tokens: list[str], probs: np.ndarray, emitted: str, step: 
 
 
 # --- the one entry point -------------------------------------------------------------------------
+
 
 def _whole(name: str, value, lo: int, hi: int) -> int:
     if isinstance(value, bool):
@@ -332,8 +509,15 @@ def _head(head, H: int):
     return int(head)
 
 
-def figure(trace, view: str = "cross", layer: int = 1, head="mean", step: int | None = None,
-           hide_specials: bool = False, positions: int | None = None) -> go.Figure:
+def figure(
+    trace,
+    view: str = "cross",
+    layer: int = 1,
+    head="mean",
+    step: int | None = None,
+    hide_specials: bool = False,
+    positions: int | None = None,
+) -> go.Figure:
     """One view of ``trace`` (a :class:`~transformer.core.trace.Trace`) as a
     ``plotly.graph_objects.Figure``: the matrix, labels and masking the explorer shows at the
     same settings.
@@ -357,8 +541,9 @@ def figure(trace, view: str = "cross", layer: int = 1, head="mean", step: int | 
         weights = {"encoder": trace.encoder_attn, "decoder": trace.decoder_self_attn, "cross": trace.cross_attn}[view]
         L, H = weights.shape[:2]  # (L, H, Q, K); encoder and decoder stacks may differ
         layer = _whole("layer", layer, 1, L)
-        return attention_figure(weights, view, layer, _head(head, H), step, trace.src_tokens, trace.tgt_tokens,
-                                trace.special_tokens, hide)
+        return attention_figure(
+            weights, view, layer, _head(head, H), step, trace.src_tokens, trace.tgt_tokens, trace.special_tokens, hide
+        )
     if view in ("rollout", "encoder_rollout"):
         value = getattr(trace, view, None)
         if value is None:

@@ -178,8 +178,11 @@ def _single_head_logprobs(model: Transformer, src: torch.Tensor, tgt: list[int],
     # encoder: row 0 unmasked, rows 1.. silence one encoder head each
     n_enc = 1 + Le * H
     src_mask = model.src_mask(src)  # (1, 1, 1, S)
-    memory, _ = model.encode(src.expand(n_enc, S), src_mask.expand(n_enc, -1, -1, -1),
-                             head_mask={"encoder": _single_head_masks(n_enc, Le, H, 1)})  # (n_enc, S, D)
+    memory, _ = model.encode(
+        src.expand(n_enc, S),
+        src_mask.expand(n_enc, -1, -1, -1),
+        head_mask={"encoder": _single_head_masks(n_enc, Le, H, 1)},
+    )  # (n_enc, S, D)
     # decoder rows: [unmasked, encoder heads..., decoder_self heads..., cross heads...]
     n_rows = n_enc + 2 * Ld * H
     mem_index = torch.cat([torch.arange(n_enc), torch.zeros(2 * Ld * H, dtype=torch.long)])
@@ -191,8 +194,13 @@ def _single_head_logprobs(model: Transformer, src: torch.Tensor, tgt: list[int],
     for start in range(0, n_rows, batch_size):
         rows = slice(start, min(start + batch_size, n_rows))
         b = rows.stop - rows.start
-        dec = model.decode(tgt_in.expand(b, T), memory[mem_index[rows]], src_mask.expand(b, -1, -1, -1),
-                           tgt_mask, head_mask={"decoder_self": self_mask[rows], "cross": cross_mask[rows]})
+        dec = model.decode(
+            tgt_in.expand(b, T),
+            memory[mem_index[rows]],
+            src_mask.expand(b, -1, -1, -1),
+            tgt_mask,
+            head_mask={"decoder_self": self_mask[rows], "cross": cross_mask[rows]},
+        )
         logp[rows] = _target_logprobs(model.project(dec.hidden), target.expand(b, T))
 
     return logp
@@ -210,7 +218,9 @@ def _drops_by_kind(drops: np.ndarray, cfg, T: int) -> tuple[dict, dict, list]:
         total = block.sum(-1)
         importance[kind] = np.round(total.astype(np.float64), 5).tolist()
         per_step[kind] = np.round(block.astype(np.float64), 5).tolist()
-        ranking += [{"kind": kind, "layer": l, "head": h, "drop": float(total[l, h])} for l in range(L) for h in range(H)]
+        ranking += [
+            {"kind": kind, "layer": l, "head": h, "drop": float(total[l, h])} for l in range(L) for h in range(H)
+        ]
     ranking.sort(key=lambda r: -r["drop"])
     return importance, per_step, ranking
 

@@ -81,28 +81,44 @@ class Saliency:
         prefix (self-attention); ``None`` with fewer than 2 words or a constant row. Magnitudes,
         because attention is never negative: a word that pushes the probability down strongly
         is as influential as one that pushes it up."""
+
         def rho(att, score, words):
             if words.sum() < 2:
                 return None
             v = float(_spearman(att[words], np.abs(score[words])))
             return None if np.isnan(v) else v
 
-        return {side: {"integrated_gradients": rho(att, ig, w), "input_x_gradient": rho(att, ixg, w)}
-                for side, att, ig, ixg, w in (("src", self.cross_attn, self.ig_src, self.ixg_src, self.src_words),
-                                              ("tgt", self.self_attn, self.ig_tgt, self.ixg_tgt, self.tgt_words))}
+        return {
+            side: {"integrated_gradients": rho(att, ig, w), "input_x_gradient": rho(att, ixg, w)}
+            for side, att, ig, ixg, w in (
+                ("src", self.cross_attn, self.ig_src, self.ixg_src, self.src_words),
+                ("tgt", self.self_attn, self.ig_tgt, self.ixg_tgt, self.tgt_words),
+            )
+        }
 
     def to_dict(self) -> dict:
         r = rounded
         rho = self.spearman()
 
         def side(name, toks, ig, ixg, att):
-            return {"tokens": toks, "integrated_gradients": r(ig), "input_x_gradient": r(ixg), "attention": r(att),
-                    "spearman": {k: None if v is None else r(v) for k, v in rho[name].items()}}
+            return {
+                "tokens": toks,
+                "integrated_gradients": r(ig),
+                "input_x_gradient": r(ixg),
+                "attention": r(att),
+                "spearman": {k: None if v is None else r(v) for k, v in rho[name].items()},
+            }
 
         return {
-            "schema": "saliency/1", "step": self.step, "token": self.token, "token_id": self.token_id,
-            "n_steps": self.n_steps, "baseline": BASELINE, "logprob": r(self.logprob),
-            "baseline_logprob": r(self.baseline_logprob), "completeness_gap": r(self.completeness_gap),
+            "schema": "saliency/1",
+            "step": self.step,
+            "token": self.token,
+            "token_id": self.token_id,
+            "n_steps": self.n_steps,
+            "baseline": BASELINE,
+            "logprob": r(self.logprob),
+            "baseline_logprob": r(self.baseline_logprob),
+            "completeness_gap": r(self.completeness_gap),
             "src": side("src", self.src_tokens, self.ig_src, self.ixg_src, self.cross_attn),
             "tgt": side("tgt", self.prefix_tokens, self.ig_tgt, self.ixg_tgt, self.self_attn),
             "attention_of": self.attention,
@@ -170,8 +186,10 @@ def _panel_gaps(alphas: torch.Tensor, f: torch.Tensor, scores: torch.Tensor) -> 
 def _evaluate(path: _Path, alphas: torch.Tensor, layer: int | None = None):
     """:meth:`_Path.at` in batches of at most ``CHUNK`` nodes, which bounds the memory of a
     long integral (the default 17 nodes are one batch); the ``layer`` extras are the last node's."""
-    parts = [path.at(c, layer if i == len(alphas) - len(c) else None)
-             for i, c in zip(range(0, len(alphas), CHUNK), alphas.split(CHUNK))]
+    parts = [
+        path.at(c, layer if i == len(alphas) - len(c) else None)
+        for i, c in zip(range(0, len(alphas), CHUNK), alphas.split(CHUNK))
+    ]
     return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts]), parts[-1][2]
 
 
@@ -198,9 +216,25 @@ def _special_mask(ids: list[int], specials: set[int]) -> torch.Tensor:
     return torch.tensor([i in specials for i in ids])[:, None]  # (K, 1)
 
 
-def saliency(translator, text: str, step: int, target_ids: list[int] | None = None, n_steps: int = 16,
-             tolerance: float | None = None, max_steps: int = 1024, layer: int | None = None,
-             head: int | str = "mean") -> Saliency:
+def _trapezoid_weights(alphas: torch.Tensor) -> torch.Tensor:
+    """The trapezoid rule's weight of each node ``alphas`` (sorted, 0 to 1)."""
+    w = torch.zeros_like(alphas)
+    w[1:] += (alphas[1:] - alphas[:-1]) / 2
+    w[:-1] += (alphas[1:] - alphas[:-1]) / 2
+    return w
+
+
+def saliency(
+    translator,
+    text: str,
+    step: int,
+    target_ids: list[int] | None = None,
+    n_steps: int = 16,
+    tolerance: float | None = None,
+    max_steps: int = 1024,
+    layer: int | None = None,
+    head: int | str = "mean",
+) -> Saliency:
     """Input x gradient and integrated gradients of the log-probability of the token emitted at
     ``step``, per source token and per decoder input, with the step's cross- and
     self-attention rows at ``layer`` (0-based, default the last) and ``head`` (0-based or
@@ -217,26 +251,36 @@ def saliency(translator, text: str, step: int, target_ids: list[int] | None = No
         inp = step_inputs(translator, text, step, target_ids)
         x = (model.src_embed(inp.src)[0], model.tgt_embed(inp.prefix)[0])  # (S, D), (T, D)
     src_ids, prefix_ids = inp.src[0].tolist(), inp.tgt[: inp.step + 1]
-    keep = (_special_mask(src_ids, {cfg.src_sos_id, cfg.src_eos_id}),
-            _special_mask(prefix_ids, {cfg.tgt_sos_id, cfg.tgt_eos_id}))
+    keep = (
+        _special_mask(src_ids, {cfg.src_sos_id, cfg.src_eos_id}),
+        _special_mask(prefix_ids, {cfg.tgt_sos_id, cfg.tgt_eos_id}),
+    )
     base = tuple(torch.where(k, xi, torch.zeros_like(xi)) for k, xi in zip(keep, x))
     path = _Path(model, inp.src, inp.prefix, inp.token, x, base)
     alphas, f, scores, (ixg, cross, self_) = integrate(path, n_steps, tolerance, max_steps, layer)
-    w = torch.zeros_like(alphas)  # trapezoid weights of the nodes
-    w[1:] += (alphas[1:] - alphas[:-1]) / 2
-    w[:-1] += (alphas[1:] - alphas[:-1]) / 2
-    ig, ixg = (w[:, None] * scores).sum(0).numpy(), ixg.numpy()  # (S + T,)
+    ig, ixg = (_trapezoid_weights(alphas)[:, None] * scores).sum(0).numpy(), ixg.numpy()  # (S + T,)
     S = len(src_ids)
 
     def row(weights):  # (H, K) -> (K,)
         return (weights.mean(0) if head == "mean" else weights[head]).detach().double().numpy()
 
     return Saliency(
-        step=inp.step, token=translator.tgt_tok.id_to_token(inp.token), token_id=inp.token,
-        n_steps=alphas.numel() - 1, logprob=float(f[-1]), baseline_logprob=float(f[0]), ig_src=ig[:S],
-        ig_tgt=ig[S:], ixg_src=ixg[:S], ixg_tgt=ixg[S:], cross_attn=row(cross), self_attn=row(self_),
-        attention={"layer": layer, "head": head}, src_tokens=[translator.src_tok.id_to_token(i) for i in src_ids],
-        prefix_tokens=tokens(translator, prefix_ids), src_words=~keep[0][:, 0].numpy(),
+        step=inp.step,
+        token=translator.tgt_tok.id_to_token(inp.token),
+        token_id=inp.token,
+        n_steps=alphas.numel() - 1,
+        logprob=float(f[-1]),
+        baseline_logprob=float(f[0]),
+        ig_src=ig[:S],
+        ig_tgt=ig[S:],
+        ixg_src=ixg[:S],
+        ixg_tgt=ixg[S:],
+        cross_attn=row(cross),
+        self_attn=row(self_),
+        attention={"layer": layer, "head": head},
+        src_tokens=[translator.src_tok.id_to_token(i) for i in src_ids],
+        prefix_tokens=tokens(translator, prefix_ids),
+        src_words=~keep[0][:, 0].numpy(),
         tgt_words=~keep[1][:, 0].numpy(),
     )
 
@@ -245,24 +289,59 @@ def saliency(translator, text: str, step: int, target_ids: list[int] | None = No
 def _side(go, fig, row: int, labels: list[str], ig, ixg, attn, F) -> None:
     x = [f"{i + 1}: {t}" for i, t in enumerate(labels)]
     first = row == 1
-    fig.add_trace(go.Bar(x=x, y=ig.tolist(), name="integrated gradients", marker_color=F.BAR, legendgroup="ig",
-                         showlegend=first, hovertemplate="%{x}<br>integrated gradients: %{y:+.3f}<extra></extra>"),
-                  row=row, col=1, secondary_y=False)
-    fig.add_trace(go.Bar(x=x, y=ixg.tolist(), name="input × gradient", marker_color="#9ecae1", legendgroup="ixg",
-                         showlegend=first, hovertemplate="%{x}<br>input × gradient: %{y:+.3f}<extra></extra>"),
-                  row=row, col=1, secondary_y=False)
-    fig.add_trace(go.Scatter(x=x, y=attn.tolist(), name="attention", mode="lines+markers", legendgroup="attn",
-                             line={"color": F.HIGHLIGHT}, showlegend=first,
-                             hovertemplate="%{x}<br>attention: %{y:.3f}<extra></extra>"),
-                  row=row, col=1, secondary_y=True)
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=ig.tolist(),
+            name="integrated gradients",
+            marker_color=F.BAR,
+            legendgroup="ig",
+            showlegend=first,
+            hovertemplate="%{x}<br>integrated gradients: %{y:+.3f}<extra></extra>",
+        ),
+        row=row,
+        col=1,
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Bar(
+            x=x,
+            y=ixg.tolist(),
+            name="input × gradient",
+            marker_color="#9ecae1",
+            legendgroup="ixg",
+            showlegend=first,
+            hovertemplate="%{x}<br>input × gradient: %{y:+.3f}<extra></extra>",
+        ),
+        row=row,
+        col=1,
+        secondary_y=False,
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=x,
+            y=attn.tolist(),
+            name="attention",
+            mode="lines+markers",
+            legendgroup="attn",
+            line={"color": F.HIGHLIGHT},
+            showlegend=first,
+            hovertemplate="%{x}<br>attention: %{y:.3f}<extra></extra>",
+        ),
+        row=row,
+        col=1,
+        secondary_y=True,
+    )
 
 
 def _panel_title(what: str, where: str, rho: dict) -> str:
     def fmt(v):
         return "n/a" if v is None else f"{v:+.2f}"
 
-    return (f"{what} ({where})<br>Spearman ρ with attention, over words: |IG| {fmt(rho['integrated_gradients'])}, "
-            f"|I×G| {fmt(rho['input_x_gradient'])}")
+    return (
+        f"{what} ({where})<br>Spearman ρ with attention, over words: |IG| {fmt(rho['integrated_gradients'])}, "
+        f"|I×G| {fmt(rho['input_x_gradient'])}"
+    )
 
 
 def saliency_figure(res: Saliency):
@@ -272,23 +351,41 @@ def saliency_figure(res: Saliency):
     from plotly.subplots import make_subplots
 
     from transformer.interpret import figures as F
+
     rho = res.spearman()
     head = "mean of heads" if res.attention["head"] == "mean" else f"head {res.attention['head'] + 1}"
     where = f"layer {res.attention['layer'] + 1}, {head}"
-    titles = [_panel_title("Source tokens · cross-attention", where, rho["src"]),
-              _panel_title("Decoder inputs · self-attention", where, rho["tgt"])]
-    fig = make_subplots(rows=2, cols=1, specs=[[{"secondary_y": True}], [{"secondary_y": True}]],
-                        subplot_titles=titles, vertical_spacing=0.3)
+    titles = [
+        _panel_title("Source tokens · cross-attention", where, rho["src"]),
+        _panel_title("Decoder inputs · self-attention", where, rho["tgt"]),
+    ]
+    fig = make_subplots(
+        rows=2,
+        cols=1,
+        specs=[[{"secondary_y": True}], [{"secondary_y": True}]],
+        subplot_titles=titles,
+        vertical_spacing=0.3,
+    )
     _side(go, fig, 1, res.src_tokens, res.ig_src, res.ixg_src, res.cross_attn, F)
     _side(go, fig, 2, res.prefix_tokens, res.ig_tgt, res.ixg_tgt, res.self_attn, F)
     rise = res.logprob - res.baseline_logprob
-    title = (f"Gradient attribution · step {res.step + 1}: log p({F.quote(res.token)}) = {res.logprob:.3f}"
-             f"<br>integrated gradients ({res.n_steps} trapezoid panels) sum to {rise + res.completeness_gap:.3f}, "
-             f"f(x) − f(x') = {rise:.3f}<br>baseline x': {BASELINE}")
-    fig.update_layout(title={"text": title, "font": {"size": 13}}, font=F.FONT, plot_bgcolor="#fff",
-                      paper_bgcolor="#fff", barmode="group", width=max(820, 46 * len(res.src_tokens) + 260),
-                      height=720, margin={"t": 170}, legend={"orientation": "h", "y": -0.18},
-                      meta={"view": "saliency", "step": res.step + 1, "n_steps": res.n_steps, **res.attention})
+    title = (
+        f"Gradient attribution · step {res.step + 1}: log p({F.quote(res.token)}) = {res.logprob:.3f}"
+        f"<br>integrated gradients ({res.n_steps} trapezoid panels) sum to {rise + res.completeness_gap:.3f}, "
+        f"f(x) − f(x') = {rise:.3f}<br>baseline x': {BASELINE}"
+    )
+    fig.update_layout(
+        title={"text": title, "font": {"size": 13}},
+        font=F.FONT,
+        plot_bgcolor="#fff",
+        paper_bgcolor="#fff",
+        barmode="group",
+        width=max(820, 46 * len(res.src_tokens) + 260),
+        height=720,
+        margin={"t": 170},
+        legend={"orientation": "h", "y": -0.18},
+        meta={"view": "saliency", "step": res.step + 1, "n_steps": res.n_steps, **res.attention},
+    )
     fig.update_yaxes(title={"text": "nats"}, zeroline=True, zerolinecolor="#999", secondary_y=False)
     fig.update_yaxes(title={"text": "attention"}, range=[0, 1.05], tickmode="auto", showgrid=False, secondary_y=True)
     return fig

@@ -105,8 +105,9 @@ def read_testsets(folder: str | Path, src_lang: str, tgt_lang: str) -> TestsetTe
     return TestsetText(list(mono), evaluation)
 
 
-def held_out(evaluation: Iterable[str], train: Sequence[tuple[str, str]],
-             splits: Iterable[Sequence[tuple[str, str]]]) -> set[str]:
+def held_out(
+    evaluation: Iterable[str], train: Sequence[tuple[str, str]], splits: Iterable[Sequence[tuple[str, str]]]
+) -> set[str]:
     """Sentences no training file may contain: those of the evaluation files that are not
     already in ``train`` (either side), plus every sentence of ``splits`` (validation, test)."""
     in_train = {normalize(s) for pair in train for s in pair}
@@ -116,8 +117,7 @@ def held_out(evaluation: Iterable[str], train: Sequence[tuple[str, str]],
     return blocked
 
 
-def select_monolingual(sentences: Iterable[str], blocked: set[str], known: set[str],
-                       max_chars: int = 300) -> list[str]:
+def select_monolingual(sentences: Iterable[str], blocked: set[str], known: set[str], max_chars: int = 300) -> list[str]:
     """The sentences worth back-translating: not held out, not already a training target
     (``known``), not absurdly long; duplicates dropped, order kept."""
     out = dict.fromkeys(s for s in sentences if s not in blocked and s not in known and len(s) <= max_chars)
@@ -128,8 +128,9 @@ def select_monolingual(sentences: Iterable[str], blocked: set[str], known: set[s
 
 
 @torch.no_grad()
-def sample_decode(model: Transformer, src: torch.Tensor, generator: torch.Generator,
-                  temperature: float = 1.0, top_k: int = 0) -> list[list[int]]:
+def sample_decode(
+    model: Transformer, src: torch.Tensor, generator: torch.Generator, temperature: float = 1.0, top_k: int = 0
+) -> list[list[int]]:
     """Sampling (Edunov et al. 2018): each step draws the next token from the model's
     distribution instead of taking its argmax; from all of it (``top_k`` 0, their
     "sampling") or from its ``top_k`` most likely tokens (their "top10" with 10). ``src``
@@ -162,8 +163,9 @@ def sample_decode(model: Transformer, src: torch.Tensor, generator: torch.Genera
     return out
 
 
-def noise_words(text: str, rng: random.Random, p_drop: float = 0.1, p_blank: float = 0.1, k_swap: int = 3,
-                blank: str = "<blank>") -> str:
+def noise_words(
+    text: str, rng: random.Random, p_drop: float = 0.1, p_blank: float = 0.1, k_swap: int = 3, blank: str = "<blank>"
+) -> str:
     """Edunov et al.'s noise on a beam output (after Lample et al. 2018): each word is
     deleted with probability ``p_drop`` or replaced by a filler with ``p_blank``, and words
     are shuffled by at most ``k_swap`` positions. Never returns an empty string."""
@@ -182,9 +184,16 @@ def noise_words(text: str, rng: random.Random, p_drop: float = 0.1, p_blank: flo
     return " ".join(w for _, w in sorted(zip(keys, kept), key=lambda kw: kw[0]))
 
 
-def backtranslate(translator, sentences: Sequence[str], method: str, seed: int = 0, beam_size: int = 4,
-                  top_k: int = 0, batch_size: int = 64,
-                  progress: Callable[[int, int], None] | None = None) -> list[str]:
+def backtranslate(
+    translator,
+    sentences: Sequence[str],
+    method: str,
+    seed: int = 0,
+    beam_size: int = 4,
+    top_k: int = 0,
+    batch_size: int = 64,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[str]:
     """The reverse model's translation of every sentence, made by ``method`` (``METHODS``;
     ``top_k`` restricts sampling, see :func:`sample_decode`), in input order.
     Deterministic for a given (model, sentences, method, seed)."""
@@ -196,7 +205,7 @@ def backtranslate(translator, sentences: Sequence[str], method: str, seed: int =
     rng = random.Random(seed)
     out: list[str] = []
     for start in range(0, len(sentences), CHUNK):
-        chunk = list(sentences[start:start + CHUNK])
+        chunk = list(sentences[start : start + CHUNK])
         if method == "sample":
             out += _sample_chunk(translator, chunk, generator, batch_size, top_k)
         else:
@@ -207,18 +216,19 @@ def backtranslate(translator, sentences: Sequence[str], method: str, seed: int =
     return out
 
 
-def _sample_chunk(translator, sentences: list[str], generator: torch.Generator, batch_size: int,
-                  top_k: int) -> list[str]:
+def _sample_chunk(
+    translator, sentences: list[str], generator: torch.Generator, batch_size: int, top_k: int
+) -> list[str]:
     """``sample_decode`` over length-sorted batches; results in input order."""
     cfg = translator.cfg
     encoded = [translator.encode_source(s).ids for s in sentences]
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     results = [""] * len(encoded)
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         src = torch.full((len(idx), max(len(encoded[i]) for i in idx)), cfg.src_pad_id, dtype=torch.long)
         for row, i in enumerate(idx):
-            src[row, :len(encoded[i])] = torch.tensor(encoded[i])
+            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
         for row, ids in zip(idx, sample_decode(translator.model, src, generator, top_k=top_k)):
             results[row] = translator._decode_text(ids)
     return results
@@ -238,8 +248,7 @@ def synthetic_pairs(targets: Sequence[str], sources: Sequence[str], blocked: set
     return pairs
 
 
-def write_pairs(path: str | Path, pairs: Sequence[tuple[str, str]], src_lang: str, tgt_lang: str,
-                origin: str) -> None:
+def write_pairs(path: str | Path, pairs: Sequence[tuple[str, str]], src_lang: str, tgt_lang: str, origin: str) -> None:
     """One JSON object a line, in the corpus's schema, with each pair's ``origin``."""
     with Path(path).open("w", encoding="utf-8") as f:
         for i, (src, tgt) in enumerate(pairs):

@@ -69,8 +69,12 @@ class ParallelDatasets:
     source: str
 
     def to_lists(self) -> ParallelData:
-        return ParallelData(train=as_pairs(self.train), validation=as_pairs(self.validation),
-                            test=as_pairs(self.test) if self.test is not None else [], source=self.source)
+        return ParallelData(
+            train=as_pairs(self.train),
+            validation=as_pairs(self.validation),
+            test=as_pairs(self.test) if self.test is not None else [],
+            source=self.source,
+        )
 
 
 def local_data_files(path: Path, split: str = "train") -> dict[str, str]:
@@ -103,7 +107,7 @@ def _not_utf8(path: str, data: bytes, line: int, exc: UnicodeDecodeError) -> str
     """``path: line N: ...`` for the first bad byte of ``data``, whole lines that start at
     line ``line``; the column counts characters, as an editor does."""
     start = data.rfind(b"\n", 0, exc.start) + 1
-    column = len(data[start: exc.start].decode("utf-8")) + 1  # every byte before exc.start decodes
+    column = len(data[start : exc.start].decode("utf-8")) + 1  # every byte before exc.start decodes
     line += data.count(b"\n", 0, exc.start)
     return f"{path}: line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {column})"
 
@@ -247,8 +251,9 @@ def _hub_failure(dataset: str, config: str | None, exc: BaseException) -> str:
     return " ".join(f"could not load dataset {dataset!r} (config {config!r}): {type(exc).__name__}: {exc}".split())
 
 
-def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = None, split: str = "train",
-             only: bool = False):
+def load_raw(
+    dataset: str, config: str | None = None, cache_dir: str | None = None, split: str = "train", only: bool = False
+):
     """A ``datasets.DatasetDict`` from a local path or the hub (``cache_dir``: where
     ``datasets`` keeps its Arrow files; default its own cache). ``split`` is the split the
     caller needs: a local folder without its file is refused by name. ``only``: read just
@@ -274,8 +279,9 @@ def load_raw(dataset: str, config: str | None = None, cache_dir: str | None = No
                 if bad:
                     raise DataError(bad) from exc
             inner = _innermost(exc)
-            raise DataError(" ".join(f"{path}: could not read as JSON lines ({type(inner).__name__}: "
-                                     f"{inner})".split())) from exc
+            raise DataError(
+                " ".join(f"{path}: could not read as JSON lines ({type(inner).__name__}: {inner})".split())
+            ) from exc
     if dataset.startswith((".", "/", "~")) or dataset.endswith(JSON_SUFFIXES):
         raise DataError(f"{dataset}: no such file or directory")
     try:
@@ -297,8 +303,10 @@ def _languages(split, where: str) -> list[str]:
         return list(feature.languages)
     if isinstance(feature, dict):
         return list(feature)
-    raise DataError(f"{where}: the 'translation' column is {type(feature).__name__}, expected one "
-                    "{language: sentence} object per row (OPUS Books schema)")
+    raise DataError(
+        f"{where}: the 'translation' column is {type(feature).__name__}, expected one "
+        "{language: sentence} object per row (OPUS Books schema)"
+    )
 
 
 def _check_languages(split, src: str, tgt: str, where: str) -> None:
@@ -340,8 +348,12 @@ def select_pairs(split, src: str, tgt: str, where: str, tag: str | None = None):
     ``tag``: see :func:`_pick_languages`."""
     _check_languages(split, src, tgt, where)
     picked = split.with_format("arrow").map(
-        _pick_languages, batched=True, batch_size=BATCH_ROWS, fn_kwargs={"src": src, "tgt": tgt, "tag": tag},
-        remove_columns=split.column_names, desc=f"{where}: picking {src}-{tgt}",
+        _pick_languages,
+        batched=True,
+        batch_size=BATCH_ROWS,
+        fn_kwargs={"src": src, "tgt": tgt, "tag": tag},
+        remove_columns=split.column_names,
+        desc=f"{where}: picking {src}-{tgt}",
     )
     return picked.with_format(None)
 
@@ -423,12 +435,7 @@ def load_parallel_dataset(
 
 
 def load_parallel(
-    dataset: str,
-    src: str = "en",
-    tgt: str = "it",
-    config: str | None = None,
-    val_size: int = 1000,
-    seed: int = 0,
+    dataset: str, src: str = "en", tgt: str = "it", config: str | None = None, val_size: int = 1000, seed: int = 0
 ) -> ParallelData:
     """:func:`load_parallel_dataset` as lists of ``(src, tgt)`` pairs (small corpora)."""
     return load_parallel_dataset(dataset, src, tgt, config=config, val_size=val_size, seed=seed).to_lists()
@@ -491,7 +498,7 @@ class EncodedPairs(Sequence):
             raise IndexError(f"pair index {i} out of range for {n} pairs")
         i %= n
         so, to = self.src_offsets, self.tgt_offsets
-        return (self.src_ids[so[i]: so[i + 1]].tolist(), self.tgt_ids[to[i]: to[i + 1]].tolist())
+        return (self.src_ids[so[i] : so[i + 1]].tolist(), self.tgt_ids[to[i] : to[i + 1]].tolist())
 
     def lengths(self) -> tuple[np.ndarray, np.ndarray]:
         """(source lengths, target lengths) without the specials."""
@@ -533,9 +540,13 @@ def encode_dataset(ds, src_tok, tgt_tok, cfg, batch_size: int = BATCH_ROWS) -> E
         digest.update(part.encode("utf-8"))
     ids = datasets.List(datasets.Value("int32"))
     encoded = ds.map(
-        _encode_batch, batched=True, batch_size=batch_size, remove_columns=ds.column_names,
+        _encode_batch,
+        batched=True,
+        batch_size=batch_size,
+        remove_columns=ds.column_names,
         fn_kwargs={"src_tok": src_tok, "tgt_tok": tgt_tok, "src_limit": src_limit, "tgt_limit": tgt_limit},
-        features=datasets.Features({"src_ids": ids, "tgt_ids": ids}), new_fingerprint=digest.hexdigest()[:32],
+        features=datasets.Features({"src_ids": ids, "tgt_ids": ids}),
+        new_fingerprint=digest.hexdigest()[:32],
         desc="encoding",
     )
     table = encoded.with_format("arrow")[:]

@@ -41,8 +41,9 @@ def check_teacher(translator, src_lang: str, tgt_lang: str) -> None:
         raise DistillError(f"the teacher translates {cfg.src_lang}->{cfg.tgt_lang}, this run {src_lang}->{tgt_lang}")
 
 
-def distill_pairs(translator, pairs: Sequence[tuple[str, str]], beam_size: int = 4,
-                  progress: Callable[[int, int], None] | None = None) -> list[tuple[str, str]]:
+def distill_pairs(
+    translator, pairs: Sequence[tuple[str, str]], beam_size: int = 4, progress: Callable[[int, int], None] | None = None
+) -> list[tuple[str, str]]:
     """``(source, teacher translation)`` for every pair whose teacher translation is not
     empty and differs from the reference, in the order of ``pairs``.
 
@@ -52,7 +53,7 @@ def distill_pairs(translator, pairs: Sequence[tuple[str, str]], beam_size: int =
     sources = [s for s, _ in pairs]
     hyps: list[str] = []
     for start in range(0, len(sources), CHUNK):
-        hyps += translate_beam(translator, sources[start:start + CHUNK], beam_size)
+        hyps += translate_beam(translator, sources[start : start + CHUNK], beam_size)
         if progress is not None:
             progress(len(hyps), len(sources))
     extra = []
@@ -63,8 +64,15 @@ def distill_pairs(translator, pairs: Sequence[tuple[str, str]], beam_size: int =
     return extra
 
 
-def add_distilled(data, teacher: str, beam_size: int, src_lang: str, tgt_lang: str, dist=None,
-                  progress: Callable[[int, int], None] | None = None) -> int:
+def add_distilled(
+    data,
+    teacher: str,
+    beam_size: int,
+    src_lang: str,
+    tgt_lang: str,
+    dist=None,
+    progress: Callable[[int, int], None] | None = None,
+) -> int:
     """Append ``teacher``'s translations (``distill_pairs``) to ``data.train`` and return
     how many were added. Under torchrun only rank 0 decodes; it sends the pairs to the
     other ranks as JSON, so every rank holds the same training pairs and the token-budget

@@ -8,6 +8,10 @@ them all together on SIGINT or SIGTERM.
 :func:`init_distributed` reads them and joins the process group. A plain ``python
 train.py`` gets a one-process :class:`DistContext` for which every collective below is a
 no-op, so the training loop has one code path.
+
+``pick_device`` and ``plan_processes`` decide the device and how many processes fit on it;
+``launch_processes`` starts them. Nothing here prints: a plan says what to tell the user in
+its ``note``, and the command line prints it.
 """
 
 from __future__ import annotations
@@ -112,8 +116,10 @@ def init_distributed(device: str) -> DistContext:
     kind = torch.device(device).type
     if kind == "cuda":
         if local_rank >= torch.cuda.device_count():
-            raise DistributedError(f"LOCAL_RANK {local_rank} but only {torch.cuda.device_count()} CUDA device(s): "
-                                   "use --nproc_per_node no larger than the number of GPUs")
+            raise DistributedError(
+                f"LOCAL_RANK {local_rank} but only {torch.cuda.device_count()} CUDA device(s): "
+                "use --nproc_per_node no larger than the number of GPUs"
+            )
         torch.cuda.set_device(local_rank)
         device, backend = f"cuda:{local_rank}", "nccl"
     elif kind == "cpu":
@@ -221,6 +227,44 @@ def fit_processes(wanted: int, device: str, n_devices: int, batch_tokens: int) -
     return n_devices, round(batch_tokens * wanted / n_devices)
 
 
+def pick_device(name: str) -> str:
+    """The device --device names ("auto": cuda, then mps, then cpu); ``DistributedError``
+    when the one asked for is not there."""
+    mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "mps" if mps else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        raise DistributedError("--device cuda asked for, but no CUDA device is available")
+    if name == "mps" and not mps:
+        raise DistributedError("--device mps asked for, but MPS is not available")
+    return name
+
+
+@dataclass(frozen=True)
+class ProcessPlan:
+    """The processes a run trains on and each one's batch tokens; ``note`` says why they
+    differ from those asked for (None when they do not)."""
+
+    processes: int
+    batch_tokens: int
+    note: str | None = None
+
+
+def plan_processes(wanted: int, device_name: str, batch_tokens: int) -> ProcessPlan:
+    """``wanted`` processes of ``batch_tokens`` on the device --device names, fitted to it
+    by ``fit_processes``."""
+    device = pick_device(device_name)
+    n_devices = torch.cuda.device_count() if device == "cuda" else 1  # a CPU's n is not used
+    n, tokens = fit_processes(wanted, device, n_devices, batch_tokens)
+    if n == wanted:
+        return ProcessPlan(n, tokens)
+    note = (
+        f"{device}: {n} device(s) for {wanted} processes; training {n} process(es) of {tokens} "
+        f"batch tokens, the same tokens per step"
+    )
+    return ProcessPlan(n, tokens, note)
+
+
 def launched_by_train_py() -> bool:
     return bool(os.environ.get(LAUNCHED_BY_TRAIN_PY))
 
@@ -248,9 +292,18 @@ def launch_processes(script: str, script_args: list[str], processes: int, thread
         # its own lines about failed or signalled processes (each of its loggers has its own level)
         logging.getLogger(name).setLevel(logging.CRITICAL)
     others = ",".join(f"{rank}:3" for rank in range(1, processes))
-    launcher = torchrun.get_args_parser().parse_args([
-        "--standalone", f"--nproc_per_node={processes}", "--redirects", others, "--shutdown_timeout",
-        str(SHUTDOWN_SECONDS), script, *script_args])
+    launcher = torchrun.get_args_parser().parse_args(
+        [
+            "--standalone",
+            f"--nproc_per_node={processes}",
+            "--redirects",
+            others,
+            "--shutdown_timeout",
+            str(SHUTDOWN_SECONDS),
+            script,
+            *script_args,
+        ]
+    )
     handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     try:
         torchrun.run(launcher)

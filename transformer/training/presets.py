@@ -36,31 +36,53 @@ class TrainSettings:
     min_lr_ratio: float = 0.05
     weight_decay: float = 0.01
     label_smoothing: float = field(default=0.1, metadata={"fraction": True, "help": "label smoothing epsilon"})
-    word_dropout: float = field(default=0.0, metadata={
-        "fraction": True, "help": "probability that a source token is replaced by the unknown token during training"})
+    word_dropout: float = field(
+        default=0.0,
+        metadata={
+            "fraction": True,
+            "help": "probability that a source token is replaced by the unknown token during training",
+        },
+    )
     clip_norm: float = 1.0
-    bf16: bool = field(default=True, metadata={
-        "help": "bf16 autocast (used only where the hardware runs it natively; elsewhere the run falls back to "
-                "float32 with a warning); --no-bf16 trains in float32"})
+    bf16: bool = field(
+        default=True,
+        metadata={
+            "help": "bf16 autocast (used only where the hardware runs it natively; elsewhere the run falls back to "
+            "float32 with a warning); --no-bf16 trains in float32"
+        },
+    )
     seed: int = field(default=0, metadata={"min": None, "help": "seed for splits, shuffling and initialisation"})
-    max_minutes: float | None = field(default=None, metadata={
-        "help": "wall-clock budget for the whole run: training stops cleanly in time for the last evaluation and "
-                "the checkpoint average (none: no budget)"})
-    average_last: int = field(default=5, metadata={
-        "min": 0, "help": "average the last N epoch checkpoints at the end (0 or 1: off)"})
+    max_minutes: float | None = field(
+        default=None,
+        metadata={
+            "help": "wall-clock budget for the whole run: training stops cleanly in time for the last evaluation and "
+            "the checkpoint average (none: no budget)"
+        },
+    )
+    average_last: int = field(
+        default=5, metadata={"min": 0, "help": "average the last N epoch checkpoints at the end (0 or 1: off)"}
+    )
     # data-parallel training processes; each trains on ``batch_tokens`` per step, so one
     # optimiser step sees ``processes * batch_tokens`` tokens
-    processes: int = field(default=1, metadata={
-        "help": "data-parallel training processes that train.py starts itself, as torchrun --nproc_per_node would: "
-                "each trains on its own share of every epoch with --batch-tokens per step, so one optimiser step "
-                "sees N times the tokens. On a CPU, 2 processes of 1 thread each make epochs faster than 1 process "
-                "of 2 threads (docs/experiments.md). With fewer GPUs than N, one process per GPU with "
-                "--batch-tokens scaled up to the same tokens per step; --resume takes the run's own"})
+    processes: int = field(
+        default=1,
+        metadata={
+            "help": "data-parallel training processes that train.py starts itself, as torchrun --nproc_per_node would: "
+            "each trains on its own share of every epoch with --batch-tokens per step, so one optimiser step "
+            "sees N times the tokens. On a CPU, 2 processes of 1 thread each make epochs faster than 1 process "
+            "of 2 threads (docs/experiments.md). With fewer GPUs than N, one process per GPU with "
+            "--batch-tokens scaled up to the same tokens per step; --resume takes the run's own"
+        },
+    )
     # a mid-epoch checkpoint every this many minutes of training (and at every stop), so
     # that a crash or a kill loses at most this much
-    save_every_minutes: float = field(default=10.0, metadata={
-        "help": "save a mid-epoch checkpoint this often, as well as at every stop (Ctrl-C or SIGTERM), so that "
-                "--resume loses at most this much (a resumed run keeps its own unless given)"})
+    save_every_minutes: float = field(
+        default=10.0,
+        metadata={
+            "help": "save a mid-epoch checkpoint this often, as well as at every stop (Ctrl-C or SIGTERM), so that "
+            "--resume loses at most this much (a resumed run keeps its own unless given)"
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -72,26 +94,40 @@ class Preset:
 
     model: TransformerConfig
     vocab_size: int = field(metadata={"help": "BPE vocabulary size (per tokenizer)"})
-    joint_vocab: bool = field(metadata={
-        "help": "one tokenizer for both languages; --no-joint-vocab trains one per language (and disables full "
-                "weight tying)"})
+    joint_vocab: bool = field(
+        metadata={
+            "help": "one tokenizer for both languages; --no-joint-vocab trains one per language (and disables full "
+            "weight tying)"
+        }
+    )
     train: TrainSettings
     description: str = ""
     # the tokenizer cuts punctuation off words (``transformer.core.tokenizer``)
-    split_punctuation: bool = field(default=False, metadata={
-        "help": "the tokenizer cuts punctuation off words ('car.' is 'car' + '.')"})
+    split_punctuation: bool = field(
+        default=False, metadata={"help": "the tokenizer cuts punctuation off words ('car.' is 'car' + '.')"}
+    )
     # synthetic (back-translated) sources start with a tag token, so the model can tell
     # them from real ones; the tag lives in the run's tokenizer, which is how --resume knows
-    tag_synthetic: bool = field(default=False, metadata={
-        "help": "start every synthetic (back-translated) source with a [BT] tag token"})
+    tag_synthetic: bool = field(
+        default=False, metadata={"help": "start every synthetic (back-translated) source with a [BT] tag token"}
+    )
 
 
 PRESETS: dict[str, Preset] = {
     # a smoke run: on the default corpus about a minute on 2 CPU cores
     "tiny": Preset(
-        model=TransformerConfig(d_model=32, h=2, d_ff=64, n_encoder_layers=1, n_decoder_layers=1, dropout=0.1,
-                          attn_dropout=0.0, max_positions=64),
-        vocab_size=1000, joint_vocab=True,
+        model=TransformerConfig(
+            d_model=32,
+            h=2,
+            d_ff=64,
+            n_encoder_layers=1,
+            n_decoder_layers=1,
+            dropout=0.1,
+            attn_dropout=0.0,
+            max_positions=64,
+        ),
+        vocab_size=1000,
+        joint_vocab=True,
         train=TrainSettings(epochs=2, batch_tokens=4000, lr=3e-3, warmup_steps=10, bf16=False, average_last=2),
         description="a smoke run (about a minute on 2 CPU cores with the default corpus)",
     ),
@@ -100,25 +136,49 @@ PRESETS: dict[str, Preset] = {
     # tag lets the model tell the synthetic sources apart, and punctuation is its own token so
     # that "car" and "car." share one. docs/experiments.md has the runs behind each choice.
     "base": Preset(
-        model=TransformerConfig(d_model=256, h=8, d_ff=1024, n_encoder_layers=4, n_decoder_layers=4, dropout=0.2,
-                          attn_dropout=0.1, max_positions=128, norm_placement="pre", tie_embeddings="all"),
-        vocab_size=4000, joint_vocab=True, split_punctuation=True, tag_synthetic=True,
-        train=TrainSettings(epochs=36, batch_tokens=2000, lr=2e-3, warmup_steps=300, bf16=True, max_minutes=240,
-                            average_last=0, processes=2),
+        model=TransformerConfig(
+            d_model=256,
+            h=8,
+            d_ff=1024,
+            n_encoder_layers=4,
+            n_decoder_layers=4,
+            dropout=0.2,
+            attn_dropout=0.1,
+            max_positions=128,
+            norm_placement="pre",
+            tie_embeddings="all",
+        ),
+        vocab_size=4000,
+        joint_vocab=True,
+        split_punctuation=True,
+        tag_synthetic=True,
+        train=TrainSettings(
+            epochs=36,
+            batch_tokens=2000,
+            lr=2e-3,
+            warmup_steps=300,
+            bf16=True,
+            max_minutes=240,
+            average_last=0,
+            processes=2,
+        ),
         description="the shipped model's recipe: real + back-translated pairs, 4+4 layers, 4k joint vocabulary "
-                    "with punctuation split off, [BT]-tagged synthetic sources, 2 data-parallel processes, "
-                    "36 epochs in a 4-hour budget",
+        "with punctuation split off, [BT]-tagged synthetic sources, 2 data-parallel processes, "
+        "36 epochs in a 4-hour budget",
     ),
 }
 # the recipe for the real pairs alone (run it with `--extra-train` and no path): 3+3 layers,
 # 31 epochs in a 90-minute budget
 PRESETS["real-only"] = replace(
-    PRESETS["base"], model=replace(PRESETS["base"].model, n_encoder_layers=3, n_decoder_layers=3),
-    split_punctuation=False, tag_synthetic=False,
+    PRESETS["base"],
+    model=replace(PRESETS["base"].model, n_encoder_layers=3, n_decoder_layers=3),
+    split_punctuation=False,
+    tag_synthetic=False,
     train=replace(PRESETS["base"].train, epochs=31, max_minutes=90, average_last=5, processes=1),
     description="the recipe for the real pairs alone (with --extra-train and no path): 3+3 layers, "
-                "4k joint vocabulary, 31 epochs in a 90-minute budget",
+    "4k joint vocabulary, 31 epochs in a 90-minute budget",
 )
+
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
@@ -131,8 +191,11 @@ def rng_state(device: str = "cpu") -> dict:
     that ``torch.load(weights_only=True)`` reads back: a resumed run draws the same numbers
     as one that never stopped."""
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    state = {"python": random.getstate(), "torch": torch.get_rng_state(),
-             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss]}
+    state = {
+        "python": random.getstate(),
+        "torch": torch.get_rng_state(),
+        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
+    }
     if torch.device(device).type == "cuda":
         state["cuda"] = torch.cuda.get_rng_state(device)
     return state
@@ -256,8 +319,9 @@ def drop_source_words(src: torch.Tensor, cfg, p: float) -> torch.Tensor:
 def to_device(batch: Batch, device: str) -> Batch:
     if torch.device(device).type == "cpu":
         return batch
-    return Batch(batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device),
-                 batch.n_tgt_tokens, batch.n_src_tokens)
+    return Batch(
+        batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device), batch.n_tgt_tokens, batch.n_src_tokens
+    )
 
 
 @torch.no_grad()
@@ -270,8 +334,12 @@ def validation_loss(model, encoded, cfg, batch_tokens: int, device: str) -> floa
     for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0):
         batch = to_device(make_batch([encoded[i] for i in idx], cfg), device)
         logits = model(batch.src, batch.tgt_in).logits
-        loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), batch.tgt_out.reshape(-1),
-                               ignore_index=cfg.tgt_pad_id, reduction="sum")
+        loss = F.cross_entropy(
+            logits.float().reshape(-1, logits.shape[-1]),
+            batch.tgt_out.reshape(-1),
+            ignore_index=cfg.tgt_pad_id,
+            reduction="sum",
+        )
         total += float(loss)
         count += batch.n_tgt_tokens
     return total / max(1, count)

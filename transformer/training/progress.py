@@ -2,7 +2,8 @@
 forecast), progress bars, one JSON line per evaluation, TensorBoard scalars, and the one
 line a stop ends with.
 
-    ProgressPrinter(trainer, out, sys.stderr)     # before trainer.fit()
+    announce(trainer, RunStart(out, command, ...), sys.stderr)   # before trainer.fit(): the start-up
+                                                                 # lines, then a ProgressPrinter
 
 The rest of the package prints nothing; this module is the command line's view of a run,
 and writes only to the stream it is given.
@@ -12,12 +13,15 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from tqdm import tqdm
 
-from transformer.training.trainer import Trainer, TrainingStopped, forecast
+from transformer.core.tokenizer import SYNTHETIC_TAG
+from transformer.training.data import ParallelData, ParallelDatasets
+from transformer.training.trainer import Trainer, TrainingStopped, forecast, resume_dir
 
 # steps timed (after the first, which warms up) for the forecast of a run that has no
 # finished epoch to go by
@@ -37,8 +41,10 @@ def budget_line(t: Trainer) -> str | None:
         return None
     left = max(0.0, s.max_minutes * 60 - t.clock.elapsed)
     end = time.strftime("%H:%M", time.localtime(time.time() + left))
-    return (f"time budget: --max-minutes {s.max_minutes:g} ends the run by {end}, {left / 60:.0f} minutes from now "
-            "(training stops in time for the last evaluation)")
+    return (
+        f"time budget: --max-minutes {s.max_minutes:g} ends the run by {end}, {left / 60:.0f} minutes from now "
+        "(training stops in time for the last evaluation)"
+    )
 
 
 def forecast_line(t: Trainer, seconds_per_epoch: float, basis: str, finish_seconds: float | None = None) -> str:
@@ -50,8 +56,10 @@ def forecast_line(t: Trainer, seconds_per_epoch: float, basis: str, finish_secon
     finish = t.finish_seconds or finish_seconds or 0.0
     f = forecast(t.clock.elapsed, done, s.epochs, seconds_per_epoch, s.max_minutes, finish)
     end = time.strftime("%H:%M", time.localtime(time.time() + f.seconds_left))
-    line = (f"forecast: {seconds_per_epoch / 60:.1f} min/epoch ({basis}); the run ends about {end}, "
-            f"{f.seconds_left / 60:.0f} minutes from now")
+    line = (
+        f"forecast: {seconds_per_epoch / 60:.1f} min/epoch ({basis}); the run ends about {end}, "
+        f"{f.seconds_left / 60:.0f} minutes from now"
+    )
     if f.cut_by_budget:
         line += f"; --max-minutes {s.max_minutes:g} cuts it during epoch {f.last_epoch} of {s.epochs}"
     return line
@@ -109,8 +117,9 @@ def resume_line(t: Trainer, directory: Path) -> str:
     """Which checkpoint (``directory``) a resumed run continues from, and what is left to train."""
     s, done = t.settings, t.epoch
     if t.batches_done:
-        return (f"resuming from epoch {done + 1}, step {t.batches_done} of {t.steps_per_epoch} ({directory}): "
-                + (f"epoch {s.epochs} to go" if done + 1 == s.epochs else f"epochs {done + 1}-{s.epochs} to go"))
+        return f"resuming from epoch {done + 1}, step {t.batches_done} of {t.steps_per_epoch} ({directory}): " + (
+            f"epoch {s.epochs} to go" if done + 1 == s.epochs else f"epochs {done + 1}-{s.epochs} to go"
+        )
     if done >= s.epochs:
         todo = "no epochs left to train (a larger --epochs trains more)"
     elif done + 1 == s.epochs:
@@ -118,6 +127,47 @@ def resume_line(t: Trainer, directory: Path) -> str:
     else:
         todo = f"epochs {done + 1}-{s.epochs} to go"
     return f"resuming from epoch {done} ({directory}): {todo}"
+
+
+@dataclass(frozen=True)
+class RunStart:
+    """What the start-up lines say besides the trainer: the output folder, the command that
+    continues the run, whether it resumes or replaces a run, its data, the --extra-train
+    corpora, and whether synthetic sources are tagged."""
+
+    out: Path
+    command: str
+    resumed: bool
+    replaced: bool
+    data: ParallelData | ParallelDatasets
+    extra: tuple[str, ...]
+    tags: bool
+
+
+def announce(trainer: Trainer, run: RunStart, file: TextIO) -> ProgressPrinter:
+    """The start-up lines (main rank): what resumes, the data, the model, where it all goes,
+    when the budget ends the run; then the progress printer, installed on ``trainer``."""
+    cfg, s, data = trainer.cfg, trainer.settings, run.data
+    if run.resumed:
+        print(resume_line(trainer, resume_dir(run.out)), file=file)
+    tagged = run.tags and any(src.startswith(f"{SYNTHETIC_TAG} ") for src, _ in reversed(data.train))
+    print(
+        f"data: {len(data.train)} train / {len(data.validation)} validation pairs from {data.source}"
+        + "".join(f" + {path}" for path in run.extra)
+        + (" (synthetic sources tagged)" if tagged else ""),
+        file=file,
+    )
+    print(
+        f"model: {trainer.n_params:,} parameters; vocab {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; "
+        f"device {trainer.device} ({'bf16 autocast' if s.bf16 else 'float32'}); "
+        f"{trainer.steps_per_epoch} steps/epoch x {s.epochs} epochs"
+        + (f" on each of {trainer.dist.world_size} processes" if trainer.dist.enabled else ""),
+        file=file,
+    )
+    for line in (output_line(run.out, run.command, run.resumed, run.replaced), budget_line(trainer)):
+        if line:
+            print(line, file=file)
+    return ProgressPrinter(trainer, run.out, file)
 
 
 class ProgressPrinter:
@@ -149,9 +199,15 @@ class ProgressPrinter:
             self.first_elapsed = t.clock.elapsed
         if self.epochs:  # here rather than after the evaluation: an epoch the budget cut ends the run
             self.write(forecast_line(t, self.seconds / self.epochs, f"from {self.epochs} epoch(s) here"))
-        self.bar = tqdm(total=n_batches, initial=batches_done, desc=f"epoch {epoch}/{t.settings.epochs}",
-                        unit="batch", dynamic_ncols=True, file=self.file,
-                        mininterval=0.5 if self.file.isatty() else 10)
+        self.bar = tqdm(
+            total=n_batches,
+            initial=batches_done,
+            desc=f"epoch {epoch}/{t.settings.epochs}",
+            unit="batch",
+            dynamic_ncols=True,
+            file=self.file,
+            mininterval=0.5 if self.file.isatty() else 10,
+        )
 
     def on_batch_end(self, t: Trainer, loss: float, grad_norm: float, lr: float, tokens_per_s: float) -> None:
         if self.start is None:  # the first step warms up: time from its end
@@ -160,9 +216,15 @@ class ProgressPrinter:
             self.told = True
             per_step = (time.monotonic() - self.start[0]) / FORECAST_AFTER_STEPS
             ends = self.eval_seconds * (2 if t.settings.average_last > 1 else 1)  # the cut epoch's, the average's
-            self.write(forecast_line(t, per_step * t.steps_per_epoch + self.eval_seconds,
-                                     f"training timed on {FORECAST_AFTER_STEPS} steps, evaluation "
-                                     f"{self.eval_seconds / 60:.1f} min timed on a sample", ends))
+            self.write(
+                forecast_line(
+                    t,
+                    per_step * t.steps_per_epoch + self.eval_seconds,
+                    f"training timed on {FORECAST_AFTER_STEPS} steps, evaluation "
+                    f"{self.eval_seconds / 60:.1f} min timed on a sample",
+                    ends,
+                )
+            )
         self.bar.update(1)
         self.bar.set_postfix(loss=f"{loss:.3f}", lr=f"{lr:.2e}", tok_s=f"{tokens_per_s:,.0f}", refresh=False)
         if t.step % 20 == 0:
@@ -187,8 +249,11 @@ class ProgressPrinter:
             self.seconds = t.clock.elapsed - self.first_elapsed
 
     def on_time_budget(self, t: Trainer, epoch: int, batches_done: int, n_batches: int) -> None:
-        where = (f"after epoch {epoch}" if batches_done == n_batches
-                 else f"after {batches_done} of {n_batches} batches of epoch {epoch}")
+        where = (
+            f"after epoch {epoch}"
+            if batches_done == n_batches
+            else f"after {batches_done} of {n_batches} batches of epoch {epoch}"
+        )
         print(f"time budget of {t.settings.max_minutes} minutes spent; stopped {where}", file=self.file)
 
     def on_stop(self, t: Trainer, stopped: TrainingStopped) -> None:

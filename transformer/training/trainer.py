@@ -49,19 +49,44 @@ import torch
 from tokenizers import Tokenizer
 
 from transformer.core.checkpoint import (
-    WEIGHTS_FILE, CheckpointError, assign_weights, load_checkpoint, read_metrics, replace_dir,
-    resolve_checkpoint_dir, save_checkpoint, weights_state_dict, write_file_atomic,
+    WEIGHTS_FILE,
+    CheckpointError,
+    assign_weights,
+    load_checkpoint,
+    read_metrics,
+    replace_dir,
+    resolve_checkpoint_dir,
+    save_checkpoint,
+    weights_state_dict,
+    write_file_atomic,
 )
 from transformer.core.config import TransformerConfig
-from transformer.training.data import ParallelData, encode_pairs, load_extra_train, load_parallel, make_batch, token_budget_batches
+from transformer.training.data import (
+    ParallelData,
+    encode_pairs,
+    load_extra_train,
+    load_parallel,
+    make_batch,
+    token_budget_batches,
+)
 from transformer.core.decoding import greedy_decode
 from transformer.training.distributed import DistContext, StopSignals, shard_batches
 from transformer.core.metrics import corpus_scores
 from transformer.core.model import Transformer, build_model, count_parameters
 from transformer.core.tokenizer import SYNTHETIC_TAG, load_tokenizer, special_ids, train_tokenizer
 from transformer.training.presets import (
-    Preset, Stopwatch, TrainSettings, average_checkpoints, bf16_is_fast, make_optimizer, make_scheduler, rng_state,
-    seed_everything, set_rng_state, train_step, validation_loss,
+    Preset,
+    Stopwatch,
+    TrainSettings,
+    average_checkpoints,
+    bf16_is_fast,
+    make_optimizer,
+    make_scheduler,
+    rng_state,
+    seed_everything,
+    set_rng_state,
+    train_step,
+    validation_loss,
 )
 from transformer.core.translator import Translator
 
@@ -173,9 +198,12 @@ def resume_settings(saved: TrainSettings, requested: TrainSettings, epochs_done:
     A falsy ``requested.epochs``, ``requested.max_minutes`` or ``save_every_minutes`` keeps
     the run's own: a bare ``--resume`` must not take the preset's epoch count, which would
     stretch the LR schedule of a run started with ``--epochs``."""
-    return replace(saved, epochs=max(requested.epochs or saved.epochs, epochs_done),
-                   max_minutes=requested.max_minutes or saved.max_minutes,
-                   save_every_minutes=requested.save_every_minutes or saved.save_every_minutes)
+    return replace(
+        saved,
+        epochs=max(requested.epochs or saved.epochs, epochs_done),
+        max_minutes=requested.max_minutes or saved.max_minutes,
+        save_every_minutes=requested.save_every_minutes or saved.save_every_minutes,
+    )
 
 
 @dataclass(frozen=True)
@@ -187,8 +215,14 @@ class Forecast:
     cut_by_budget: bool  # --max-minutes ends the run before its last epoch
 
 
-def forecast(elapsed: float, epochs_done: float, epochs: int, seconds_per_epoch: float,
-             max_minutes: float | None, finish_seconds: float = 0.0) -> Forecast:
+def forecast(
+    elapsed: float,
+    epochs_done: float,
+    epochs: int,
+    seconds_per_epoch: float,
+    max_minutes: float | None,
+    finish_seconds: float = 0.0,
+) -> Forecast:
     """Forecast the end of a run that has trained ``epochs_done`` of ``epochs`` epochs in
     ``elapsed`` seconds, if each remaining epoch takes ``seconds_per_epoch`` and the end
     (last evaluation and checkpoint average) ``finish_seconds``. A budget of
@@ -242,8 +276,9 @@ def check_out_dir(out: str | Path, resume: bool = False, overwrite: bool = False
     if resume and resume_dir(out) is None:
         raise TrainingError(f"cannot resume: no epoch checkpoint or mid-epoch state with {STATE_FILE} under {out}")
     if held and not (resume or overwrite):
-        raise TrainingError(f"{out} already holds a run ({', '.join(held)}): continue it with --resume, "
-                            "or replace it with --overwrite")
+        raise TrainingError(
+            f"{out} already holds a run ({', '.join(held)}): continue it with --resume, or replace it with --overwrite"
+        )
 
 
 def clear_run(out: str | Path) -> None:
@@ -285,9 +320,17 @@ def read_run_record(out: str | Path) -> dict:
 # ---------------------------------------------------------------- data and a fresh model
 
 
-def load_run_data(dataset: str, src_lang: str, tgt_lang: str, config: str | None = None, seed: int = 0,
-                  max_train_pairs: int | None = None, dist: DistContext | None = None,
-                  extra_train: tuple[str, ...] = (), tag: str | None = None) -> ParallelData:
+def load_run_data(
+    dataset: str,
+    src_lang: str,
+    tgt_lang: str,
+    config: str | None = None,
+    seed: int = 0,
+    max_train_pairs: int | None = None,
+    dist: DistContext | None = None,
+    extra_train: tuple[str, ...] = (),
+    tag: str | None = None,
+) -> ParallelData:
     """The run's splits (``load_parallel``), optionally cut to the first ``max_train_pairs``,
     then the train splits of the ``extra_train`` corpora appended (synthetic sources
     prefixed with ``tag`` when given; see ``data.load_extra_train``).
@@ -321,9 +364,15 @@ def run_tags_synthetic(out: str | Path) -> bool:
     return load_tokenizer(last / cfg.src_tokenizer_file).token_to_id(SYNTHETIC_TAG) is not None
 
 
-
-def build_fresh(preset: Preset, data: ParallelData, src_lang: str, tgt_lang: str, storage_dtype: str = "float32",
-                seed: int = 0, dist: DistContext | None = None) -> tuple[Transformer, Tokenizer, Tokenizer]:
+def build_fresh(
+    preset: Preset,
+    data: ParallelData,
+    src_lang: str,
+    tgt_lang: str,
+    storage_dtype: str = "float32",
+    seed: int = 0,
+    dist: DistContext | None = None,
+) -> tuple[Transformer, Tokenizer, Tokenizer]:
     """Tokenizers trained on the training split, and a new model sized from ``preset``.
 
     Under torchrun only rank 0 trains the tokenizers and sends them to the others as JSON,
@@ -336,8 +385,13 @@ def build_fresh(preset: Preset, data: ParallelData, src_lang: str, tgt_lang: str
     specials = [SYNTHETIC_TAG] if preset.tag_synthetic else []
 
     def tokenizer(texts_fn) -> Tokenizer:
-        text = (train_tokenizer(texts_fn(), preset.vocab_size, split_punctuation=preset.split_punctuation,
-                                extra_special_tokens=specials).to_str() if dist.is_main else None)
+        text = (
+            train_tokenizer(
+                texts_fn(), preset.vocab_size, split_punctuation=preset.split_punctuation, extra_special_tokens=specials
+            ).to_str()
+            if dist.is_main
+            else None
+        )
         return Tokenizer.from_str(dist.broadcast_text(text)) if dist.enabled else Tokenizer.from_str(text)
 
     if preset.joint_vocab:
@@ -353,9 +407,17 @@ def build_fresh(preset: Preset, data: ParallelData, src_lang: str, tgt_lang: str
     ids.update({f"tgt_{k}_id": v for k, v in special_ids(tgt_tok).items()})
     try:
         # the preset's shape, with what the tokenizers and the run decide
-        cfg = replace(preset.model, **ids, **files, tie_embeddings=tie, src_vocab_size=src_tok.get_vocab_size(),
-                      tgt_vocab_size=tgt_tok.get_vocab_size(), src_lang=src_lang, tgt_lang=tgt_lang,
-                      storage_dtype=storage_dtype)
+        cfg = replace(
+            preset.model,
+            **ids,
+            **files,
+            tie_embeddings=tie,
+            src_vocab_size=src_tok.get_vocab_size(),
+            tgt_vocab_size=tgt_tok.get_vocab_size(),
+            src_lang=src_lang,
+            tgt_lang=tgt_lang,
+            storage_dtype=storage_dtype,
+        )
     except ValueError as exc:
         raise TrainingError(str(exc)) from exc
     seed_everything(seed)
@@ -398,6 +460,17 @@ def _stored_as(model: Transformer, storage_dtype: str):
         model.cfg = cfg
 
 
+def check_options(settings: TrainSettings, keep_epochs: int, val_limit: int, data: ParallelData) -> None:
+    """The Trainer's arguments that no run could go far with, refused before any work."""
+    check_settings(settings)
+    if keep_epochs < 1:
+        raise TrainingError(f"keep-epochs must be at least 1 (resume and averaging read them), got {keep_epochs}")
+    if val_limit < 1:
+        raise TrainingError(f"val-limit must be positive, got {val_limit}")
+    if not data.validation:
+        raise TrainingError(f"{data.source}: no validation pairs to evaluate on")
+
+
 class Trainer:
     """Trains ``model`` on ``data`` and writes everything under ``out``.
 
@@ -414,26 +487,29 @@ class Trainer:
     installed for SIGINT and SIGTERM, or by default one that only ``trainer.stop.request()`` sets.
     """
 
-    def __init__(self, model: Transformer, src_tok: Tokenizer, tgt_tok: Tokenizer, data: ParallelData,
-                 settings: TrainSettings, out: str | Path, *, device: str = "cpu", val_limit: int = 1000,
-                 keep_epochs: int = 6, snapshots: tuple[int, ...] = DEFAULT_SNAPSHOTS, command: str = "",
-                 dist: DistContext | None = None, state: dict | None = None, stop: StopSignals | None = None,
-                 model_card: Callable[["Trainer", dict, list], str] | None = None) -> None:
-        check_settings(settings)
-        if keep_epochs < 1:
-            raise TrainingError(f"keep-epochs must be at least 1 (resume and averaging read them), got {keep_epochs}")
-        if val_limit < 1:
-            raise TrainingError(f"val-limit must be positive, got {val_limit}")
-        if not data.validation:
-            raise TrainingError(f"{data.source}: no validation pairs to evaluate on")
+    def __init__(
+        self,
+        model: Transformer,
+        src_tok: Tokenizer,
+        tgt_tok: Tokenizer,
+        data: ParallelData,
+        settings: TrainSettings,
+        out: str | Path,
+        *,
+        device: str = "cpu",
+        val_limit: int = 1000,
+        keep_epochs: int = 6,
+        snapshots: tuple[int, ...] = DEFAULT_SNAPSHOTS,
+        command: str = "",
+        dist: DistContext | None = None,
+        state: dict | None = None,
+        stop: StopSignals | None = None,
+        model_card: Callable[["Trainer", dict, list], str] | None = None,
+    ) -> None:
+        check_options(settings, keep_epochs, val_limit, data)
         self.dist = dist or DistContext(device=device)
         self.device = self.dist.device if self.dist.enabled else device
-        settings = self._record_processes(settings, state)
-        if settings.bf16 and not self._bf16_is_fast():
-            warnings.warn(f"bf16 autocast would be emulated in software on this {self.device} (many times slower "
-                          "than float32), so this run trains in float32; the results are the same kind, only "
-                          "the speed differs", TrainingWarning, stacklevel=2)
-            settings = replace(settings, bf16=False)
+        settings = self._float32_unless_bf16_is_fast(self._record_processes(settings, state))
         self.settings, self.out, self.data = settings, Path(out), data
         self.val_limit, self.keep_epochs, self.snapshots, self.command = val_limit, keep_epochs, snapshots, command
         self.model_card = model_card  # (trainer, metrics, samples) -> the README.md written into best/
@@ -445,21 +521,39 @@ class Trainer:
         self.val_enc = encode_pairs(data.validation, src_tok, tgt_tok, self.cfg)
         self.steps_per_epoch = len(self.epoch_batches(0))
         if self.steps_per_epoch == 0:
-            raise TrainingError(f"{len(data.train)} training pairs make fewer batches than the "
-                                f"{self.dist.world_size} processes: use more data or fewer processes")
+            raise TrainingError(
+                f"{len(data.train)} training pairs make fewer batches than the "
+                f"{self.dist.world_size} processes: use more data or fewer processes"
+            )
         self.opt = make_optimizer(model, settings)
         self.sched = make_scheduler(self.opt, settings, settings.epochs * self.steps_per_epoch)
         self.stop = stop or StopSignals()  # not installed: only ``stop.request()`` sets it
         self._load_state(state)
-        self.train_module: torch.nn.Module = model
-        if self.dist.enabled:
-            from torch.nn.parallel import DistributedDataParallel
-
-            ids = [self.dist.local_rank] if torch.device(self.device).type == "cuda" else None
-            # the positional table is a constant buffer: synced once at init, not every step
-            self.train_module = DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False)
+        self.train_module = self._parallel(model)
         self.clock = Stopwatch(self.elapsed0)
         self._last_save = self.elapsed0  # clock time of the last checkpoint, for save_every_minutes
+
+    def _float32_unless_bf16_is_fast(self, settings: TrainSettings) -> TrainSettings:
+        if settings.bf16 and not self._bf16_is_fast():
+            warnings.warn(
+                f"bf16 autocast would be emulated in software on this {self.device} (many times slower "
+                "than float32), so this run trains in float32; the results are the same kind, only "
+                "the speed differs",
+                TrainingWarning,
+                stacklevel=3,
+            )
+            return replace(settings, bf16=False)
+        return settings
+
+    def _parallel(self, model: Transformer) -> torch.nn.Module:
+        """The module the steps run: ``model`` itself, or wrapped for data-parallel training."""
+        if not self.dist.enabled:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [self.dist.local_rank] if torch.device(self.device).type == "cuda" else None
+        # the positional table is a constant buffer: synced once at init, not every step
+        return DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False)
 
     def _load_state(self, state: dict | None) -> None:
         """Where training stands: from ``state`` (a saved train_state.pt) when resuming,
@@ -507,8 +601,7 @@ class Trainer:
         least the epochs begun), ``max_minutes`` and ``save_every_minutes``."""
         last = resume_dir(out)
         if last is None:
-            raise TrainingError(f"cannot resume: no epoch checkpoint or mid-epoch state with {STATE_FILE} "
-                                f"under {out}")
+            raise TrainingError(f"cannot resume: no epoch checkpoint or mid-epoch state with {STATE_FILE} under {out}")
         try:
             model, src_tok, tgt_tok, _ = load_checkpoint(last)
             state = torch.load(last / STATE_FILE, weights_only=True)
@@ -527,8 +620,10 @@ class Trainer:
         world = self.dist.world_size
         recorded = (state or {}).get("settings", {}).get("processes")
         if recorded is not None and recorded != world:
-            raise TrainingError(f"this run trained with {recorded} process(es), not {world}: resume it with as many "
-                                f"(train.py --resume starts them itself; torchrun needs --nproc_per_node={recorded})")
+            raise TrainingError(
+                f"this run trained with {recorded} process(es), not {world}: resume it with as many "
+                f"(train.py --resume starts them itself; torchrun needs --nproc_per_node={recorded})"
+            )
         return replace(settings, processes=world)
 
     def add_callback(self, event: str, fn: Callable) -> None:
@@ -587,8 +682,9 @@ class Trainer:
                 self.end_epoch(loss, final=stopped_at is not None or self.epoch == s.epochs, position=(done, n_batches))
                 self.finish_seconds = (self.clock.elapsed - before) * (2 if s.average_last > 1 else 1)
                 if stopped_at is not None:
-                    self._fire("on_time_budget", epoch=stopped_at[0], batches_done=stopped_at[1],
-                               n_batches=stopped_at[2])
+                    self._fire(
+                        "on_time_budget", epoch=stopped_at[0], batches_done=stopped_at[1], n_batches=stopped_at[2]
+                    )
                     break
             self._finish()
         result = FitResult(self.best_chrf, round(self.clock.elapsed / 60, 2), self.best_dir, self.history, stopped_at)
@@ -610,11 +706,17 @@ class Trainer:
             loss, gnorm = train_step(self.train_module, batch, self.opt, self.sched, s, self.device)
             self.step += 1
             tokens += batch.n_tgt_tokens + batch.n_src_tokens
-            self._fire("on_batch_end", loss=loss, grad_norm=gnorm, lr=self.sched.get_last_lr()[0],
-                       tokens_per_s=tokens / max(1e-9, time.monotonic() - t0))
+            self._fire(
+                "on_batch_end",
+                loss=loss,
+                grad_norm=gnorm,
+                lr=self.sched.get_last_lr()[0],
+                tokens_per_s=tokens / max(1e-9, time.monotonic() - t0),
+            )
             # one all-reduce for the three things every rank must do together
-            late, signum, save = self.dist.maximum(int(self.clock.elapsed + self.finish_seconds > budget),
-                                                   self.stop.signum, int(self._save_due()))
+            late, signum, save = self.dist.maximum(
+                int(self.clock.elapsed + self.finish_seconds > budget), self.stop.signum, int(self._save_due())
+            )
             if signum or save:
                 directory = self.save_resume_point(epoch, done, len(batches), loss)
                 if signum:
@@ -637,9 +739,15 @@ class Trainer:
         """What ``Trainer.resume`` needs besides the weights, for a checkpoint written now;
         ``rngs`` is every rank's ``rng_state`` (``DistContext.gather``)."""
         return {
-            "optimizer": self.opt.state_dict(), "scheduler": self.sched.state_dict(), "rng": rngs,
-            "epoch": self.epoch, "step": self.step, "best_chrf": self.best_chrf, "elapsed": self.clock.elapsed,
-            "settings": asdict(self.settings), "history": json.dumps(self.history),
+            "optimizer": self.opt.state_dict(),
+            "scheduler": self.sched.state_dict(),
+            "rng": rngs,
+            "epoch": self.epoch,
+            "step": self.step,
+            "best_chrf": self.best_chrf,
+            "elapsed": self.clock.elapsed,
+            "settings": asdict(self.settings),
+            "history": json.dumps(self.history),
             # the reserve in force during this epoch (the previous end's), so that a resumed
             # run keeps room for its last evaluation from its first batch on
             "finish_seconds": self.finish_seconds,
@@ -651,8 +759,9 @@ class Trainer:
             if model.cfg.storage_dtype != "float32":
                 # model.safetensors holds rounded weights; resume needs the exact ones
                 state["weights"] = weights_state_dict(model)
-            save_checkpoint(directory, model, self.src_tok, self.tgt_tok, metrics=metrics,
-                            extra_files={STATE_FILE: state})
+            save_checkpoint(
+                directory, model, self.src_tok, self.tgt_tok, metrics=metrics, extra_files={STATE_FILE: state}
+            )
 
     def save_resume_point(self, epoch: int, batches_done: int, n_batches: int, loss: float) -> Path:
         """Write ``OUT/mid-epoch``: everything ``Trainer.resume`` needs to go on after
@@ -662,8 +771,13 @@ class Trainer:
         rngs = self.dist.gather(rng_state(self.device))
         if self.dist.is_main:
             state = {**self._train_state(rngs), "epoch": epoch, "batches_done": batches_done, "train_loss": loss}
-            metrics = {"epoch": epoch, "batches_done": batches_done, "n_batches": n_batches, "step": self.step,
-                       "train_minutes": round(self.clock.elapsed / 60, 2)}
+            metrics = {
+                "epoch": epoch,
+                "batches_done": batches_done,
+                "n_batches": n_batches,
+                "step": self.step,
+                "train_minutes": round(self.clock.elapsed / 60, 2),
+            }
             self._save_state_dir(self.out / MID_EPOCH_DIR, state, metrics)
         self._last_save = self.clock.elapsed
         self.dist.barrier()
@@ -692,8 +806,17 @@ class Trainer:
             directory = self.save_resume_point(self.epoch - 1, done, n_batches, train_loss)
             raise self._stopped(TrainingStopped(signum, directory, self.epoch, done, n_batches, self.step))
         if signum:
-            raise self._stopped(TrainingStopped(signum, self.epochs_dir / f"epoch-{self.epoch:03d}", self.epoch, done,
-                                                n_batches, self.step, at_epoch_end=True))
+            raise self._stopped(
+                TrainingStopped(
+                    signum,
+                    self.epochs_dir / f"epoch-{self.epoch:03d}",
+                    self.epoch,
+                    done,
+                    n_batches,
+                    self.step,
+                    at_epoch_end=True,
+                )
+            )
         return evaluation
 
     def _save_epoch(self, state: dict, evaluation: Evaluation, final: bool) -> None:
@@ -704,8 +827,14 @@ class Trainer:
             shutil.rmtree(stale, ignore_errors=True)
         if is_snapshot_epoch(self.epoch, self.snapshots, final):
             with self._on_cpu() as model, _stored_as(model, SNAPSHOT_DTYPE):
-                save_checkpoint(self.snapshots_dir / f"epoch-{self.epoch:03d}", model, self.src_tok,
-                                self.tgt_tok, metrics=evaluation.metrics, include_tokenizers=False)
+                save_checkpoint(
+                    self.snapshots_dir / f"epoch-{self.epoch:03d}",
+                    model,
+                    self.src_tok,
+                    self.tgt_tok,
+                    metrics=evaluation.metrics,
+                    include_tokenizers=False,
+                )
             self.copy_snapshots_to_best()
         for old in sorted(self.epochs_dir.glob("epoch-*"))[: -self.keep_epochs]:
             shutil.rmtree(old, ignore_errors=True)
@@ -726,8 +855,9 @@ class Trainer:
         given_up, signum = self.dist.maximum(given_up, self.stop.signum)
         if given_up:
             n = self.steps_per_epoch
-            raise self._stopped(TrainingStopped(signum, latest_epoch_dir(self.out), self.epoch, n, n, self.step,
-                                                at_epoch_end=True))
+            raise self._stopped(
+                TrainingStopped(signum, latest_epoch_dir(self.out), self.epoch, n, n, self.step, at_epoch_end=True)
+            )
 
     def average(self) -> Evaluation | None:
         """Average the last ``average_last`` epoch checkpoints on disk into the model (a
@@ -756,22 +886,39 @@ class Trainer:
         samples = [(s, t, h) for (s, t), h in zip(pairs, hyps)]
         minutes = round(self.clock.elapsed / 60, 2)
         if "epoch" in tag:
-            record = {"epoch": tag["epoch"], "step": self.step, "minutes": minutes,
-                      "train_loss": round(train_loss, 4) if train_loss is not None else None,
-                      "val_loss": round(val_loss, 4), **scores}
+            record = {
+                "epoch": tag["epoch"],
+                "step": self.step,
+                "minutes": minutes,
+                "train_loss": round(train_loss, 4) if train_loss is not None else None,
+                "val_loss": round(val_loss, 4),
+                **scores,
+            }
         else:
             record = {**tag, "val_loss": round(val_loss, 4), **scores, "minutes": minutes}
         self.history.append(record)
-        metrics = {"validation": scores, "val_loss": val_loss, **tag, "step": self.step, "train_minutes": minutes,
-                   "parameters": self.n_params}
+        metrics = {
+            "validation": scores,
+            "val_loss": val_loss,
+            **tag,
+            "step": self.step,
+            "train_minutes": minutes,
+            "parameters": self.n_params,
+        }
         is_best = scores["chrf"] > self.best_chrf
         if is_best:
             self.best_chrf = scores["chrf"]
             card = self.model_card(self, metrics, samples[:10]) if self.model_card else None
             with self._on_cpu() as cpu_model:
                 # best/ carries the run's history, so that its card can be rebuilt from the folder
-                save_checkpoint(self.best_dir, cpu_model, self.src_tok, self.tgt_tok,
-                                metrics={**metrics, "history": self.history}, model_card=card)
+                save_checkpoint(
+                    self.best_dir,
+                    cpu_model,
+                    self.src_tok,
+                    self.tgt_tok,
+                    metrics={**metrics, "history": self.history},
+                    model_card=card,
+                )
             self.copy_snapshots_to_best()
         evaluation = Evaluation(record, metrics, samples, is_best)
         self._fire("on_evaluate", evaluation=evaluation)

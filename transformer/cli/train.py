@@ -1,0 +1,385 @@
+"""``python train.py``: its flags, made from ``RunOptions`` and the preset's dataclasses
+(``transformer.cli.flags``), and the run they start: the checks, the data, the trainer,
+the start-up lines and the last line. ``train.py`` calls :func:`start` and turns errors
+into exit codes; the processes are planned and launched by ``transformer.training.distributed``,
+and what a run shows comes from ``transformer.training.progress``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+from tqdm import tqdm
+
+from transformer.cli import ArgumentParser, fail, load_translator_or_exit
+from transformer.cli.flags import add_field_flags, add_option_flags, apply_flags, field_flags, value_of
+from transformer.cli.modelcard import trainer_card
+from transformer.core.config import TransformerConfig
+from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, min_vocab_size
+from transformer.training import progress
+from transformer.training.data import DataError
+from transformer.training.distill import DistillError, add_distilled, check_teacher
+from transformer.training.distributed import (
+    StopSignals,
+    init_distributed,
+    launch_processes,
+    launched_by_torchrun,
+    launched_by_train_py,
+    pick_device,
+    plan_processes,
+)
+from transformer.training.options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RunOptions
+from transformer.training.presets import PRESETS, Preset, TrainSettings
+from transformer.training.progress import RunStart
+from transformer.training.trainer import (
+    Trainer,
+    TrainingError,
+    build_fresh,
+    check_out_dir,
+    clear_run,
+    load_run_data,
+    read_run_record,
+    run_items,
+    run_tags_synthetic,
+    write_run_record,
+)
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Show '(default: X)' only for real defaults; options a preset fills in say so
+    in their help instead of printing '(default: None)'."""
+
+    def _get_help_string(self, action):
+        if action.default is None or isinstance(action, argparse._StoreTrueAction):
+            return action.help
+        return super()._get_help_string(action)
+
+
+# the flags that set a preset's fields, made from the dataclasses' metadata (transformer.cli.flags)
+PRESET_FLAGS = [
+    *field_flags(TransformerConfig, ("model",)),
+    *field_flags(Preset),
+    *field_flags(TrainSettings, ("train",)),
+]
+# what --resume may change: it extends the run and sets a new budget
+EXTENDS_RUN = {"epochs", "max_minutes", "save_every_minutes"}
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="python train.py",
+        description="Train a from-scratch Transformer translation model.",
+        formatter_class=HelpFormatter,
+    )
+    add_option_flags(p, RunOptions, "data")  # what the run reads and where it writes
+    add_field_flags(p, PRESET_FLAGS, _preset_note)
+    add_option_flags(p, RunOptions)
+    return p
+
+
+def _preset_note(flag) -> str:
+    """'(preset: base 36, real-only 31, tiny 2)' for one flag, read from every preset."""
+    return "(preset: " + ", ".join(f"{name} {_shown(value_of(p, flag))}" for name, p in sorted(PRESETS.items())) + ")"
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
+
+
+def preset_from_args(args) -> Preset:
+    """The chosen preset with every flag that was given applied on top."""
+    return apply_flags(PRESETS[args.preset], PRESET_FLAGS, args)
+
+
+def extra_train(args) -> tuple[str, ...]:
+    """The --extra-train corpora; by default the back-translated pairs that belong to the
+    default corpus, when the run uses that corpus in its own direction."""
+    if args.extra_train is not None:
+        return tuple(args.extra_train)
+    own = Path(args.dataset).resolve() == Path(DEFAULT_DATASET) and (args.src, args.tgt) == ("en", "it")
+    return (DEFAULT_EXTRA_TRAIN,) if own else ()
+
+
+def run_flags(args) -> dict:
+    """The flags that make a run what it is, as in effect (a preset's value where none was
+    given): run.json keeps them, and --resume goes on with them."""
+    p = preset_from_args(args)
+    return {
+        "preset": args.preset,
+        "dataset": args.dataset,
+        "dataset_config": args.dataset_config,
+        "extra_train": list(extra_train(args)),
+        "src": args.src,
+        "tgt": args.tgt,
+        "max_train_pairs": args.max_train_pairs,
+        "distill_from": args.distill_from,
+        "distill_beam": args.distill_beam,
+        "storage_dtype": args.storage_dtype,
+        "val_limit": args.val_limit,
+        "snapshots": list(args.snapshots),
+        "threads": args.threads,
+        **{flag.dest: value_of(p, flag) for flag in PRESET_FLAGS if flag.dest not in EXTENDS_RUN},
+    }
+
+
+# run.json keys of runs recorded when these flags were --no-bf16 and --separate-vocab (negated now)
+NEGATED_RUN_KEYS = {"no_bf16": "bf16", "separate_vocab": "joint_vocab"}
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value)) or "none"
+    return "none" if value is None else str(value)
+
+
+def take_run_flags(args, argv) -> None:
+    """For --resume: set ``args`` to the run's own flags (run.json). A flag given now with
+    another value than the run's is refused in one line (``TrainingError``), except
+    --threads: a run resumes with its own unless told otherwise (the same threads give the
+    very same numbers; others only change the speed and the last bits)."""
+    recorded = {
+        NEGATED_RUN_KEYS.get(name, name): (not value if name in NEGATED_RUN_KEYS else value)
+        for name, value in read_run_record(args.out).items()
+    }
+    strict = build_parser()
+    for action in strict._actions:  # parsed again without defaults, only what was typed is left
+        action.default = argparse.SUPPRESS
+    given, now = vars(strict.parse_args(argv)), run_flags(args)
+    recorded = {name: value for name, value in recorded.items() if not (name == "threads" and name in given)}
+    for name in sorted(given.keys() & recorded.keys()):
+        if json.loads(json.dumps(now.get(name))) != recorded[name]:
+            flag = "--" + name.replace("_", "-")
+            raise TrainingError(
+                f"{flag} {_shown(now.get(name))}: {args.out} was trained with {flag} "
+                f"{_shown(recorded[name])}; --resume goes on with the run's own (leave the flag out)"
+            )
+    for name, value in recorded.items():
+        setattr(args, name, tuple(value) if name in ("extra_train", "snapshots") else value)
+
+
+def _launch_command() -> str:
+    """``python train.py`` (also when train.py started the processes itself), or the torchrun
+    line that started this process."""
+    if launched_by_torchrun() and not launched_by_train_py():
+        return f"torchrun --nproc_per_node={os.environ.get('LOCAL_WORLD_SIZE', os.environ['WORLD_SIZE'])} train.py"
+    return "python train.py"
+
+
+def command_line(argv) -> str:
+    """The command that started this run, as its checkpoints record it."""
+    return " ".join([_launch_command(), *(shlex.quote(a) for a in (sys.argv[1:] if argv is None else argv))])
+
+
+def resume_command(out) -> str:
+    """The command that continues the run in ``out`` (under a torchrun that train.py did not
+    start itself, that torchrun again: it decides the processes)."""
+    return f"{_launch_command()} --out {shlex.quote(str(out))} --resume"
+
+
+def check_before_loading(args, preset: Preset) -> str | None:
+    """What can be checked before the data loads: the vocabulary size against the
+    tokenizer's special tokens, and the --distill-from teacher (it exists, loads, and
+    translates this run's direction). Returns the teacher's local folder (a hub id is
+    downloaded here), or None without --distill-from."""
+    extra = [SYNTHETIC_TAG] if preset.tag_synthetic else []
+    specials, least = SPECIAL_TOKENS + extra, min_vocab_size(extra)
+    if not args.resume and preset.vocab_size < least:
+        raise TrainingError(
+            f"--vocab-size {preset.vocab_size} is too small: the {len(specials)} special tokens "
+            f"({' '.join(specials)}) and one character need {least}, and every distinct "
+            f"character of the corpus one id more"
+        )
+    if not args.distill_from:
+        return None
+    teacher = load_translator_or_exit(args.distill_from, flag="--distill-from")
+    try:
+        check_teacher(teacher, args.src, args.tgt)
+    except DistillError as exc:
+        raise DistillError(f"--distill-from: {exc}") from None
+    return str(teacher.directory)
+
+
+def distill(data, args, dist, teacher: str) -> None:
+    """``add_distilled`` with a progress bar and a summary line (main rank); ``teacher``
+    is the --distill-from checkpoint's local folder."""
+    bar = tqdm(
+        total=len(data.train),
+        desc=f"distilling (beam {args.distill_beam})",
+        unit="sentence",
+        disable=not dist.is_main,
+        mininterval=0.5 if sys.stderr.isatty() else 10,
+    )
+    n_train, t0 = len(data.train), time.monotonic()
+    added = add_distilled(
+        data,
+        teacher,
+        args.distill_beam,
+        args.src,
+        args.tgt,
+        dist=dist,
+        progress=lambda done, total: bar.update(done - bar.n),
+    )
+    bar.close()
+    if dist.is_main:
+        print(
+            f"distillation: {added} of {n_train} teacher translations differ from their reference and were "
+            f"added as training pairs ({(time.monotonic() - t0) / 60:.1f} minutes)",
+            file=sys.stderr,
+        )
+
+
+def load(args, preset: Preset, dist) -> tuple:
+    """The checks that need no data, then the data (and the distilled pairs): (data, the
+    --extra-train corpora, whether synthetic sources are tagged)."""
+    if dist.is_main:
+        check_out_dir(args.out, args.resume, args.overwrite)
+    # rank 0 checks the teacher (and only it decodes with it)
+    teacher = check_before_loading(args, preset) if dist.is_main else args.distill_from
+    extra = extra_train(args)
+    check_paths_exist(extra)
+    tags = run_tags_synthetic(args.out) if args.resume else preset.tag_synthetic
+    if dist.is_main and not Path(args.dataset).expanduser().exists():
+        # the hub's own retries can take half a minute when it cannot be reached
+        print(f"data: looking up {args.dataset} on the hub", file=sys.stderr)
+    data = load_run_data(
+        args.dataset,
+        args.src,
+        args.tgt,
+        config=args.dataset_config,
+        seed=preset.train.seed,
+        max_train_pairs=args.max_train_pairs,
+        dist=dist,
+        extra_train=extra,
+        tag=SYNTHETIC_TAG if tags else None,
+    )
+    if args.distill_from:
+        distill(data, args, dist, teacher)
+    return data, extra, tags
+
+
+def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: StopSignals) -> Trainer:
+    options = dict(
+        device=device,
+        val_limit=args.val_limit,
+        keep_epochs=args.keep_epochs,
+        snapshots=args.snapshots,
+        command=command_line(argv),
+        dist=dist,
+        stop=stop,
+        model_card=trainer_card,
+    )
+    if args.resume:
+        # only --epochs / --max-minutes / --save-every-minutes given now change the run's own (0 / None keep them)
+        requested = replace(
+            preset.train,
+            epochs=args.epochs or 0,
+            max_minutes=args.max_minutes,
+            save_every_minutes=args.save_every_minutes or 0,
+        )
+        return Trainer.resume(args.out, data, requested, **options)
+    model, src_tok, tgt_tok = build_fresh(
+        preset, data, args.src, args.tgt, args.storage_dtype, seed=preset.train.seed, dist=dist
+    )
+    return Trainer(model, src_tok, tgt_tok, data, preset.train, args.out, **options)
+
+
+def announce(trainer: Trainer, args, data, extra, tags: bool) -> None:
+    """A new run first clears what --overwrite replaces, and records its flags; then the
+    start-up lines and the progress printer (``transformer.training.progress.announce``)."""
+    out = Path(args.out)
+    replaced = bool(run_items(out))
+    if not args.resume:
+        clear_run(out)
+        write_run_record(out, {**run_flags(args), "processes": trainer.settings.processes})
+    facts = RunStart(out, resume_command(out), args.resume, replaced, data, extra, tags)
+    progress.announce(trainer, facts, sys.stderr)
+
+
+def run(args, argv, stop: StopSignals) -> int:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    preset = preset_from_args(args)
+    device = pick_device(args.device)
+    dist = init_distributed(device)
+    try:
+        data, extra, tags = load(args, preset, dist)
+        trainer = make_trainer(args, argv, data, preset, device, dist, stop)
+        if dist.is_main:
+            announce(trainer, args, data, extra, tags)
+        result = trainer.fit()
+    finally:
+        dist.close()
+    with stop.deferred():  # the run is over: a signal now does not undo its report
+        return report(result, args) if dist.is_main else 0
+
+
+def report(result, args) -> int:
+    """The last line, on stdout (JSON), after pushing best/ to the hub when asked."""
+    summary = {"best_chrf": result.best_chrf, "minutes": result.minutes, "best": str(result.best_dir)}
+    if args.push_to_hub:
+        try:
+            from transformer.core.hub import push_checkpoint
+
+            url = push_checkpoint(result.best_dir, args.push_to_hub, private=False, token=None)
+        except Exception as exc:  # HubError, CheckpointError, auth, network...: all end the same way
+            print(json.dumps(summary))
+            fail(
+                f"--push-to-hub {args.push_to_hub} failed ({type(exc).__name__}: {exc}); "
+                f"the checkpoint is kept at {result.best_dir}"
+            )
+        print(f"pushed {result.best_dir} to {url}", file=sys.stderr)
+        summary["hub"] = str(url)
+    print(json.dumps(summary))
+    return 0
+
+
+def check_paths_exist(extra: tuple[str, ...]) -> None:
+    for path in extra:
+        if not Path(path).exists():
+            raise DataError(f"--extra-train {path}: no such file or directory")
+
+
+def check_before_launch(args) -> None:
+    """The checks ``run`` makes before any slow work, made once in the launching process
+    so that bad input gets one line instead of one per training process."""
+    check_out_dir(args.out, args.resume, args.overwrite)
+    check_before_loading(args, preset_from_args(args))
+    check_paths_exist(extra_train(args))
+
+
+def launch_plan(args) -> tuple[int, list[str]]:
+    """The processes this run trains on (--processes, else the preset's, fitted to the
+    device by ``plan_processes``), and the flags the processes need on top of the command
+    line: a larger batch that fitting needs, said in one line (and set in ``args`` for a
+    run in this process)."""
+    preset = preset_from_args(args)
+    wanted = args.processes or preset.train.processes
+    plan = plan_processes(wanted, args.device, preset.train.batch_tokens)
+    if plan.note:
+        print(plan.note, file=sys.stderr)
+        args.batch_tokens = plan.batch_tokens
+    args.processes = plan.processes
+    return plan.processes, ["--batch-tokens", str(plan.batch_tokens)] if plan.note else []
+
+
+def start(args, argv, stop: StopSignals, script: str) -> int:
+    """This process's part: launch the training processes (each runs ``script``), or be one."""
+    if args.resume:
+        take_run_flags(args, argv)
+    if not launched_by_torchrun():
+        processes, extra_args = launch_plan(args)
+        if processes > 1:
+            check_before_launch(args)
+            script_args = [*(sys.argv[1:] if argv is None else argv), *extra_args]  # the last of a flag wins
+            return launch_processes(script, script_args, processes, args.threads)
+    return run(args, argv, stop)
