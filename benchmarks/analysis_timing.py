@@ -1,4 +1,4 @@
-"""Server-side timings of the issue-8 analyses on one 10-word sentence.
+"""Server-side timings of the head analyses (diagnostics, rollout, importance, knock-out) on one 10-word sentence.
 
     python benchmarks/analysis_timing.py [--checkpoint checkpoints/en-it] [--repeat 5]
 

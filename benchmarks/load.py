@@ -12,7 +12,7 @@ Starts ``python app.py`` on a free port (or uses --url) and, with gradio_client:
 - identical: every concurrent result (translation and trace dict) equals the one-at-a-time
   result for the same sentence: text, tokens and ids exactly, numbers within --atol (1e-4),
   because the app traces sentences that arrive together in one padded batch.
-Prints the figures, then one JSON line with the figures and pass/fail of the issue-7 target
+Prints the figures, then one JSON line with the figures and pass/fail of the target
 (0 errors, identical results, p95 <= 2 s).
 
 --sweep starts the app once per setting, so the ways of sharing the 2 cores can be compared.

@@ -4,7 +4,7 @@
 
 Decoding (same sentences, same weights):
   trace  our cached greedy trace (KV cache, attention recorded)
-  naive  the seed tutorial's loop: source padded to a fixed length, the whole prefix
+  naive  the textbook loop: source padded to a fixed length, the whole prefix
          re-decoded at every step, explicit attention
 Training (same dims, same pairs; real non-pad tokens per second over timed steps):
   ours   our train step: token-budget batches, fused attention, the model's own CPU

@@ -249,7 +249,7 @@ def misquoted(claims: Claims, m: Measured) -> list[str]:
 # ----------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module", autouse=True)
 def one_thread():
-    """The same kernels every time (and the machine is shared)."""
+    """The same kernels, and so the same last digits, every time."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
