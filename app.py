@@ -3,7 +3,7 @@
     python app.py [--checkpoint checkpoints/en-it] [--host 127.0.0.1] [--port 7860]
 
 The entry point a Hugging Face Space runs. The page itself is the ``explorer`` package
-(:mod:`explorer.app`); this file reads the flags, loads the model and serves it.
+(:mod:`explorer.page`); this file reads the flags, loads the model and serves it.
 
 Gradio and the explorer are imported only once the flags have been checked and the
 model has loaded (the import alone takes seconds), so a bad flag or a busy port is
@@ -99,9 +99,9 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.torch_threads)
-    from explorer.app import build_ui
+    from explorer.page import build_ui
     from explorer.assets import page_css
-    from explorer.host import module_preloads
+    from explorer.blocks import module_preloads
     from explorer.downloads import prune_trace_files
 
     pruned = prune_trace_files()

@@ -25,7 +25,7 @@ export default [
   },
   {
     // Not a module: Gradio runs this file as the body of a block's js_on_load function,
-    // with these four names in scope (explorer/host.py).
+    // with these four names in scope (explorer/blocks.py).
     files: ["explorer/web/gradio-on-load.js"],
     languageOptions: {
       sourceType: "script",

@@ -80,7 +80,7 @@ def startup_seconds(checkpoint: str, timeout: float) -> float:
 
 def measure(app, text: str, repeat: int) -> dict:
     from explorer.downloads import write_trace_file
-    from explorer.host import message
+    from explorer.blocks import message
     from explorer.payload import encode_trace
 
     tr = app.tr

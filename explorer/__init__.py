@@ -9,6 +9,6 @@ One home per view: a view is one Python panel (``explorer/panels/``, when it nee
 server) plus one JS module (``explorer/web/``), each listed in one registry
 (``explorer/panels/__init__.py`` and ``explorer/web/views.js``); all views share one
 browser store (``explorer/web/store.js``). ``app.py`` at the top of the repository is the
-entry point a Space runs; :mod:`explorer.app` builds the page. Importing this package does
+entry point a Space runs; :mod:`explorer.page` builds the page. Importing this package does
 not import Gradio: notebooks use :mod:`explorer.notebook` without it.
 """

@@ -56,8 +56,8 @@ def translator(tiny_checkpoint):
 def app(translator):
     """The explorer's ``App`` on the tiny checkpoint, built (its callbacks return dicts keyed
     by the components ``build()`` makes)."""
-    import explorer.app as explorer_app
+    import explorer.page as explorer_page
 
-    a = explorer_app.App(translator)
+    a = explorer_page.App(translator)
     a.build()
     return a

@@ -12,7 +12,7 @@ import pytest
 
 import app as app_module
 
-from explorer import app as explorer_app
+from explorer import page as explorer_page
 from explorer import downloads
 from explorer.payload import decode_payload
 from transformer.core.wire import unpack_arrays
@@ -42,7 +42,7 @@ def test_translate_returns_outputs_keyed_by_component(app):
     assert isinstance(out, dict) and all(isinstance(k, gr.blocks.Block) for k in out)
     trace = out[app.trace_state]
     assert value(out[app.translation]) == trace.translation
-    assert out[app.translation].label == explorer_app.GREEDY_LABEL
+    assert out[app.translation].label == explorer_page.GREEDY_LABEL
     p = payload(out, app)
     assert p["src_tokens"] == trace.src_tokens and p["steps"] == trace.steps and p["origin"] == "translate"
     np.testing.assert_allclose(decode_payload(p)["cross_attn"], trace.cross_attn, atol=1 / 255)
@@ -61,7 +61,7 @@ def test_translate_returns_outputs_keyed_by_component(app):
         ("", "Please type an English sentence"),
         ("   \n ", "Please type an English sentence"),
         (None, "Please type an English sentence"),
-        ("x" * (explorer_app.MAX_CHARS + 1), f"{explorer_app.MAX_CHARS + 1:,} characters"),
+        ("x" * (explorer_page.MAX_CHARS + 1), f"{explorer_page.MAX_CHARS + 1:,} characters"),
         ("\x00\x01\x02", "only control characters"),
         ("<b></b>", "only markup"),
     ],
@@ -218,7 +218,7 @@ def test_an_example_click_translates_it_in_one_request(app):
 
 def test_every_panel_starts_closed_in_its_own_section(translator):
     """One screen to start: each panel's gr.Accordion is closed and named (a link opens it by id)."""
-    demo = explorer_app.build_ui(translator)
+    demo = explorer_page.build_ui(translator)
     sections = [b for b in demo.blocks.values() if isinstance(b, gr.Accordion)]
     assert len(sections) >= 4 and all(s.open is False and s.elem_id for s in sections)  # (no epochs without snapshots)
     assert {"viewer", "hint", "tour"} <= {b.props.get("view") for b in demo.blocks.values() if isinstance(b, gr.HTML)}
@@ -238,7 +238,7 @@ def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_p
 
 
 def test_ui_builds_with_named_endpoints_and_one_bootstrap(translator):
-    demo = explorer_app.build_ui(translator)
+    demo = explorer_page.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     assert {"translate", "knockout", "head_importance", "beam"} <= set(public)
     assert public["translate"].fn.__name__ == "api_translate"
@@ -272,7 +272,7 @@ def test_the_page_preloads_every_browser_module_from_the_url_the_views_import():
     from urllib.parse import unquote
 
     from explorer.assets import WEB, module_sources
-    from explorer.host import MODULE_URL, module_preloads
+    from explorer.blocks import MODULE_URL, module_preloads
 
     hrefs = re.findall(r'<link rel="modulepreload" href="([^"]+)">', module_preloads())
     assert MODULE_URL in hrefs and len(hrefs) == len(module_sources("gradio.js")) > 20

@@ -176,25 +176,25 @@ def block_data(demo, elem_id: str):
 
 
 def test_the_default_examples_and_pairs_are_the_shipped_claims():
-    import explorer.app as explorer_app
+    import explorer.page as explorer_page
     from explorer.panels import pairs
 
     shipped = load(SHIPPED / FILE)
-    assert explorer_app.EXAMPLES == shipped.examples() and pairs.PAIRS == shipped.pairs()
-    assert all(isinstance(s, str) and isinstance(h, str) for s, h in explorer_app.EXAMPLES)
+    assert explorer_page.EXAMPLES == shipped.examples() and pairs.PAIRS == shipped.pairs()
+    assert all(isinstance(s, str) and isinstance(h, str) for s, h in explorer_page.EXAMPLES)
 
 
 def test_the_page_sends_its_checkpoints_examples_and_pairs(tiny_checkpoint, tmp_path):
     """The browser gets ``[[sentence, hint], ...]`` (web/hint.js) and ``{"pairs": [{a, b, hint}]}``
     (web/pairs.js), from the checkpoint's claims.json, and generic ones without it."""
-    import explorer.app as explorer_app
+    import explorer.page as explorer_page
     from transformer import load_translator
 
     ckpt = tmp_path / "ckpt"
     shutil.copytree(tiny_checkpoint, ckpt)
 
     def sent(expected) -> None:
-        app = explorer_app.App(load_translator(ckpt))
+        app = explorer_page.App(load_translator(ckpt))
         demo = app.build()
         assert block_data(demo, "hint") == expected.examples()
         assert block_data(demo, "pairs-view") == {"pairs": expected.pairs()}

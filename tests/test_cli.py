@@ -115,7 +115,7 @@ def test_app_checks_its_flags_before_importing_the_ui():
     """Importing gradio and the explorer takes seconds; a bad flag is known without them."""
     code = (
         "import sys, app\ntry:\n    app.main(['--max-batch', '0'])\nexcept SystemExit as exc:\n"
-        "    print(exc.code, 'gradio' in sys.modules, 'explorer.app' in sys.modules)"
+        "    print(exc.code, 'gradio' in sys.modules, 'explorer.page' in sys.modules)"
     )
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert r.stdout.split() == ["2", "False", "False"], r.stderr[-2000:]
@@ -123,7 +123,7 @@ def test_app_checks_its_flags_before_importing_the_ui():
 
 
 def test_app_logs_the_checkpoint_it_loaded(monkeypatch, caplog, tiny_checkpoint):
-    import explorer.app
+    import explorer.page
     import explorer.downloads
 
     launched = {}
@@ -139,7 +139,7 @@ def test_app_logs_the_checkpoint_it_loaded(monkeypatch, caplog, tiny_checkpoint)
         return Demo()
 
     # the UI itself is tested elsewhere; here only what main does around it
-    monkeypatch.setattr(explorer.app, "build_ui", fake_build_ui)
+    monkeypatch.setattr(explorer.page, "build_ui", fake_build_ui)
     monkeypatch.setattr(app_module, "build_ui", fake_build_ui, raising=False)
     monkeypatch.setattr(explorer.downloads, "prune_trace_files", lambda: 0)
     monkeypatch.setattr(app_module, "prune_trace_files", lambda: 0, raising=False)

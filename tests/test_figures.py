@@ -167,7 +167,7 @@ def test_future_rows_and_later_keys_show_no_weight(trace):
 
 NODE = shutil.which("node")
 RUNNER = """
-globalThis.document = { createElement: () => ({ getContext: () => ({}) }) }; // draw.js makes canvases at load
+globalThis.document = { createElement: () => ({ getContext: () => ({}) }) }; // canvas.js makes canvases at load
 const { readFileSync } = await import("node:fs");
 const { readTrace } = await import("./payload.js");
 const { layout, attentionMatrix, headIndex, validView } = await import("./attention.js");

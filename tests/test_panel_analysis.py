@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-import explorer.app as explorer_app
+import explorer.page as explorer_page
 from explorer.panels.analysis import AnalysisPanel, load_test_stats
 from transformer.core import readings
 from transformer.interpret import knockout
@@ -114,7 +114,7 @@ def test_head_importance_has_one_layers_by_heads_map_per_kind(panel, translator)
 
 
 def test_endpoints_are_named_and_public(translator):
-    demo = explorer_app.build_ui(translator)
+    demo = explorer_page.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     assert public["knockout"].fn.__name__ == "knockout"
     assert public["head_importance"].fn.__name__ == "head_importance"
@@ -154,7 +154,7 @@ def test_test_set_stats_are_loaded_once_and_sent_with_the_page(tiny_checkpoint, 
     )
     (ckpt / "head_stats.json").write_text(json.dumps(stats), encoding="utf-8")
     tr = load_translator(ckpt)
-    a = explorer_app.App(tr)
+    a = explorer_page.App(tr)
     demo = a.build()
     assert a.panel("analysis").test_stats["n_sentences"] == 2
     host = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "analysis"][0]

@@ -42,9 +42,9 @@ def test_the_panel_is_a_closed_section_of_the_page(app, panel):
 
 
 def test_rows_asked_while_one_computes_are_queued_not_dropped(translator):
-    import explorer.app as explorer_app
+    import explorer.page as explorer_page
 
-    demo = explorer_app.App(translator).build()
+    demo = explorer_page.App(translator).build()
     asked = [f for f in demo.fns.values() if getattr(f.fn, "__func__", None) is ArithmeticPanel.request]
     # Gradio's default ("once") drops a request made while the last one runs: that row would wait forever
     assert len(asked) == 1 and asked[0].trigger_mode == "multiple"

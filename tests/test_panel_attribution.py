@@ -11,7 +11,7 @@ import gradio as gr
 import numpy as np
 import pytest
 
-import explorer.app as explorer_app
+import explorer.page as explorer_page
 from explorer.errors import GENERIC_ERROR
 from explorer.panels import PANELS
 from explorer.panels.attribution import MAX_N_STEPS, AttributionPanel
@@ -58,7 +58,7 @@ def ask(panel, trace, **data) -> dict:
 def test_the_panel_is_a_closed_section_with_three_public_endpoints(translator, panel):
     assert AttributionPanel in PANELS and isinstance(panel, AttributionPanel)
     assert panel.section.open is False  # nothing is computed until a visitor opens it and asks
-    demo = explorer_app.build_ui(translator)
+    demo = explorer_page.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     for name, n_inputs in (("attribution", 3), ("patching", 3), ("saliency", 3)):
         assert public[name].fn.__name__ == name and len(public[name].inputs) == n_inputs

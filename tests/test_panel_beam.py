@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import gradio as gr
 import pytest
 
-import explorer.app as explorer_app
+import explorer.page as explorer_page
 from explorer.panels import epochs as epoch_panel
 from explorer.payload import decode_payload
 from tests.helpers import make_snapshots
@@ -25,7 +25,7 @@ def snap_checkpoint(tiny_checkpoint, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def snap_app(snap_checkpoint):
-    a = explorer_app.App(load_translator(snap_checkpoint))
+    a = explorer_page.App(load_translator(snap_checkpoint))
     a.build()
     return a
 
@@ -115,7 +115,7 @@ def test_opening_without_a_beam_or_with_a_bad_index_says_so(app, state, index):
 
 
 def test_beam_endpoints_are_named(translator):
-    demo = explorer_app.build_ui(translator)
+    demo = explorer_page.build_ui(translator)
     public = {d.api_name: d for d in demo.fns.values() if d.api_visibility != "private"}
     assert public["beam"].fn.__name__ == "api_beam"
     html = [b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "beam-view"][0]
@@ -125,7 +125,7 @@ def test_beam_endpoints_are_named(translator):
 # --- snapshots ------------------------------------------------------------------------------------
 def test_without_snapshots_there_is_no_epoch_control(app, translator):
     assert app.panel("epochs").snapshots == [] and app.panel("epochs").host is None
-    demo = explorer_app.build_ui(translator)
+    demo = explorer_page.build_ui(translator)
     ids = {getattr(b, "elem_id", None) for b in demo.blocks.values()}
     assert "beam-view" in ids and "epoch-view" not in ids and "epoch-panel" not in ids
 

@@ -110,7 +110,7 @@ def test_no_such_pair_says_so(app, panel, index):
 
 # --- the browser's alignment and difference map (pairs.js under Node.js) ------------------------------
 RUNNER = """
-globalThis.document = { createElement: () => ({ getContext: () => ({}) }) }; // draw.js makes canvases at load
+globalThis.document = { createElement: () => ({ getContext: () => ({}) }) }; // canvas.js makes canvases at load
 const { readFileSync } = await import("node:fs");
 const { align, alignView, differenceMap } = await import("./pairs.js");
 const { readTrace } = await import("./payload.js");

@@ -56,7 +56,7 @@ import gradio as gr
 from transformer.interpret import knockout
 
 from ..errors import GENERIC_ERROR, answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from ..serving import api_answer
 from .base import Panel
 

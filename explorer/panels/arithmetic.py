@@ -28,7 +28,7 @@ import gradio as gr
 from transformer.interpret.arithmetic import attention_arithmetic
 
 from ..errors import answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from .base import Panel
 
 log = logging.getLogger("app.arithmetic")

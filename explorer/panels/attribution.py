@@ -46,7 +46,7 @@ from transformer.interpret.attribution import activation_patching, direct_logit_
 from transformer.interpret.saliency import saliency
 
 from ..errors import GENERIC_ERROR, answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from ..serving import api_answer
 from .arithmetic import count
 from .base import Panel

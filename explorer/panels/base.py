@@ -7,7 +7,7 @@ class Panel:
     """The server side of one browser view (``view``, a name in ``web/views.js``).
 
     ``build`` runs inside the page's ``gr.Blocks`` and makes the view's block
-    (:func:`explorer.host.view_host`) and any Gradio components the panel needs;
+    (:func:`explorer.blocks.view_host`) and any Gradio components the panel needs;
     ``wire`` then connects their events, once every panel is built and ``app.outputs``
     (what a new trace in the viewer updates) is known. Callbacks are plain methods, so
     tests call them without a browser.

@@ -19,7 +19,7 @@ import gradio as gr
 from transformer.core.beam import MAX_TREE_BEAM, beam_tree
 
 from ..errors import answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from ..serving import api_answer
 from .base import Panel
 

@@ -31,7 +31,7 @@ from transformer.core.checkpoint import CheckpointError, list_snapshots
 from transformer.core.translator import Translator, load_translator
 
 from ..errors import answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from ..payload import encode_attention
 from .base import Panel
 

@@ -25,7 +25,7 @@ import gradio as gr
 
 from ..claims import default as default_claims
 from ..errors import answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from ..payload import encode_trace
 from .base import Panel
 

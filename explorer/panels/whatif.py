@@ -14,7 +14,7 @@ import gradio as gr
 
 from .. import texts
 from ..errors import answer
-from ..host import message, view_host
+from ..blocks import message, view_host
 from .base import Panel
 
 log = logging.getLogger("app.whatif")

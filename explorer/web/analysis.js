@@ -14,8 +14,8 @@
 import { drawHeadMap } from "./heatmap.js";
 import { drawProbChange } from "./charts.js";
 import { headLabel, KIND_VIEW, headIndex } from "./attention.js";
-import { el } from "./draw.js";
-import { Figure } from "./figure.js";
+import { el } from "./canvas.js";
+import { Figure } from "./frame.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
 import { share } from "./numbers.js";

@@ -15,7 +15,7 @@
 // and a new sentence starts empty. All token text goes in with textContent.
 
 import { VIEWS, VIEW_KIND, headName, quote } from "./attention.js";
-import { el, setup, paintMatrix, RDBU_LUT } from "./draw.js";
+import { el, setup, paintMatrix, RDBU_LUT } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
 

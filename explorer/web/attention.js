@@ -3,7 +3,7 @@
 // attention (the viewer, the mosaic, the training snapshots) takes them from here.
 // Rows are queries, columns are keys.
 
-import { FUTURE_VALUE } from "./draw.js";
+import { FUTURE_VALUE } from "./canvas.js";
 
 export const VIEWS = {
   cross: "Cross-attention", decoder: "Decoder self-attention", encoder: "Encoder self-attention",

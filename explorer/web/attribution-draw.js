@@ -8,7 +8,7 @@
 // (el(..., {text})), never as markup: tokens and sentences are the visitor's.
 
 import { KIND_NAMES, headLabel, quote } from "./attention.js";
-import { el, css, diverging } from "./draw.js";
+import { el, css, diverging } from "./canvas.js";
 import { share, signed } from "./numbers.js";
 
 const GRIDS = [["decoder_self", "self"], ["cross", "cross"]]; // kind, id part

@@ -19,7 +19,7 @@
 // attribution-draw.js. All text goes in with textContent.
 
 import { quote } from "./attention.js";
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 import { share } from "./numbers.js";
 import {
   dlaBody, dlaStatus, patchMaps, patchRows, patchStatus, saliencyBody, saliencyStatus,

@@ -8,7 +8,7 @@
 // belongs to its sentence: a new one in the viewer clears it (store.js).
 // Token and user text always go in with textContent, never as markup.
 
-import { el, svg } from "./draw.js";
+import { el, svg } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
 

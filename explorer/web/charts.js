@@ -1,12 +1,12 @@
 // The other charts, on <canvas>: next-token candidates (top-k bars), the three
 // positional-encoding views, the knock-out's probabilities, and the logit-lens table as
-// an image (on screen it is an HTML table). Titles are the figures' captions (figure.js).
+// an image (on screen it is an HTML table). Titles are the figures' captions (frame.js).
 // Each draw returns hit(x, y) -> [tooltip lines] | null.
 
 import {
   FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest, tickEvery, colorBar,
   fontOf, wrap,
-} from "./draw.js";
+} from "./canvas.js";
 import { share, signed } from "./numbers.js";
 
 const SIGNED = { lut: RDBU_LUT, lo: -1, hi: 1 };

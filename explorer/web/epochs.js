@@ -13,8 +13,8 @@
 import { readTrace } from "./payload.js";
 import { layout, attentionMatrix, headIndex, headName } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
-import { HeatFigure } from "./figure.js";
-import { el } from "./draw.js";
+import { HeatFigure } from "./frame.js";
+import { el } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { count, weight as weightText } from "./numbers.js";
 

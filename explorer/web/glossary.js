@@ -10,7 +10,7 @@
 // away. Screen readers get the definition as the term's description (aria-describedby on a
 // hidden list of every definition, made once per page).
 
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 
 /** Every definition, one line each, in plain words. */
 export const GLOSSARY = Object.freeze({

@@ -1,4 +1,4 @@
-// The explorer in the Gradio page: every view's block (a gr.HTML, explorer/host.py) runs the
+// The explorer in the Gradio page: every view's block (a gr.HTML, explorer/blocks.py) runs the
 // same few lines (gradio-on-load.js), which import this module and call connect(). All
 // views of the page share one store, made by the first block that connects.
 //

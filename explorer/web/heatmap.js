@@ -7,7 +7,7 @@
 import {
   FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest,
   tickEvery, fontOf,
-} from "./draw.js";
+} from "./canvas.js";
 
 const MIN_CELL = 14; // the smallest cell that still fits every label of a short sentence
 const GRID_TOP = 4; // px above the grid inside the canvas
@@ -18,11 +18,11 @@ export function cellSize(n) {
 }
 
 /**
- * Draw one attention map into a HeatFigure (figure.js).
+ * Draw one attention map into a HeatFigure (frame.js).
  * spec: {title, xTitle, yTitle, rows: [{label, future, current}], cols: [{label}],
  *        matrix: Float32Array rows x cols (NaN = masked, -Infinity = not generated yet),
  *        tip(r, c) -> [lines], hi (top of the colour scale, default 1), scaleTitle,
- *        lo (bottom of the scale, default 0) and lut (draw.js, default Blues: RDBU_LUT for signed maps),
+ *        lo (bottom of the scale, default 0) and lut (canvas.js, default Blues: RDBU_LUT for signed maps),
  *        maxWidth (css px the figure may take before it scrolls), cell (optional),
  *        font (label size in css px, default 11: the main view passes a projector's size),
  *        maxHeight, minCell, maxCell (the main view: cells fill maxWidth x maxHeight within these),

@@ -1,5 +1,5 @@
 // The example sentences and "What to look for": one click on an example puts it in the
-// sentence box and translates it (the block's submit event: explorer/app.py run_example), and
+// sentence box and translates it (the block's submit event: explorer/page.py run_example), and
 // its hint shows, whole, while that sentence is the one in the text box. The hint belongs to
 // its example: typing another sentence, or a trace of another sentence in the viewer, hides it.
 //
@@ -11,7 +11,7 @@
 // put in the box as if typed, instead of answering that nothing was typed. Text of spaces
 // hides the placeholder, so it is sent as it is (and refused).
 
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 
 /** Put `text` in the Gradio sentence box (#src-text) as typing would, so Translate sends it. */
 function fillSentenceBox(text) {

@@ -13,7 +13,7 @@
 // keep at least 3:1 contrast; every token goes in as text.
 
 import { VIEWS, headIndex } from "./attention.js";
-import { el, svg, measurer, fontOf, widest } from "./draw.js";
+import { el, svg, measurer, fontOf, widest } from "./canvas.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
 

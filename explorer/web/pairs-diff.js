@@ -10,7 +10,7 @@
 
 import { VIEWS, AXES, layout, attentionMatrix, analysisMatrix, headIndex } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
-import { el, RDBU_LUT, FUTURE_VALUE, GAP_VALUE } from "./draw.js";
+import { el, RDBU_LUT, FUTURE_VALUE, GAP_VALUE } from "./canvas.js";
 import { share, signed } from "./numbers.js";
 
 const MIN_SPAN = 0.05; // the difference scale never spans less than ±0.05: noise stays pale

@@ -16,8 +16,8 @@
 import { readTrace } from "./payload.js";
 import { VIEWS, AXES, layout, headIndex, headName, maxOf } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
-import { HeatFigure } from "./figure.js";
-import { el, css, diverging, downloadPng } from "./draw.js";
+import { HeatFigure } from "./frame.js";
+import { el, css, diverging, downloadPng } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
 import { readLink, readPair } from "./url.js";

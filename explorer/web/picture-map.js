@@ -6,7 +6,7 @@
 
 import { VIEWS, AXES, headName, headIndex, attentionMatrix, analysisMatrix, maxOf } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
-import { HeatFigure } from "./figure.js";
+import { HeatFigure } from "./frame.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
 

@@ -2,7 +2,7 @@
 // space plays). Every control only changes the store's `step`, `playing` and `speed`; the
 // Play timer runs while the store says `playing` and advances one step per tick.
 
-import { icon } from "./draw.js";
+import { icon } from "./canvas.js";
 
 // what uses the keys itself: arrows move in text, menus and sliders; space also presses
 // buttons and links, opens <summary> and ticks checkboxes

@@ -3,7 +3,7 @@
 // table (and as an image in the whole-view PNG, viewer-export.js). Drawn only while open.
 
 import { quote } from "./attention.js";
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 import { term } from "./glossary.js";
 import { share } from "./numbers.js";
 import { section } from "./viewer-page.js";

@@ -4,8 +4,8 @@
 
 import { quote } from "./attention.js";
 import { drawPeHeat, drawPeSim, drawPeCurves, peSimilarity } from "./charts.js";
-import { el } from "./draw.js";
-import { Figure } from "./figure.js";
+import { el } from "./canvas.js";
+import { Figure } from "./frame.js";
 import { section } from "./viewer-page.js";
 
 export class PeSection {

@@ -4,8 +4,8 @@
 
 import { VIEWS, VIEW_KIND, headIndex, layout, attentionMatrix, analysisMatrix, maxOf } from "./attention.js";
 import { drawHeatmap, drawMosaic } from "./heatmap.js";
-import { el } from "./draw.js";
-import { Figure, HeatFigure } from "./figure.js";
+import { el } from "./canvas.js";
+import { Figure, HeatFigure } from "./frame.js";
 import { term, words } from "./glossary.js";
 import { share } from "./numbers.js";
 import { section, select } from "./viewer-page.js";

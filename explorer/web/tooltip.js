@@ -4,7 +4,7 @@
 // point tapped and it stays until the next tap elsewhere or a scroll: on a phone every
 // cell can be read. Each view has its own tooltip element (and id); placement lives here.
 
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 
 const MARGIN = 4, GAP_X = 14, GAP_Y = 16, SETTLE_MS = 300;
 

@@ -1,6 +1,6 @@
 // The guided tour: seven short steps through what the model did with the visitor's own
 // sentence, each pointing at the part of the page it talks about (highlighted and scrolled
-// into view). It is a view (views.js, the "tour" block of explorer/app.py) with no Python
+// into view). It is a view (views.js, the "tour" block of explorer/page.py) with no Python
 // panel: it only reads the store.
 //
 // It is offered once: after a first-time visitor's first translation, "New here?" and a
@@ -12,7 +12,7 @@
 //
 // Every text of the tour is in STEPS, here.
 
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 import { quote, headIndex } from "./attention.js";
 import { words } from "./glossary.js";
 

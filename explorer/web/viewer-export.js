@@ -4,7 +4,7 @@
 
 import { VIEWS, headName } from "./attention.js";
 import { drawLensTable } from "./charts.js";
-import { composite, downloadPng } from "./draw.js";
+import { composite, downloadPng } from "./canvas.js";
 
 /** `figs`: the viewer's figures by id; `lensOpen`: whether the logit-lens section is open. */
 export function downloadView(s, figs, lensOpen) {

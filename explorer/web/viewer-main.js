@@ -7,8 +7,8 @@
 
 import { layout, headName, quote } from "./attention.js";
 import { drawTopk } from "./charts.js";
-import { el } from "./draw.js";
-import { Figure } from "./figure.js";
+import { el } from "./canvas.js";
+import { Figure } from "./frame.js";
 import { share } from "./numbers.js";
 import { PICTURES } from "./pictures.js";
 

@@ -4,7 +4,7 @@
 // (section-*.js), drawn only while open. No behaviour here: viewer.js and its parts bind to
 // these elements by id.
 
-import { el, icon } from "./draw.js";
+import { el, icon } from "./canvas.js";
 import { term } from "./glossary.js";
 import { count } from "./numbers.js";
 

@@ -18,7 +18,7 @@
 
 import { readTrace } from "./payload.js";
 import { quote, layout, validView, clearestStep } from "./attention.js";
-import { downloadPng, el } from "./draw.js";
+import { downloadPng, el } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { readLink, syncAddress } from "./url.js";
 import { followAccordions } from "./sections.js";

@@ -1,4 +1,4 @@
-// The explorer's views, by the name a page host asks for (explorer/host.py gives each Gradio
+// The explorer's views, by the name a page host asks for (explorer/blocks.py gives each Gradio
 // block its view). A view is a module with mount(hostElement, { store, server }) that draws
 // from the one store (store.js) and talks to its Python panel through `server` (gradio.js).
 // Adding a view: its module here, one line below, and its panel in explorer/panels/.

@@ -3,7 +3,7 @@
 // the store's step; "Decode with this token" asks the server, "Explore that version" opens
 // the result in the viewer. The result belongs to its sentence: a new one clears it.
 
-import { el } from "./draw.js";
+import { el } from "./canvas.js";
 import { share } from "./numbers.js";
 
 export class WhatIf {

@@ -134,7 +134,7 @@ def test_translate_on_a_fresh_page_translates_the_sentence_it_shows(browser, app
 
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_an_example_translates_in_one_click_and_shows_its_whole_hint(browser, app_server, device):
-    from explorer.app import EXAMPLES
+    from explorer.page import EXAMPLES
 
     ctx, page = open_page(browser, app_server, device)
     for i in (0, len(EXAMPLES) - 1):

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import plotly.graph_objects as go
 
-# Names and colours as in explorer/web (attention.js VIEWS/AXES, draw.js, viewer.js titles)
+# Names and colours as in explorer/web (attention.js VIEWS/AXES, canvas.js, viewer.js titles)
 ATTENTION_VIEWS = {"cross": "Cross-attention", "decoder": "Decoder self-attention", "encoder": "Encoder self-attention"}
 AXES = {  # (rows, columns)
     "encoder": ("query: source token", "key: source token"),

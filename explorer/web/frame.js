@@ -9,7 +9,7 @@
 //
 // Each figure holds exactly one <canvas>: tests and benchmarks find a chart as "#id canvas".
 
-import { el, setup, composite, colorBar, TEXT, MUTED, BLUES_CSS, blue, fit, fontOf } from "./draw.js";
+import { el, setup, composite, colorBar, TEXT, MUTED, BLUES_CSS, blue, fit, fontOf } from "./canvas.js";
 
 export class Figure {
   /** `label` names the chart for screen readers and the PNG button. */

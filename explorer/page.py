@@ -29,7 +29,7 @@ from .assets import WEB
 from .claims import default as default_claims, for_checkpoint
 from .downloads import write_trace_file
 from .errors import answer
-from .host import message, view_host
+from .blocks import message, view_host
 from .panels import PANELS
 from .payload import encode_trace
 from .serving import TraceBatcher, api_answer
