@@ -101,7 +101,7 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.torch_threads)
     from explorer.page import build_ui
     from explorer.assets import page_css
-    from explorer.blocks import module_preloads
+    from explorer.blocks import page_head
     from explorer.downloads import prune_trace_files
 
     pruned = prune_trace_files()
@@ -110,9 +110,7 @@ def main(argv=None) -> int:
     demo = build_ui(tr, max_batch=args.max_batch)
     demo.queue(default_concurrency_limit=args.concurrency)
     try:
-        demo.launch(
-            server_name=args.host, server_port=args.port, show_error=False, css=page_css(), head=module_preloads()
-        )
+        demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css(), head=page_head())
     except OSError as exc:  # the port was taken while the model loaded
         fail(f"--port {args.port}: {exc}")
     return 0

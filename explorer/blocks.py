@@ -36,6 +36,18 @@ def view_host(view: str, elem_id: str, value: str = "", data=None, **kwargs) -> 
     )
 
 
+def page_head() -> str:
+    """What the page's ``<head>`` gets: its icon and the module preloads."""
+    return icon_link() + "\n" + module_preloads()
+
+
+def icon_link() -> str:
+    """The page's icon (``web/icon.svg``) inline, as a ``data:`` URL. A page with no icon link
+    makes Chromium ask the server for ``/favicon.ico`` again whenever the address changes, and
+    the viewer writes its step into the address on every click."""
+    return f'<link rel="icon" type="image/svg+xml" href="data:image/svg+xml,{quote(web_file("icon.svg").strip())}">'
+
+
 def module_preloads() -> str:
     """A ``<link rel="modulepreload">`` for ``gradio.js`` and every module it imports, for the
     page's head: the browser then fetches them all at once, with the page, instead of finding

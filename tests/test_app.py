@@ -280,3 +280,15 @@ def test_the_page_preloads_every_browser_module_from_the_url_the_views_import():
     assert all(h.startswith(base) for h in hrefs)
     assert {unquote(h[len(base) :]) for h in hrefs} == set(module_sources("gradio.js"))
     assert all((WEB / unquote(h[len(base) :])).is_file() for h in hrefs)
+
+
+def test_the_page_head_carries_its_icon_inline():
+    """The icon travels in the head as a data: URL, so the browser never asks for /favicon.ico."""
+    import re
+    from urllib.parse import unquote
+
+    from explorer.blocks import page_head
+
+    icons = re.findall(r'<link rel="icon" type="image/svg\+xml" href="([^"]+)">', page_head())
+    assert len(icons) == 1 and icons[0].startswith("data:image/svg+xml,")
+    assert unquote(icons[0].split(",", 1)[1]).startswith("<svg ") and '"' not in icons[0]
