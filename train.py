@@ -18,10 +18,10 @@ Output directory layout:
 Ctrl-C (or SIGTERM) stops every process after the step in progress, saves, and ends with
 one line that says how to continue (exit code 130, or 143 for SIGTERM).
 
-The loop itself lives in ``transformer.training.trainer``, what it shows in
+The loop itself lives in ``transformer.training.loop``, what it shows in
 ``transformer.training.progress``, the processes in ``transformer.training.distributed``, the
 flags (made from the dataclasses ``RunOptions``, ``Preset``, ``TransformerConfig`` and
-``TrainSettings``) and the run they start in ``transformer.cli.train``; this file turns
+``TrainSettings``) and the run they start in ``transformer.cli.training_run``; this file turns
 errors into exit codes.
 """
 
@@ -41,14 +41,14 @@ from pathlib import Path
 import torch.distributed
 
 from transformer.cli import EXIT_USAGE, fail, one_line_warnings
-from transformer.cli.train import parse_args, resume_command, start
+from transformer.cli.training_run import parse_args, resume_command, start
 from transformer.core.checkpoint import CheckpointError
 from transformer.core.tokenizer import VocabularyError
 from transformer.training.data import DataError
 from transformer.training.distill import DistillError
 from transformer.training.distributed import DistributedError, Stopped, StopSignals, leave_to_rank_0, rank
 from transformer.training.progress import stop_line
-from transformer.training.trainer import TrainingError, TrainingStopped, TrainingWarning
+from transformer.training.loop import TrainingError, TrainingStopped, TrainingWarning
 
 
 def main(argv=None) -> int:

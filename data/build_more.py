@@ -33,7 +33,7 @@ from pathlib import Path
 DATA = Path(__file__).resolve().parent
 sys.path.insert(0, str(DATA.parent))  # the project's root, so that `python data/build_more.py` finds transformer/
 
-from transformer.training.backtranslate import fingerprint, held_out, normalize, read_fingerprints
+from transformer.training.synthetic import fingerprint, held_out, normalize, read_fingerprints
 
 COMMITS = {
     "opus-mt-train": "08c17af2ee4382c8410eddb9536b5ce6333b2f66",  # the last with the Tatoeba val/test files

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from transformer import load_translator  # noqa: E402
-from transformer.training.backtranslate import fingerprint, normalize, read_fingerprints  # noqa: E402
+from transformer.training.synthetic import fingerprint, normalize, read_fingerprints  # noqa: E402
 
 MONO_EN = ROOT / "data" / "mono-en" / "en.txt.gz"
 HELDOUT = ROOT / "data" / "tatoeba-en-it" / "heldout-fingerprints.txt"

@@ -42,7 +42,7 @@ MAX_CHARS = 50_000
 GREEDY_LABEL = "Italian translation (greedy)"
 LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the greedy one
 # the examples and their hints come from the checkpoint's claims.json (explorer/claims.py), so the
-# figures they state are the ones tests/test_claims.py measures; EXAMPLES are those of the default
+# figures they state are the ones tests/test_claims_measured.py measures; EXAMPLES are those of the default
 # checkpoint (what `python app.py` shows), App.claims those of the App's own
 EXAMPLES = default_claims().examples()
 

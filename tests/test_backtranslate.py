@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from tests.helpers import PAIRS, tiny_config, write_jsonl
-from transformer.training.backtranslate import (
+from transformer.training.synthetic import (
     METHODS,
     BacktranslateError,
     backtranslate,

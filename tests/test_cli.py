@@ -20,7 +20,7 @@ import pytest
 
 import app as app_module
 import train
-from transformer.cli import train as cli_train
+from transformer.cli import training_run as cli_train
 from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
@@ -340,11 +340,11 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
 
 
 def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):
-    import transformer.training.trainer
+    import transformer.training.loop
 
     tiny = cli_train.PRESETS["tiny"]
     monkeypatch.setitem(cli_train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
-    monkeypatch.setattr(transformer.training.trainer, "bf16_is_fast", lambda device: False)
+    monkeypatch.setattr(transformer.training.loop, "bf16_is_fast", lambda device: False)
     capfd.readouterr()
     assert tiny_main(data_dir, tmp_path / "o", "--epochs", "1", "--snapshots", "none") == 0
     err = lines_of(capfd.readouterr().err)

@@ -12,7 +12,7 @@ A pairs file named ``validation`` or ``test`` is evaluation data (``data/everyda
 (``train.py`` reads pairs as the train split or ``--extra-train``; monolingual text is made into
 synthetic pairs). No training file may hold, on either side, a sentence of any evaluation file
 under ``data/``, nor one of the held-out sentences of the public Tatoeba eng-ita evaluation
-releases, which the ``heldout-fingerprints.txt`` files list as fingerprints (``transformer.training.backtranslate
+releases, which the ``heldout-fingerprints.txt`` files list as fingerprints (``transformer.training.synthetic
 --heldout`` writes them).
 """
 
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from transformer.training.backtranslate import FINGERPRINT_HEX, fingerprint, normalize, read_fingerprints
+from transformer.training.synthetic import FINGERPRINT_HEX, fingerprint, normalize, read_fingerprints
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 PAIR_SUFFIXES = (".jsonl", ".jsonl.gz")

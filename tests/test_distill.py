@@ -12,7 +12,7 @@ from transformer.training import distill
 from transformer.core.beam import translate_beam
 from transformer.training.data import ParallelData, load_parallel
 from transformer.training.distill import DistillError, add_distilled, check_teacher, distill_pairs
-from transformer.training.trainer import FitResult, Trainer
+from transformer.training.loop import FitResult, Trainer
 
 from tests.helpers import PAIRS, tiny_main
 

@@ -68,10 +68,10 @@ def test_the_import_graph_check_catches_an_upward_import(tmp_path):
     core = tmp_path / "transformer" / "core"
     core.mkdir(parents=True)
     bad = core / "model.py"
-    bad.write_text("def f():\n    from ..training import trainer\n    import transformer.cli.evaluate\n")
+    bad.write_text("def f():\n    from ..training import loop\n    import transformer.cli.evaluate\n")
     names = [name for _, name in imported_names(bad, tmp_path)]
-    assert layer_of("transformer.training.trainer") == "training"
-    assert "transformer.training.trainer" in names and "transformer.cli.evaluate" in names
+    assert layer_of("transformer.training.loop") == "training"
+    assert "transformer.training.loop" in names and "transformer.cli.evaluate" in names
 
 
 def test_the_library_never_imports_the_app():

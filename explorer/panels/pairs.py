@@ -10,7 +10,7 @@ alignment of the two sentences and the difference map are computed in the browse
 A curated pair is one click: the panel opens A in the viewer (as Translate would) and the
 view then compares B. The pairs and their hints come from the checkpoint's ``claims.json``
 (:mod:`explorer.claims`), so each hint states what that model does with its pair, in figures
-``tests/test_claims.py`` measures; a checkpoint without the file gets generic hints.
+``tests/test_claims_measured.py`` measures; a checkpoint without the file gets generic hints.
 
 Nothing is kept on the server: B's trace lives in the browser's store, under its
 sentence, and a new sentence in the viewer clears it there.

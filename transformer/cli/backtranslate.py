@@ -1,5 +1,5 @@
 """Make synthetic training pairs by back-translating monolingual target-language text
-(the method and its hygiene: ``transformer.training.backtranslate``).
+(the method and its hygiene: ``transformer.training.synthetic``).
 
     python -m transformer.cli.backtranslate --testsets OPUS-MT-testsets/datasets/helsinki_nlp/tatoeba/testsets \\
         --checkpoint runs/rev-it-en/best --out data/tatoeba-en-it-bt
@@ -15,7 +15,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from transformer.cli import ArgumentParser, fail, integer, load_translator_or_exit, whole_number
-from transformer.training.backtranslate import (
+from transformer.training.synthetic import (
     METHODS,
     BacktranslateError,
     backtranslate,

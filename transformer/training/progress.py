@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from transformer.core.tokenizer import SYNTHETIC_TAG
 from transformer.training.data import ParallelData, ParallelDatasets
-from transformer.training.trainer import Trainer, TrainingStopped, forecast, resume_dir
+from transformer.training.loop import Trainer, TrainingStopped, forecast, resume_dir
 
 # steps timed (after the first, which warms up) for the forecast of a run that has no
 # finished epoch to go by

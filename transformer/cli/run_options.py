@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from transformer.training.presets import PRESETS
-from transformer.training.trainer import DEFAULT_SNAPSHOTS, parse_snapshots
+from transformer.training.loop import DEFAULT_SNAPSHOTS, parse_snapshots
 
+# the repository's own corpus: the command line is the layer that knows the repository
 DATA = Path(__file__).resolve().parents[2] / "data"
 DEFAULT_DATASET = str(DATA / "tatoeba-en-it")
 # back-translated pairs for the default corpus (data/tatoeba-en-it-bt/README.md), added to

@@ -36,10 +36,10 @@ from transformer.training.distributed import (
     pick_device,
     plan_processes,
 )
-from transformer.training.options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RunOptions
+from transformer.cli.run_options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RunOptions
 from transformer.training.presets import PRESETS, Preset, TrainSettings
 from transformer.training.progress import RunStart
-from transformer.training.trainer import (
+from transformer.training.loop import (
     Trainer,
     TrainingError,
     build_fresh,

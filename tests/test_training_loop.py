@@ -15,13 +15,13 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from transformer.cli import train as cli_train
+from transformer.cli import training_run as cli_train
 from transformer.training import distributed
-from transformer.training import trainer as trainer_mod
+from transformer.training import loop as trainer_mod
 from transformer.core.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
 from transformer.training.data import load_parallel
 from transformer.training.distributed import DistContext, Stopped, StopSignals, shard_batches
-from transformer.training.trainer import (
+from transformer.training.loop import (
     MID_EPOCH_DIR,
     STATE_FILE,
     Trainer,

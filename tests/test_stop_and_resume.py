@@ -21,9 +21,9 @@ import torch
 import torch.distributed as dist
 
 import train
-from transformer.cli import train as cli_train
+from transformer.cli import training_run as cli_train
 from transformer.training import progress
-from transformer.training.trainer import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
+from transformer.training.loop import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
 
 from tests.helpers import tiny_main, write_jsonl
 
