@@ -73,7 +73,7 @@ def test_bad_input_raises_app_error_and_logs_one_line(server, client, api, args,
 
 
 def test_good_input_still_answers(client):
-    """The shapes the README documents, for every endpoint."""
+    """The shapes docs/python-api.md documents, for every endpoint."""
     translation, trace = client.predict(SENTENCE, api_name="/translate")
     assert isinstance(translation, str) and trace["schema"] == "transformer-trace/1"
     translation, data = client.predict(SENTENCE, "cross:0:1", api_name="/knockout")

@@ -136,10 +136,13 @@ def test_python_block_runs(block, request):
 
 # ----------------------------------------------------------------------------- the harness itself
 def test_the_docs_have_python_blocks():
-    """The parser finds the README's examples (a broken parser would pass every file silently)."""
-    readme = [b for b in python_blocks() if b.path.name == "README.md"]
-    assert len(readme) >= 3, [b.where for b in readme]
-    assert any(b.needs_app for b in readme), "the README's gradio_client example is not found"
+    """The parser finds the README's and the Python page's examples (a broken parser would pass
+    every file silently)."""
+    blocks = python_blocks()
+    readme = [b for b in blocks if b.path.name == "README.md"]
+    api = [b for b in blocks if b.path.name == "python-api.md"]
+    assert len(readme) >= 1 and len(api) >= 4, [b.where for b in blocks]
+    assert any(b.needs_app for b in api), "the gradio_client example of docs/python-api.md is not found"
 
 
 def test_every_fence_names_its_language():
