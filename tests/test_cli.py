@@ -465,3 +465,21 @@ def test_evaluate_and_beam_eval_decode_greedy_in_the_same_batches(capfd, monkeyp
     assert batches == expected
     greedy = json.loads(lines_of(capfd.readouterr().out)[-1])["results"][0]
     assert (greedy["bleu"], greedy["chrf"]) == (scores["bleu"], scores["chrf"])
+
+
+def test_run_json_keeps_every_recorded_option_and_the_preset(data_dir, tmp_path):
+    """run.json's keys are RunOptions' recorded fields plus the preset's flags (none by hand);
+    the options left out are exactly those a resumed run may be given anew or that say where
+    and whether to write."""
+    from dataclasses import fields
+
+    from transformer.cli.run_options import RECORDED, RunOptions
+    from transformer.training.loop import RUN_FILE
+
+    left_out = {f.name for f in fields(RunOptions)} - set(RECORDED)
+    assert left_out == {"out", "resume", "overwrite", "device", "keep_epochs", "push_to_hub"}
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "1") == 0
+    record = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
+    assert set(RECORDED) <= record.keys() and {"d_model", "batch_tokens", "lr", "processes"} <= record.keys()
+    assert record["dataset"] == str(data_dir) and record["extra_train"] == []

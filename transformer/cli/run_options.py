@@ -6,13 +6,15 @@ makes it), so adding a field here adds its flag.
 Metadata keys on top of the presets' (``help``, ``flag``, ``min``): ``choices``, ``nargs``,
 ``metavar``, ``parse`` (turns the text into the value, raising ``ValueError`` with the
 message to show), ``exclusive`` (flags that share the name exclude each other) and
-``section`` (``"data"``: listed before the preset's flags in ``--help``, else after them).
+``section`` (``"data"``: listed before the preset's flags in ``--help``, else after them) and
+``recorded`` (the option makes the run what it is: ``run.json`` keeps it, and ``--resume``
+goes on with it and refuses another value).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from transformer.training.presets import PRESETS
@@ -56,22 +58,24 @@ def _data(help_text: str, **metadata) -> dict:
 class RunOptions:
     """The run's data, output, device and bookkeeping options (``python train.py --help``)."""
 
-    preset: str = field(default="base", metadata=_data(_presets_help(), choices=sorted(PRESETS)))
+    preset: str = field(default="base", metadata=_data(_presets_help(), choices=sorted(PRESETS), recorded=True))
     dataset: str = field(
         default=DEFAULT_DATASET,
         metadata=_data(
             "hub dataset id, or a local directory with train.jsonl (validation.jsonl, test.jsonl) "
-            "or one .jsonl file, in the OPUS Books schema"
+            "or one .jsonl file, in the OPUS Books schema",
+            recorded=True,
         ),
     )
     dataset_config: str | None = field(
-        default=None, metadata=_data("hub dataset config (default for a hub id: '<src>-<tgt>', e.g. en-it)")
+        default=None,
+        metadata=_data("hub dataset config (default for a hub id: '<src>-<tgt>', e.g. en-it)", recorded=True),
     )
     extra_train: tuple[str, ...] | None = field(
-        default=None, metadata=_data(_extra_train_help(), nargs="*", metavar="PATH")
+        default=None, metadata=_data(_extra_train_help(), nargs="*", metavar="PATH", recorded=True)
     )
-    src: str = field(default="en", metadata=_data("source language code in the 'translation' field"))
-    tgt: str = field(default="it", metadata=_data("target language code in the 'translation' field"))
+    src: str = field(default="en", metadata=_data("source language code in the 'translation' field", recorded=True))
+    tgt: str = field(default="it", metadata=_data("target language code in the 'translation' field", recorded=True))
     out: str = field(default="runs/base", metadata=_data("output directory for checkpoints and logs"))
     resume: bool = field(
         default=False,
@@ -96,6 +100,7 @@ class RunOptions:
             "choices": ["float32", "bfloat16", "float16"],
             "help": "dtype of the weights written to disk: float16 halves the files and scores the same as "
             "float32 on test (the model always runs in float32; --resume keeps float32 weights)",
+            "recorded": True,
         },
     )
     device: str = field(
@@ -113,13 +118,16 @@ class RunOptions:
             "help": "sequence-level knowledge distillation: this checkpoint (a directory or hub id) translates "
             "the training sources with beam search, and every translation that differs from its "
             "reference is added as an extra training pair (rank 0 decodes, before the time budget starts)",
+            "recorded": True,
         },
     )
-    distill_beam: int = field(default=4, metadata={"help": "beam size of the --distill-from teacher"})
+    distill_beam: int = field(default=4, metadata={"help": "beam size of the --distill-from teacher", "recorded": True})
     max_train_pairs: int | None = field(
-        default=None, metadata={"help": "use only the first N training pairs (for quick trials)"}
+        default=None, metadata={"help": "use only the first N training pairs (for quick trials)", "recorded": True}
     )
-    val_limit: int = field(default=1000, metadata={"help": "validation pairs scored with BLEU/chrF each epoch"})
+    val_limit: int = field(
+        default=1000, metadata={"help": "validation pairs scored with BLEU/chrF each epoch", "recorded": True}
+    )
     keep_epochs: int = field(default=6, metadata={"help": "epoch checkpoints kept on disk"})
     snapshots: tuple[int, ...] = field(
         default=DEFAULT_SNAPSHOTS,
@@ -128,6 +136,7 @@ class RunOptions:
             "metavar": "EPOCHS",
             "help": "epochs after which a small fp16 snapshot is kept (plus the final epoch), e.g. 1,2,4,8; "
             "'none' keeps none",
+            "recorded": True,
         },
     )
     push_to_hub: str | None = field(
@@ -142,6 +151,11 @@ class RunOptions:
         default=None,
         metadata={
             "help": "torch CPU threads (default: torch's choice; with several "
-            "processes, the CPU cores shared out among them; --resume takes the run's own unless given)"
+            "processes, the CPU cores shared out among them; --resume takes the run's own unless given)",
+            "recorded": True,
         },
     )
+
+
+# the options run.json keeps (in field order)
+RECORDED = tuple(f.name for f in fields(RunOptions) if f.metadata.get("recorded"))

@@ -36,7 +36,7 @@ from transformer.training.distributed import (
     pick_device,
     plan_processes,
 )
-from transformer.cli.run_options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RunOptions
+from transformer.cli.run_options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RECORDED, RunOptions
 from transformer.training.presets import PRESETS, Preset, TrainSettings
 from transformer.training.progress import RunStart
 from transformer.training.loop import (
@@ -109,23 +109,13 @@ def extra_train(args) -> tuple[str, ...]:
 
 
 def run_flags(args) -> dict:
-    """The flags that make a run what it is, as in effect (a preset's value where none was
-    given): run.json keeps them, and --resume goes on with them."""
+    """The flags that make a run what it is (``RunOptions``' recorded fields and the preset's),
+    as in effect (a preset's value where none was given): run.json keeps them, and --resume
+    goes on with them."""
     p = preset_from_args(args)
     return {
-        "preset": args.preset,
-        "dataset": args.dataset,
-        "dataset_config": args.dataset_config,
+        **{name: getattr(args, name) for name in RECORDED},
         "extra_train": list(extra_train(args)),
-        "src": args.src,
-        "tgt": args.tgt,
-        "max_train_pairs": args.max_train_pairs,
-        "distill_from": args.distill_from,
-        "distill_beam": args.distill_beam,
-        "storage_dtype": args.storage_dtype,
-        "val_limit": args.val_limit,
-        "snapshots": list(args.snapshots),
-        "threads": args.threads,
         **{flag.dest: value_of(p, flag) for flag in PRESET_FLAGS if flag.dest not in EXTENDS_RUN},
     }
 
