@@ -29,7 +29,8 @@ export function cellSize(n) {
  *        rowShare (the most of maxWidth the row labels may take, default 0.35)}
  * Returns hit(x, y) -> [lines] | null, in css pixels of the canvas; hit.cellAt(x, y) ->
  * {r, c, row, col} | null names the cell there; hit.geometry says where the grid is (for
- * tests and exports).
+ * tests and exports): `cell` is a row's height and `cellW` a column's width (the main view's
+ * columns may be wider than its rows are high; other maps have square cells).
  */
 export function drawHeatmap(fig, spec) {
   const { rows, cols } = spec;
@@ -42,25 +43,29 @@ export function drawHeatmap(fig, spec) {
   const natural = spec.cell || cellSize(Math.max(rows.length, cols.length));
   const fitting = Math.floor((maxWidth - rowW - 12) / Math.max(1, cols.length));
   let cell = Math.max(Math.min(natural, MIN_CELL), Math.min(natural, fitting)); // shrink to fit, not below MIN_CELL
+  let cellW = cell; // a column's width; `cell` is a row's height
   if (spec.maxHeight) {
     // the main view: cells as big as the width and height allow (a short sentence gets big
     // cells, a long one small ones), never below a readable size (then the map scrolls)
     const fitH = Math.floor(spec.maxHeight / Math.max(1, rows.length));
     cell = Math.max(spec.minCell || MIN_CELL, Math.min(spec.maxCell || 64, fitting, fitH));
+    // where the height binds (a laptop, a projector), columns widen into the width the page
+    // gives the map, up to twice as wide as high, so the picture fills its column
+    cellW = Math.max(cell, Math.min(2 * cell, fitting));
   }
   const colH = widest(probe, cols.map((c) => c.label), 11 * px) + 10;
-  const gw = cols.length * cell, gh = rows.length * cell;
+  const gw = cols.length * cellW, gh = rows.length * cell;
   // room left of the first column for its label, which stands upright across its centre
-  const left = Math.max(0, Math.ceil(0.7 * px - cell / 2)), top = GRID_TOP;
+  const left = Math.max(0, Math.ceil(0.7 * px - cellW / 2)), top = GRID_TOP;
   const width = left + gw + 8, height = GRID_TOP + gh + colH;
   const ctx = setup(fig.canvas, width, height);
   const hi = spec.hi || 1; // weights use 0..1; rollout maps pass their own maximum
-  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cell, cell,
+  paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cellW, cell,
     { hi, lo: spec.lo || 0, lut: spec.lut });
-  if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cell);
+  if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cellW, cell);
   const every = tickEvery(cell, px + 1);
   ctx.font = font;
-  columnLabels(ctx, cols, every, left, top + gh + 6, cell, colH);
+  columnLabels(ctx, cols, tickEvery(cellW, px + 1), left, top + gh + 6, cellW, colH);
   markRows(ctx, rows, left, top, gw, cell);
 
   fig.setCaption(spec.title);
@@ -71,7 +76,7 @@ export function drawHeatmap(fig, spec) {
 
   // the cell under a point, for the tooltip and for clicks on the map (hit.cellAt)
   const cellAt = (x, y) => {
-    const c = Math.floor((x - left) / cell), r = Math.floor((y - top) / cell);
+    const c = Math.floor((x - left) / cellW), r = Math.floor((y - top) / cell);
     if (r < 0 || c < 0 || r >= rows.length || c >= cols.length) return null;
     return { r, c, row: rows[r], col: cols[c] };
   };
@@ -80,22 +85,22 @@ export function drawHeatmap(fig, spec) {
     return at && spec.tip(at.r, at.c);
   };
   hit.cellAt = cellAt;
-  hit.geometry = { left, top, cell, rows: rows.length, cols: cols.length, rowW, font: px };
+  hit.geometry = { left, top, cell, cellW, rows: rows.length, cols: cols.length, rowW, font: px };
   return hit;
 }
 
-/** Thin white lines between cells (small cells stay solid). */
-function gridLines(ctx, left, top, R, C, cell) {
+/** Thin white lines between cells (small cells stay solid); columns `cw` wide, rows `ch` high. */
+function gridLines(ctx, left, top, R, C, cw, ch) {
   ctx.strokeStyle = "#fff";
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (let r = 1; r < R; r++) {
-    ctx.moveTo(left, top + r * cell + 0.5);
-    ctx.lineTo(left + C * cell, top + r * cell + 0.5);
+    ctx.moveTo(left, top + r * ch + 0.5);
+    ctx.lineTo(left + C * cw, top + r * ch + 0.5);
   }
   for (let c = 1; c < C; c++) {
-    ctx.moveTo(left + c * cell + 0.5, top);
-    ctx.lineTo(left + c * cell + 0.5, top + R * cell);
+    ctx.moveTo(left + c * cw + 0.5, top);
+    ctx.lineTo(left + c * cw + 0.5, top + R * ch);
   }
   ctx.stroke();
 }

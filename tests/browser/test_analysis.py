@@ -57,7 +57,7 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     colours = page.evaluate(
         """(g) => { const c = document.querySelector('#attn-plot canvas'), x = c.getContext('2d');
         const k = c.width / parseFloat(c.style.width), px = (r) => Array.from(x.getImageData(
-          Math.round((g.left + 0.5 * g.cell) * k), Math.round((g.top + (r + 0.5) * g.cell) * k), 1, 1)
+          Math.round((g.left + 0.5 * g.cellW) * k), Math.round((g.top + (r + 0.5) * g.cell) * k), 1, 1)
           .data).slice(0, 3);
         return [px(1), px(g.rows - 1)]; }""",
         g,
@@ -65,7 +65,7 @@ def test_rollout_view_and_logit_lens_step_in_the_browser(server, page):
     assert colours[0] != colours[1]
     page.locator("#attn-plot canvas").scroll_into_view_if_needed()
     box = page.locator("#attn-plot canvas").bounding_box()
-    page.mouse.move(box["x"] + g["left"] + 1.5 * g["cell"], box["y"] + g["top"] + 0.5 * g["cell"])
+    page.mouse.move(box["x"] + g["left"] + 1.5 * g["cellW"], box["y"] + g["top"] + 0.5 * g["cell"])
     assert "relevance:" in page.inner_text("#viewer-tooltip") and "Chefer" in page.inner_text("#viewer-tooltip")
     page.mouse.move(0, 0)
     page.select_option("#view-select", "encoder")

@@ -75,7 +75,7 @@ def click_cell(page, row: int, col: int):
     g = page.evaluate("() => JSON.parse(document.querySelector('#attn-plot').dataset.grid)")
     canvas = page.locator("#attn-plot canvas")
     canvas.scroll_into_view_if_needed()
-    where = {"x": g["left"] + (col + 0.5) * g["cell"], "y": g["top"] + (row + 0.5) * g["cell"]}
+    where = {"x": g["left"] + (col + 0.5) * g["cellW"], "y": g["top"] + (row + 0.5) * g["cell"]}
     canvas.tap(position=where) if page.device == "phone" else canvas.click(position=where)
 
 

@@ -60,7 +60,7 @@ def cell_tips(page) -> list[str]:
     tips = []
     for r in range(g["rows"]):
         for c in range(g["cols"]):
-            page.mouse.move(box["x"] + g["left"] + (c + 0.5) * g["cell"], box["y"] + g["top"] + (r + 0.5) * g["cell"])
+            page.mouse.move(box["x"] + g["left"] + (c + 0.5) * g["cellW"], box["y"] + g["top"] + (r + 0.5) * g["cell"])
             tips.append(page.inner_text("#viewer-tooltip"))
     page.mouse.move(0, 0)
     return tips
@@ -164,7 +164,7 @@ def test_minimal_pairs_differ_at_the_step_where_the_sentences_differ(desktop):
     box, g = canvas.bounding_box(), grid(page, "#pair-diff")
     tips = []
     for c in range(g["cols"]):
-        page.mouse.move(box["x"] + g["left"] + (c + 0.5) * g["cell"], box["y"] + g["top"] + 0.5 * g["cell"])
+        page.mouse.move(box["x"] + g["left"] + (c + 0.5) * g["cellW"], box["y"] + g["top"] + 0.5 * g["cell"])
         tips.append(page.inner_text("#pairs-tooltip"))
     compared = [t for t in tips if "B − A: " in t]
     assert len(compared) == g["cols"], tips
@@ -249,6 +249,10 @@ def test_the_main_view_fills_the_width_with_large_labels_and_the_legend_beside(b
             assert m["main"]["width"] >= m["root"]["width"] - 4, m
             assert m["canvas"]["left"] - m["main"]["left"] <= 0.4 * m["main"]["width"], m
             assert m["main"]["right"] - m["side"]["right"] <= 24, m
+            # the map and its legend fill the room up to the candidates (columns widen where the
+            # height binds), not a third of it
+            assert m["side"]["left"] - m["legend"]["right"] <= 0.1 * m["main"]["width"], m
+            assert m["grid"]["cell"] <= m["grid"]["cellW"] <= 2 * m["grid"]["cell"], m
             # labels a projector can carry: at least 14 px, 2 % of the screen's height
             assert min(m["labelPx"], m["grid"]["font"]) >= max(14, 0.016 * size[1]), m
             assert m["grid"]["cell"] >= 1.5 * m["grid"]["font"] - 1, m  # cells wider than a label is high
@@ -458,7 +462,7 @@ def test_the_arithmetic_shows_beside_the_map_it_explains(browser, app_server, de
         assert key == f"cross:{s['layer']}:{s['head']}:{s['step']}", key
         g = grid(page)
         cell = {
-            "x": g["left"] + 1.5 * g["cell"],
+            "x": g["left"] + 1.5 * g["cellW"],
             "y": g["top"] + (s["step"] - 0.5) * g["cell"],
         }  # this step's row, key 2
         page.locator("#attn-plot canvas").click(position=cell)
@@ -529,7 +533,7 @@ def test_on_a_phone_every_head_table_and_panel_fits_the_screen(phone):
     width = DEVICES["phone"]["viewport"]["width"]
     translate(page, LAKE, step=None)
     g = grid(page)
-    assert g["left"] >= 0.7 * g["font"] - g["cell"] / 2 - 0.5  # room for the first column's label ([SOS])
+    assert g["left"] >= 0.7 * g["font"] - g["cellW"] / 2 - 0.5  # room for the first column's label ([SOS])
     for name in ("views", "lens", "pe"):
         open_section(page, name)
     for panel in ("analysis-panel", "beam-panel", "epoch-panel", "pairs-panel", "whatif-panel"):

@@ -119,12 +119,12 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     page.locator("#attn-plot canvas").scroll_into_view_if_needed()
     box = page.locator("#attn-plot canvas").bounding_box()
     g = grid(page)
-    page.mouse.move(box["x"] + g["left"] + 1.5 * g["cell"], box["y"] + g["top"] + 0.5 * g["cell"])
+    page.mouse.move(box["x"] + g["left"] + 1.5 * g["cellW"], box["y"] + g["top"] + 0.5 * g["cell"])
     tip = page.locator("#viewer-tooltip")
     assert tip.is_visible()
     lines = tip.inner_text()
     assert "query: step 1" in lines and "key: source token 2" in lines and "weight: " in lines
-    page.mouse.move(box["x"] + g["left"] + 0.5 * g["cell"], box["y"] + g["top"] + 2.5 * g["cell"])
+    page.mouse.move(box["x"] + g["left"] + 0.5 * g["cellW"], box["y"] + g["top"] + 2.5 * g["cell"])
     assert "not generated yet" in tip.inner_text()  # row 3 at step 2
     page.mouse.move(0, 0)
 
@@ -302,7 +302,7 @@ def test_phone_viewport_keeps_every_part_of_a_map_readable(server, browser):
     assert page.evaluate("(t) => t.scrollWidth <= t.clientWidth", title.element_handle())  # wrapped, not clipped
     # a tap on a cell names it, as hover does with a mouse
     page.locator("#attn-plot canvas").scroll_into_view_if_needed()
-    page.locator("#attn-plot canvas").tap(position={"x": g["left"] + 1.5 * g["cell"], "y": g["top"] + 0.5 * g["cell"]})
+    page.locator("#attn-plot canvas").tap(position={"x": g["left"] + 1.5 * g["cellW"], "y": g["top"] + 0.5 * g["cell"]})
     page.wait_for_selector("#viewer-tooltip:not([hidden])")
     assert "weight: " in page.inner_text("#viewer-tooltip")
     # every figure's PNG button sits above its canvas, not on the chart

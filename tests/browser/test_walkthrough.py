@@ -242,7 +242,7 @@ def test_a_tap_on_a_heatmap_cell_shows_its_value_on_a_phone(phone):
     g = grid(page)
     tip = page.locator("#viewer-tooltip")
     for row, col in ((1, 2), (2, 4)):
-        canvas.tap(position={"x": g["left"] + (col + 0.5) * g["cell"], "y": g["top"] + (row + 0.5) * g["cell"]})
+        canvas.tap(position={"x": g["left"] + (col + 0.5) * g["cellW"], "y": g["top"] + (row + 0.5) * g["cell"]})
         page.wait_for_function(
             "(k) => { const t = document.querySelector('#viewer-tooltip');"
             " return !t.hidden && t.innerText.includes(k); }",
