@@ -75,13 +75,22 @@ def translate(args) -> None:
             )
 
 
+def evaluation_sentences() -> set[str]:
+    """Both sides of every evaluation file under ``data/``: each folder's ``validation.jsonl``
+    and ``test.jsonl``, the corpus's and the everyday set's alike (the teacher's Italian can
+    come out word for word as one of their references)."""
+    sentences = set()
+    for path in sorted((ROOT / "data").rglob("*.jsonl")):
+        if path.stem in ("validation", "test"):
+            for line in path.open(encoding="utf-8"):
+                sentences.update(normalize(s) for s in json.loads(line)["translation"].values())
+    return sentences
+
+
 def finish(args) -> None:
     """The training folder from ``--out``: held-out and evaluation sentences dropped."""
     blocked = read_fingerprints(HELDOUT)
-    evaluation = set()
-    for name in ("validation.jsonl", "test.jsonl"):
-        for line in (ROOT / "data" / "tatoeba-en-it" / name).open(encoding="utf-8"):
-            evaluation.update(normalize(s) for s in json.loads(line)["translation"].values())
+    evaluation = evaluation_sentences()
     rows, dropped = [], 0
     for line in Path(args.out).open(encoding="utf-8"):
         pair = json.loads(line)
