@@ -133,6 +133,7 @@ def test_one_slider_style(desktop):
     page = desktop
     translate(page, SENTENCE, step=None)
     open_panel(page, "beam-panel")
+    page.wait_for_selector("#beam-size input[type=range]", state="attached")  # Gradio mounts it as the panel opens
     colours = page.evaluate("""() => {
       const probe = (parent, value) => { const d = document.createElement('div'); d.style.color = value;
         parent.append(d); const c = getComputedStyle(d).color; d.remove(); return c; };
