@@ -222,17 +222,19 @@ def test_no_real_pair_is_in_two_training_files():
 
 
 def translated(root: Path, lang: str) -> set[str]:
-    """Every ``lang`` sentence of a training pairs file that a person wrote (a back-translated
-    pair's ``SYNTHETIC_SIDE`` is a model's)."""
+    """Every ``lang`` sentence of a training pairs file that a person paired: not a back-translated
+    pair's ``SYNTHETIC_SIDE`` (a model wrote it), and neither side of a forward-translated pair
+    (origin ``ft``), whose English is the monolingual English itself (``data/forward_translate.py``
+    draws it from ``data/mono-en``) and whose Italian a model wrote."""
     out = set()
     for f in data_files(root):
         if kind(f) != "pairs" or is_evaluation(f):
             continue
-        out.update(
-            r["translation"][lang]
-            for r in rows(f)
-            if not (lang == SYNTHETIC_SIDE and str(r.get("origin", "")).startswith("bt"))
-        )
+        for r in rows(f):
+            origin = str(r.get("origin", ""))
+            if origin.startswith("ft") or (lang == SYNTHETIC_SIDE and origin.startswith("bt")):
+                continue
+            out.add(r["translation"][lang])
     return out
 
 
