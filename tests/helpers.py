@@ -316,3 +316,14 @@ def press(page, sel: str, **where):
     loc = page.locator(sel).first
     loc.scroll_into_view_if_needed()
     loc.tap(**where) if page.device == "phone" else loc.click(**where)
+
+
+def load_script(path: str):
+    """A script of the repository that is not a package module (``data/*.py``,
+    ``benchmarks/*.py``), loaded from its file as a module, ``path`` relative to the root."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

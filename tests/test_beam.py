@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import PAIRS, tiny_config
+from tests.helpers import PAIRS, load_script, tiny_config
 from transformer.core.beam import (
     TREE_SCHEMA,
     Candidate,
@@ -400,12 +400,9 @@ def test_translate_beam_and_beam_search_validate_their_arguments(tiny):
 def test_beam_eval_save_records_the_table_in_the_checkpoint(tiny_checkpoint, data_dir, tmp_path, capsys):
     """benchmarks/beam_eval.py --save: metrics.json gains 'beam', the card a 'Beam search'
     section after Scores, and the rest of both files is kept."""
-    import importlib.util
     import shutil
 
-    spec = importlib.util.spec_from_file_location("beam_eval", ROOT / "benchmarks" / "beam_eval.py")
-    beam_eval = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(beam_eval)
+    beam_eval = load_script("benchmarks/beam_eval.py")
     ckpt = Path(shutil.copytree(tiny_checkpoint, tmp_path / "ckpt"))
     (ckpt / "metrics.json").write_text(json.dumps({"validation": {"bleu": 1.0, "chrf": 2.0}}), encoding="utf-8")
     (ckpt / "README.md").write_text("# tiny\n\n## Scores\n\nsome\n\n## Data\n\ncredit\n", encoding="utf-8")

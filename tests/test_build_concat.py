@@ -4,18 +4,13 @@ same way every time, within the word limit, and written in the corpus's schema."
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import load_script
 
 
 def load_builder():
-    spec = importlib.util.spec_from_file_location("build_concat", ROOT / "data" / "build_concat.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("data/build_concat.py")
 
 
 PAIRS = [(f"Sentence number {i}.", f"Frase numero {i}.") for i in range(50)]

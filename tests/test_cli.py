@@ -21,7 +21,7 @@ import pytest
 import app as app_module
 import train
 from transformer.cli import training_run as cli_train
-from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
+from tests.helpers import PAIRS, exit_2, lines_of, load_script, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
 from transformer.cli import evaluate
@@ -359,12 +359,7 @@ def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_p
 
 
 def load_beam_eval():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("beam_eval", ROOT / "benchmarks" / "beam_eval.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/beam_eval.py")
 
 
 def returns_2(capfd, main, argv) -> str:

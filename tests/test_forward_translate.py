@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import importlib.util
 import json
 from pathlib import Path
 
+from tests.helpers import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("forward_translate", ROOT / "data" / "forward_translate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def first_pair(path: Path) -> dict:
@@ -39,7 +33,7 @@ def test_finish_drops_every_evaluation_sentence_on_either_side(tmp_path, capsys)
     ]
     out = tmp_path / "mono-en.it.jsonl"
     out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
-    script = load_script()
+    script = load_script("data/forward_translate.py")
     script.finish(argparse.Namespace(out=str(out), finish=str(tmp_path / "ft")))
     assert json.loads(capsys.readouterr().out) == {"pairs": 1, "dropped": 4}
     with gzip.open(tmp_path / "ft" / "train.jsonl.gz", "rt", encoding="utf-8") as f:
