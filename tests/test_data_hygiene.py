@@ -199,14 +199,16 @@ def test_every_sentence_is_stored_normalised_and_no_file_repeats_itself():
 
 
 def real_pairs(root: Path) -> dict[Path, set[tuple[str, str]]]:
-    """The (en, it) pairs of every training pairs file whose pairs are not back-translated."""
+    """The (en, it) pairs of every training pairs file that a person paired: not back-translated
+    (``bt``) nor forward-translated (``ft``), whose rounds share their English on purpose (each
+    round is a teacher's translation of the same sentences, and a run takes one of them)."""
     out = {}
     for f in data_files(root):
         if kind(f) == "pairs" and not is_evaluation(f):
             pairs = {
                 (r["translation"]["en"], r["translation"]["it"])
                 for r in rows(f)
-                if not str(r.get("origin", "")).startswith("bt")
+                if not str(r.get("origin", "")).startswith(("bt", "ft"))
             }
             if pairs:
                 out[f] = pairs
