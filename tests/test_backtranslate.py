@@ -115,6 +115,16 @@ def test_noise_words_drops_blanks_and_shuffles_locally():
     assert noise_words("solo", random.Random(1), p_drop=1.0) == "solo"  # never empty
 
 
+def test_noise_words_moves_a_word_at_most_k_swap_places():
+    """Lample et al.'s bound, and the noise reaches it: with nothing dropped, each word ends
+    at most ``k_swap`` places from where it was, and some word moves that far."""
+    words = [f"w{i}" for i in range(300)]
+    for k in (1, 3):
+        moved = noise_words(" ".join(words), random.Random(k), p_drop=0.0, p_blank=0.0, k_swap=k).split()
+        shifts = [abs(int(w[1:]) - i) for i, w in enumerate(moved)]
+        assert sorted(moved) == sorted(words) and max(shifts) == k, (k, max(shifts))
+
+
 @pytest.fixture(scope="module")
 def reverse_translator(tmp_path_factory, tokenizers_pair):
     """A random-weight it->en model: what back-translation runs with."""

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from tests.helpers import PAIRS, tiny_main, write_jsonl
-from transformer.training.data import load_extra_train
-from transformer.core.tokenizer import SYNTHETIC_TAG, train_tokenizer
+from transformer.training.data import load_extra_train, noised_source
+from transformer.core.tokenizer import SYNTHETIC_TAG, UNK, train_tokenizer
 from transformer.training.loop import forecast, load_run_data, run_tags_synthetic
 
 
@@ -57,6 +57,42 @@ def test_extra_train_tags_only_synthetic_sources(bt_dir):
         ("no origin.", "tre."),
         ("[BT] beam.", "quattro."),
     ]
+
+
+FORWARD = "the cat sleeps on the big red sofa in the small house near the old lake."
+
+
+@pytest.fixture
+def ft_dir(tmp_path):
+    """Forward-translated rows (real English, a model's Italian) beside a real and a back-translated one."""
+    d = tmp_path / "ft"
+    d.mkdir()
+    write_rows(
+        d / "train.jsonl",
+        [
+            (FORWARD, "il gatto dorme.", "ft:beam"),
+            (FORWARD, "il gatto dorme ancora.", "ft:beam"),
+            ("a real one.", "due.", None),
+            ("beam.", "quattro.", "bt:beam"),
+        ],
+    )
+    return d
+
+
+def test_noise_forward_noises_only_forward_translated_sources(ft_dir):
+    """Only the ``ft`` sources change, the same way for the same sentence and seed (so every
+    process and every rebuild agrees), another way for another seed; the [BT] tag still
+    goes on back-translated sources."""
+    plain = load_extra_train(str(ft_dir), "en", "it", tag=SYNTHETIC_TAG)
+    noised = load_extra_train(str(ft_dir), "en", "it", tag=SYNTHETIC_TAG, noise_seed=0)
+    assert noised[2:] == plain[2:] == [("a real one.", "due."), ("[BT] beam.", "quattro.")]
+    assert [it for _, it in noised] == [it for _, it in plain]
+    (a, _), (b, _) = noised[:2]
+    assert a == b == noised_source(FORWARD, 0) != FORWARD  # per sentence, not per row
+    assert noised_source(FORWARD, 1) != a and noised_source(FORWARD, 0) == a
+    # every word left is a word of the sentence or the blank
+    kept = [w for w in a.split() if w != UNK]
+    assert set(kept) <= set(FORWARD.split()) and len(a.split()) <= len(FORWARD.split())
 
 
 def test_run_data_appends_extra_train_but_keeps_its_own_validation(data_dir, bt_dir):

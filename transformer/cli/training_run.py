@@ -251,6 +251,7 @@ def load(args, preset: Preset, dist) -> tuple:
         dist=dist,
         extra_train=extra,
         tag=SYNTHETIC_TAG if tags else None,
+        noise_seed=preset.train.seed if preset.noise_forward else None,
     )
     if args.distill_from:
         distill(data, args, dist, teacher)

@@ -42,6 +42,8 @@ CHECK_BYTES = 1 << 24
 BATCH_ROWS = 10_000
 # the ``origin`` of a synthetic pair starts with this (``bt:sample``, ``bt:beam``...)
 SYNTHETIC_ORIGIN = "bt"
+# the ``origin`` of a forward-translated pair (real source, a model's target) starts with this
+FORWARD_ORIGIN = "ft"
 
 
 class DataError(ValueError):
@@ -318,11 +320,37 @@ def _check_languages(split, src: str, tgt: str, where: str) -> None:
         raise DataError(f"{where}: language{plural} {names} not found; this dataset has {sorted(langs)}")
 
 
-def _pick_languages(table, src: str, tgt: str, tag: str | None = None):
+def _origins(table):
+    """The batch's ``origin`` column as strings (missing ones empty), or None without one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "origin" not in table.column_names:
+        return None
+    origin = table.column("origin")
+    if not pa.types.is_string(origin.type) and not pa.types.is_large_string(origin.type):
+        origin = pc.cast(origin, pa.string())
+    return pc.fill_null(origin, "")
+
+
+def noised_source(text: str, seed: int) -> str:
+    """``text`` with Edunov et al.'s word noise (``synthetic.noise_words``: words dropped,
+    blanked to ``[UNK]`` and shuffled locally). The noise is drawn from ``seed`` and the
+    sentence itself, so every process, and every rebuild of the run, noises a sentence the
+    same way whatever its row."""
+    from transformer.core.tokenizer import UNK
+    from transformer.training.synthetic import noise_words
+
+    return noise_words(text, random.Random(f"{seed}:{text}"), blank=UNK)
+
+
+def _pick_languages(table, src: str, tgt: str, tag: str | None = None, noise_seed: int | None = None):
     """Arrow batch -> table of stripped (src, tgt) strings, empty or missing pairs dropped.
     With ``tag``, the source of every row whose ``origin`` is synthetic (``bt...``) starts
-    with ``tag`` and a space. Runs inside ``Dataset.map`` on whole Arrow batches: no Python
-    loop over rows."""
+    with ``tag`` and a space. With ``noise_seed``, the source of every forward-translated row
+    (``ft...``) is noised (:func:`noised_source`): He et al. (2020) found that self-training
+    gains most when the student sees its real inputs perturbed. Runs inside ``Dataset.map``
+    on whole Arrow batches: only the noise loops over rows in Python."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -334,24 +362,28 @@ def _pick_languages(table, src: str, tgt: str, tag: str | None = None):
             text = pc.cast(text, pa.string())
         out[name] = pc.utf8_trim_whitespace(pc.fill_null(text, ""))
     keep = pc.and_(pc.greater(pc.utf8_length(out["src"]), 0), pc.greater(pc.utf8_length(out["tgt"]), 0))
-    if tag and "origin" in table.column_names:
-        origin = table.column("origin")
-        if not pa.types.is_string(origin.type) and not pa.types.is_large_string(origin.type):
-            origin = pc.cast(origin, pa.string())
-        synthetic = pc.starts_with(pc.fill_null(origin, ""), SYNTHETIC_ORIGIN)
+    origin = _origins(table)
+    if noise_seed is not None and origin is not None:
+        forward = pc.starts_with(origin, FORWARD_ORIGIN).to_pylist()
+        sources = out["src"].to_pylist()
+        out["src"] = pa.array(
+            [noised_source(s, noise_seed) if f and s else s for s, f in zip(sources, forward)], pa.string()
+        )
+    if tag and origin is not None:
+        synthetic = pc.starts_with(origin, SYNTHETIC_ORIGIN)
         out["src"] = pc.if_else(synthetic, pc.binary_join_element_wise(tag, out["src"], " "), out["src"])
     return pa.table(out).filter(keep)
 
 
-def select_pairs(split, src: str, tgt: str, where: str, tag: str | None = None):
+def select_pairs(split, src: str, tgt: str, where: str, tag: str | None = None, noise_seed: int | None = None):
     """``split`` reduced to string columns ``src``/``tgt``, empty pairs dropped (cached);
-    ``tag``: see :func:`_pick_languages`."""
+    ``tag`` and ``noise_seed``: see :func:`_pick_languages`."""
     _check_languages(split, src, tgt, where)
     picked = split.with_format("arrow").map(
         _pick_languages,
         batched=True,
         batch_size=BATCH_ROWS,
-        fn_kwargs={"src": src, "tgt": tgt, "tag": tag},
+        fn_kwargs={"src": src, "tgt": tgt, "tag": tag, "noise_seed": noise_seed},
         remove_columns=split.column_names,
         desc=f"{where}: picking {src}-{tgt}",
     )
@@ -382,14 +414,16 @@ def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None 
     return as_pairs(select_pairs(raw[split], src, tgt, f"{dataset} [{split}]"))
 
 
-def load_extra_train(dataset: str, src: str, tgt: str, tag: str | None = None) -> list[tuple[str, str]]:
+def load_extra_train(
+    dataset: str, src: str, tgt: str, tag: str | None = None, noise_seed: int | None = None
+) -> list[tuple[str, str]]:
     """The train split of one more corpus (e.g. back-translated pairs), as ``(src, tgt)``
     tuples; its validation and test splits, if any, are ignored: a run is always measured
-    on its main corpus. ``tag``: see :func:`_pick_languages`."""
+    on its main corpus. ``tag`` and ``noise_seed``: see :func:`_pick_languages`."""
     raw = load_raw(dataset, only=True)
     if "train" not in raw:
         raise DataError(f"{dataset}: no train split (has {sorted(raw)})")
-    return as_pairs(select_pairs(raw["train"], src, tgt, f"{dataset} [train]", tag=tag))
+    return as_pairs(select_pairs(raw["train"], src, tgt, f"{dataset} [train]", tag=tag, noise_seed=noise_seed))
 
 
 def carve_validation(n: int, val_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -330,10 +330,12 @@ def load_run_data(
     dist: DistContext | None = None,
     extra_train: tuple[str, ...] = (),
     tag: str | None = None,
+    noise_seed: int | None = None,
 ) -> ParallelData:
     """The run's splits (``load_parallel``), optionally cut to the first ``max_train_pairs``,
     then the train splits of the ``extra_train`` corpora appended (synthetic sources
-    prefixed with ``tag`` when given; see ``data.load_extra_train``).
+    prefixed with ``tag`` when given, forward-translated sources noised with ``noise_seed``
+    when given; see ``data.load_extra_train``).
 
     A hub dataset without an explicit config gets '<src>-<tgt>' (e.g. opus_books' 'en-it').
     Under torchrun rank 0 loads first, so the others read the ``datasets`` cache it
@@ -345,7 +347,11 @@ def load_run_data(
     if not dist.is_main:
         dist.barrier()
     data = load_parallel(dataset, src_lang, tgt_lang, config=config, seed=seed)
-    extra = [pair for path in extra_train for pair in load_extra_train(path, src_lang, tgt_lang, tag=tag)]
+    extra = [
+        pair
+        for path in extra_train
+        for pair in load_extra_train(path, src_lang, tgt_lang, tag=tag, noise_seed=noise_seed)
+    ]
     if dist.is_main:
         dist.barrier()
     if max_train_pairs:

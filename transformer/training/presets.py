@@ -111,6 +111,16 @@ class Preset:
     tag_synthetic: bool = field(
         default=False, metadata={"help": "start every synthetic (back-translated) source with a [BT] tag token"}
     )
+    # forward-translated sources are real text whose target a model wrote: noising them
+    # (Edunov et al. 2018's word noise, as He et al. 2020 did for self-training) makes the
+    # student learn more than to copy its teacher; fixed per sentence, drawn at loading
+    noise_forward: bool = field(
+        default=False,
+        metadata={
+            "help": "noise the source of every forward-translated pair (origin 'ft'): 10%% of words dropped, 10%% "
+            "blanked to [UNK], the rest shuffled within 3 places; each sentence's noise is fixed by --seed"
+        },
+    )
 
 
 PRESETS: dict[str, Preset] = {

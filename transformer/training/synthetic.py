@@ -168,7 +168,9 @@ def noise_words(
 ) -> str:
     """Edunov et al.'s noise on a beam output (after Lample et al. 2018): each word is
     deleted with probability ``p_drop`` or replaced by a filler with ``p_blank``, and words
-    are shuffled by at most ``k_swap`` positions. Never returns an empty string."""
+    are shuffled by at most ``k_swap`` positions (each word's key is its position plus a
+    uniform draw from [0, ``k_swap`` + 1), so a word can pass at most ``k_swap`` others).
+    Never returns an empty string."""
     words = text.split()
     if not words:
         return text
@@ -180,7 +182,7 @@ def noise_words(
         kept.append(blank if r < p_drop + p_blank else w)
     if not kept:
         kept = [rng.choice(words)]
-    keys = [i + rng.uniform(0, k_swap) for i in range(len(kept))]
+    keys = [i + rng.uniform(0, k_swap + 1) for i in range(len(kept))]
     return " ".join(w for _, w in sorted(zip(keys, kept), key=lambda kw: kw[0]))
 
 
