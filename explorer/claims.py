@@ -7,7 +7,7 @@ texts state is written once, as a named value, and the texts name it in braces::
     "values": {"tom_step4_a": {"value": 0.52, "digits": 2, "where": "Tom sentence, step 4: ..."}}
     "hint": "Step 4 is a close call ('a' {tom_step4_a}, ...)"
 
-so the page, the README and ``tests/test_claims_measured.py`` (which measures every value on the
+so the page, the README and ``explorer/measure.py`` (which measures every value on the
 model) read the same number, and a new model means re-measuring one file. The file's keys:
 ``schema`` (:data:`SCHEMA`), ``about`` (free text for whoever re-measures), ``values``,
 ``examples`` (``{sentence, hint}``), ``pairs`` (``{a, b, hint}``) and ``readme``

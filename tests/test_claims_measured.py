@@ -1,249 +1,64 @@
 """``checkpoints/en-it/claims.json``, pinned to the shipped model.
 
 The claims file is where the README's "What to look for", the app's example hints and the
-minimal pairs' hints get every figure they state (:mod:`explorer.claims`). These tests
-measure each of its values through the functions the app itself calls (``Translator.trace``,
-``transformer.interpret``, ``explorer.texts``, the viewer payload and the checkpoint's
-``head_stats.json``), so the numbers are the ones a visitor sees on screen, and compare them
-as the texts print them (each value's ``digits``). :data:`MEASURES` says how each value is
-measured; a value without a measure fails, so every figure in the file is checked. The
-translations the texts quote are checked in the rendered texts themselves, and the rest
-(which token a head looks at, which step two versions part at, which heads have a habit)
-by the tests below.
+minimal pairs' hints get every figure they state (:mod:`explorer.claims`). Each value is
+measured by :mod:`explorer.measure` (:data:`~explorer.measure.MEASURES`: through the functions
+the app itself calls, compared as the texts print them); a value without a measure fails, so
+every figure in the file is checked. The translations the texts quote are checked in the
+rendered texts themselves, and the rest (which token a head looks at, which step two versions
+part at, which heads have a habit) by the tests below.
 
 When a new checkpoint ships, these tests fail exactly where its claims file has gone stale:
-re-measure in the app, update the values (or the texts) in ``claims.json``, then
-``python -m explorer.claims --write README.md``.
-
-Conventions: the texts count layers, heads and steps from 1, as the app does; the code
-counts from 0 (``trace.cross_attn[layer - 1, head - 1, step - 1]``, heads written
-``"cross:0:0"`` for "cross-attention layer 1, head 1").
+``python -m explorer.measure --update`` writes the figures that are still measured where the
+texts say, the texts whose sentence, step or head no longer fits are rewritten by hand (and
+the tests below with them), then ``python -m explorer.claims --write README.md``.
 """
 
 from __future__ import annotations
 
 import json
-from functools import cached_property
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from explorer import texts as viewer
-from explorer.claims import FILE, Claims, load, render_section
-from explorer.payload import decode_payload, encode_trace
+from explorer.claims import FILE, load
+from explorer.measure import (
+    BOOK,
+    BROTHER,
+    COFFEE,
+    DOCTOR_HE,
+    DOCTOR_SHE,
+    JOHN,
+    MEASURES,
+    MILK,
+    RED_CAR,
+    SISTER,
+    TOM,
+    TWO_CARS,
+    LAKE,
+    Measured,
+    exact_cross,
+    first_difference,
+    head_row,
+    heads_with,
+    measured_and_stated,
+    misquoted,
+    on,
+    prob,
+    shown_cross,
+    texts_of,
+    top,
+    words,
+)
 from transformer import load_translator
 from transformer.core import readings
-from transformer.interpret import knockout
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = ROOT / "checkpoints" / "en-it"
 CLAIMS = load(SHIPPED / FILE)
-
-RED_CAR = "I have a red car."
-COFFEE = "I don't like coffee."
-BOOK = "The book that I bought yesterday is very interesting."
-TOM = "Tom gave Mary a beautiful present for her birthday."
-LAKE = "My parents live in a small house near the lake."
-TWO_CARS = "I have two red cars."
-MILK = "We need to buy bread, milk and eggs."
-JOHN = "Tom gave John a beautiful present for his birthday."
-BROTHER, SISTER = "My brother is tall.", "My sister is tall."
-DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
-
-
-def words(tokens) -> list[str]:
-    """Subwords as the app shows them (the word-start marker dropped)."""
-    return [viewer.display_token(t) for t in tokens]
-
-
-def first_difference(a, b) -> int | None:
-    """The first 1-based step where two token lists differ (None if they never do)."""
-    return next((t + 1 for t, (x, y) in enumerate(zip(a, b)) if x != y), None)
-
-
-def prob(trace, step, token) -> float:
-    """Probability of ``token`` among the candidates (top-k) at 1-based ``step``."""
-    return float(trace.topk_probs[step - 1][trace.topk_tokens[step - 1].index(token)])
-
-
-def on(trace, row, word) -> float:
-    """The weight of attention row ``row`` (over the source) on the source token ``word``."""
-    return float(row[words(trace.src_tokens).index(word)])
-
-
-def top(trace, row) -> str:
-    """The source token attention row ``row`` weighs most."""
-    return words(trace.src_tokens)[int(np.argmax(row))]
-
-
-def head_row(trace, layer, head, step):
-    """Cross-attention of one head (1-based ``layer``, ``head``, ``step``), from the model."""
-    return trace.cross_attn[layer - 1, head - 1, step - 1]
-
-
-def shown_cross(trace, layer, step, origin="pair"):
-    """Cross-attention of ``layer`` (mean of the heads) at 1-based ``step`` as the viewer draws
-    it: from its payload (a Translate and both sentences of a pair travel in that format)."""
-    return decode_payload(encode_trace(trace, origin=origin))["cross_attn"][layer - 1, :, step - 1].mean(axis=0)
-
-
-def exact_cross(trace, layer, step):
-    """The same mean, from the model's own weights."""
-    return trace.cross_attn[layer - 1, :, step - 1].mean(axis=0)
-
-
-def head_drop(importance, kind, layer, head) -> float:
-    """The drop head importance gives one head (1-based ``layer``, ``head``)."""
-    wanted = (kind, layer - 1, head - 1)
-    return next(x["drop"] for x in importance["ranking"] if (x["kind"], x["layer"], x["head"]) == wanted)
-
-
-# ----------------------------------------------------------------------------- the model, measured once
-class Measured:
-    """The shipped model's answers to everything the claims quote, each computed on first use
-    and kept for the module (one test can then be run alone, in any order)."""
-
-    def __init__(self, tr):
-        self.tr = tr
-        self.traces = {}
-
-    def trace(self, text):
-        """The greedy trace the app shows after Translate."""
-        if text not in self.traces:
-            self.traces[text] = self.tr.trace(text)
-        return self.traces[text]
-
-    @cached_property
-    def test_set(self) -> dict:
-        """The "whole test set" diagnostics maps: ``head_stats.json`` as the analysis panel loads it
-        (``explorer.panels.analysis.load_test_stats`` is a plain JSON read; not imported, to keep
-        Gradio out of this module)."""
-        return json.loads((SHIPPED / "head_stats.json").read_text(encoding="utf-8"))
-
-    @cached_property
-    def importance(self) -> dict:
-        return knockout.head_importance(self.tr, TOM)
-
-    @cached_property
-    def tom_knockout(self) -> dict:
-        return knockout.knockout(self.tr, TOM, "cross:0:0")  # cross-attention layer 1, head 1
-
-    @cached_property
-    def milk_latte(self):
-        """What if? at step 6 of the milk sentence, forcing the runner-up (the calls of ``App.whatif``)."""
-        trace = self.trace(MILK)
-        return self.tr.trace(trace.src_text, forced_prefix=viewer.whatif_prefix(trace, 6, 1))
-
-    @cached_property
-    def why(self):
-        """The three analyses of "Why this word?" at step 4 of the Tom sentence, as the app asks
-        for them (explorer/panels/attribution.py; steps 0-based here): direct logit attribution
-        against the runner-up, patching with the John sentence, and gradient attribution at 64
-        integration steps beside cross-attention at the last layer, mean of the heads."""
-        from transformer.interpret.attribution import activation_patching, direct_logit_attribution
-        from transformer.interpret.saliency import saliency
-
-        return SimpleNamespace(
-            dla=direct_logit_attribution(self.tr, TOM, 3, versus="runner-up"),
-            patch=activation_patching(self.tr, TOM, JOHN, 3),
-            grad=saliency(self.tr, TOM, 3, n_steps=64),
-        )
-
-
-def ig(m, word) -> float:
-    g = m.why.grad
-    return float(g.ig_src[words(g.src_tokens).index(word)])
-
-
-# How each value of claims.json is measured: name -> function of the Measured model.
-MEASURES = {
-    "test_sentences": lambda m: m.test_set["n_sentences"],
-    "same_l1h6_test_set": lambda m: m.test_set["kinds"]["decoder_self"]["same"][0][5],
-    "same_l1h6_red_car": lambda m: m.trace(RED_CAR).head_stats["kinds"]["decoder_self"]["same"][0][5],
-    "tom_drop_cross_l1h1": lambda m: head_drop(m.importance, "cross", 1, 1),
-    "tom_cross_l1h1_mary": lambda m: on(m.trace(TOM), head_row(m.trace(TOM), 1, 1, 4), "Mary"),
-    "tom_step4_a": lambda m: prob(m.trace(TOM), 4, "▁a"),
-    "tom_step4_un": lambda m: prob(m.trace(TOM), 4, "▁un"),
-    "lake_step10_nel": lambda m: prob(m.trace(LAKE), 10, "▁nel"),
-    "lake_step10_al": lambda m: prob(m.trace(LAKE), 10, "▁al"),
-    "lake_step10_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 4, 10, "translate"), "near"),
-    "lake_step12_ke": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 12, "translate"), "ke"),
-    "milk_step6_e": lambda m: prob(m.trace(MILK), 6, "▁e"),
-    "milk_step6_latte": lambda m: prob(m.trace(MILK), 6, "▁latte"),
-    "milk_step6_milk": lambda m: on(m.trace(MILK), shown_cross(m.trace(MILK), 3, 6, "translate"), "milk"),
-    "dla_a_over_un": lambda m: m.why.dla.value,
-    "dla_cross_l4h3": lambda m: m.why.dla.cross[3, 2],
-    "dla_cross_l4h4": lambda m: m.why.dla.cross[3, 3],
-    "dla_cross_l4h5_against": lambda m: -m.why.dla.cross[3, 4],
-    "dla_cross_l1h1": lambda m: m.why.dla.cross[0, 0],
-    "patch_cross_l4h3": lambda m: m.why.patch.fraction("cross")[3, 2],
-    "patch_cross_l3h4": lambda m: m.why.patch.fraction("cross")[2, 3],
-    "patch_cross_l1h1": lambda m: m.why.patch.fraction("cross")[0, 0],
-    "john_cross_l1h1_john": lambda m: on(m.trace(JOHN), head_row(m.trace(JOHN), 1, 1, 4), "John"),
-    "ig_beautiful": lambda m: ig(m, "beautiful"),
-    "ig_mary": lambda m: ig(m, "Mary"),
-    "grad_attn_beautiful": lambda m: m.why.grad.cross_attn[words(m.why.grad.src_tokens).index("beautiful")],
-    "grad_rank_correlation": lambda m: m.why.grad.spearman()["src"]["integrated_gradients"],
-    "brother_step1_mio": lambda m: prob(m.trace(BROTHER), 1, "▁Mio"),
-    "sister_step1_mia": lambda m: prob(m.trace(SISTER), 1, "▁Mia"),
-    "brother_step4_alto": lambda m: prob(m.trace(BROTHER), 4, "▁alto"),
-    "sister_step4_al": lambda m: prob(m.trace(SISTER), 4, "▁al"),
-    "sister_step4_alto": lambda m: prob(m.trace(SISTER), 4, "▁alto"),
-    "brother_step2_brother": lambda m: on(m.trace(BROTHER), shown_cross(m.trace(BROTHER), 3, 2), "brother"),
-    "sister_step2_sister": lambda m: on(m.trace(SISTER), shown_cross(m.trace(SISTER), 3, 2), "sister"),
-    "two_cars_step2_due": lambda m: prob(m.trace(TWO_CARS), 2, "▁due"),
-    "two_cars_step6_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 6), "red"),
-    "two_cars_step7_osse": lambda m: prob(m.trace(TWO_CARS), 7, "osse"),
-    "two_cars_step7_ossi": lambda m: prob(m.trace(TWO_CARS), 7, "ossi"),
-    "doctor_she_step7_stanco": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁stanco"),
-    "doctor_he_step7_stanco": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁stanco"),
-    "doctor_she_step7_st": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁st"),
-    "doctor_he_step7_st": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁st"),
-    "doctor_she_weight": lambda m: on(m.trace(DOCTOR_SHE), shown_cross(m.trace(DOCTOR_SHE), 1, 7), "she"),
-    "doctor_he_weight": lambda m: on(m.trace(DOCTOR_HE), shown_cross(m.trace(DOCTOR_HE), 1, 7), "he"),
-}
-
-
-def measured_and_stated(claims: Claims, name: str, m: Measured) -> tuple[str, str]:
-    """Value ``name`` as the model gives it and as the claims state it, both printed as the texts print it."""
-    value = claims.values[name]
-    return value.shown(MEASURES[name](m)), value.shown()
-
-
-def texts_of(claims: Claims) -> dict[str, str]:
-    """Every text of the claims, rendered, with its line breaks and runs of spaces made single spaces."""
-    flat = {"readme": render_section(claims)}
-    flat.update({f"example {sentence}": hint for sentence, hint in claims.examples()})
-    flat.update({f"pair {p['a']}": p["hint"] for p in claims.pairs()})
-    return {name: " ".join(text.split()) for name, text in flat.items()}
-
-
-def quotes(m: Measured) -> list[tuple[str, str]]:
-    """(text, passage): each translation a text quotes, with the model's own translation in it."""
-    out = {
-        text: m.trace(text).translation
-        for text in (TOM, LAKE, MILK, JOHN, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE)
-    }
-    return [
-        ("readme", f'"{TOM}" → "{out[TOM]}"'),
-        ("readme", f'Knock it out and the model says "{m.tom_knockout["knockout"]["translation"]}"'),
-        ("readme", f'"{LAKE}" → "{out[LAKE]}"'),
-        ("readme", f'"{MILK}" → "{out[MILK]}"'),
-        ("readme", f'it goes on to "{m.milk_latte.translation}"'),
-        ("readme", f'(→ "{out[JOHN]}")'),
-        (f"pair {BROTHER}", f"'{out[BROTHER]}' against '{out[SISTER]}'"),
-        (f"pair {RED_CAR}", f"'{out[RED_CAR]}' against '{out[TWO_CARS]}'"),
-        (f"pair {DOCTOR_SHE}", f"both are '{out[DOCTOR_SHE]}'"),
-    ]
-
-
-def misquoted(claims: Claims, m: Measured) -> list[str]:
-    """The passages the claims' texts should hold, given the model, and do not."""
-    texts = texts_of(claims)
-    return [f"{text}: {passage}" for text, passage in quotes(m) if passage not in texts[text]]
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -263,7 +78,7 @@ def tr(one_thread):
 
 @pytest.fixture(scope="module")
 def m(tr):
-    return Measured(tr)
+    return Measured(tr, SHIPPED)
 
 
 # ----------------------------------------------------------------------------- every value, every quote
@@ -302,6 +117,27 @@ def test_a_wrong_figure_or_quote_in_a_copy_of_claims_json_fails(m, tmp_path):
     assert misquoted(wrong, m) == [f'readme: "{TOM}" → "{m.trace(TOM).translation}"']
 
 
+def test_measure_update_writes_the_measured_figures_and_nothing_else(tmp_path, capsys):
+    """``python -m explorer.measure --update`` on a copy of the checkpoint whose claims file has
+    two stale figures: it reports them, writes the model's, and leaves every other byte alone."""
+    from explorer import measure
+
+    for item in SHIPPED.iterdir():
+        if item.name != FILE:
+            (tmp_path / item.name).symlink_to(item)
+    original = (SHIPPED / FILE).read_text(encoding="utf-8")
+    stale = original.replace('"tom_step4_a": {"value": 0.52,', '"tom_step4_a": {"value": 0.53,', 1)
+    stale = stale.replace('"test_sentences": {"value": 1000,', '"test_sentences": {"value": 999,', 1)
+    assert stale.count("0.53,") == 1 and '"value": 999,' in stale
+    (tmp_path / FILE).write_text(stale, encoding="utf-8")
+    assert measure.main(["--checkpoint", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines() if line.endswith("stale")] == ["test_sentences", "tom_step4_a"]
+    assert measure.main(["--checkpoint", str(tmp_path), "--update"]) == 0
+    assert (tmp_path / FILE).read_text(encoding="utf-8") == original
+    assert measure.main(["--checkpoint", str(tmp_path)]) == 0
+
+
 # ----------------------------------------------------------------------------- example hints
 def example_hint(sentence: str) -> str:
     return next(hint for text, hint in CLAIMS.examples() if text == sentence)
@@ -326,17 +162,6 @@ def test_hint_book_emits_e(m):
 
 
 # ----------------------------------------------------------------------------- head diagnostics
-def heads_with(kinds, habit) -> list[tuple[str, int, int]]:
-    """(kind, layer, head), 1-based, of every head whose habit is ``habit``."""
-    return [
-        (kind, l + 1, h + 1)
-        for kind, k in kinds.items()
-        for l, row in enumerate(k["habit"])
-        for h, found in enumerate(row)
-        if found == habit
-    ]
-
-
 def test_same_token_heads_over_the_test_set(m):
     """README "Same-token heads first": "five of the eight heads of layer 1 (2, 5, 6, 7 and 8) are
     same-token heads: head 6 puts [the most] of its weight [...] on the token the step has just read"."""

@@ -1,0 +1,333 @@
+"""Measure what a claims file states (``explorer/claims.py``) on the model it sits beside.
+
+Every figure of ``checkpoints/NAME/claims.json`` is measured here through the functions the app
+itself calls (``Translator.trace``, ``transformer.interpret``, ``explorer.texts``, the viewer
+payload and the checkpoint's ``head_stats.json``), so the numbers are the ones a visitor sees on
+screen, compared as the texts print them (each value's ``digits``). :data:`MEASURES` says how
+each value is measured. ``tests/test_claims_measured.py`` asserts them, with the rest of what
+the texts say (which token a head looks at, which step two versions part at, which heads have a
+habit); this module's command is for whoever ships a new model:
+
+    python -m explorer.measure                      # every value: stated, measured, stale or not
+    python -m explorer.measure --update             # write the measured figures into claims.json
+    python -m explorer.claims --write README.md     # then render the README's section again
+
+``--update`` changes only the numbers; a text whose sentence, step or token no longer fits the
+model (its measure fails) is listed, and is rewritten by hand.
+
+Conventions: the texts count layers, heads and steps from 1, as the app does; the code counts
+from 0 (``trace.cross_attn[layer - 1, head - 1, step - 1]``, heads written ``"cross:0:0"`` for
+"cross-attention layer 1, head 1").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from functools import cached_property
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from explorer import texts as viewer
+from explorer.claims import FILE, Claims, ClaimsError, load, render_section
+from explorer.payload import decode_payload, encode_trace
+from transformer.interpret import knockout
+
+DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"
+
+RED_CAR = "I have a red car."
+COFFEE = "I don't like coffee."
+BOOK = "The book that I bought yesterday is very interesting."
+TOM = "Tom gave Mary a beautiful present for her birthday."
+LAKE = "My parents live in a small house near the lake."
+TWO_CARS = "I have two red cars."
+MILK = "We need to buy bread, milk and eggs."
+JOHN = "Tom gave John a beautiful present for his birthday."
+BROTHER, SISTER = "My brother is tall.", "My sister is tall."
+DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
+
+
+def words(tokens) -> list[str]:
+    """Subwords as the app shows them (the word-start marker dropped)."""
+    return [viewer.display_token(t) for t in tokens]
+
+
+def first_difference(a, b) -> int | None:
+    """The first 1-based step where two token lists differ (None if they never do)."""
+    return next((t + 1 for t, (x, y) in enumerate(zip(a, b)) if x != y), None)
+
+
+def prob(trace, step, token) -> float:
+    """Probability of ``token`` among the candidates (top-k) at 1-based ``step``."""
+    return float(trace.topk_probs[step - 1][trace.topk_tokens[step - 1].index(token)])
+
+
+def on(trace, row, word) -> float:
+    """The weight of attention row ``row`` (over the source) on the source token ``word``."""
+    return float(row[words(trace.src_tokens).index(word)])
+
+
+def top(trace, row) -> str:
+    """The source token attention row ``row`` weighs most."""
+    return words(trace.src_tokens)[int(np.argmax(row))]
+
+
+def head_row(trace, layer, head, step):
+    """Cross-attention of one head (1-based ``layer``, ``head``, ``step``), from the model."""
+    return trace.cross_attn[layer - 1, head - 1, step - 1]
+
+
+def shown_cross(trace, layer, step, origin="pair"):
+    """Cross-attention of ``layer`` (mean of the heads) at 1-based ``step`` as the viewer draws
+    it: from its payload (a Translate and both sentences of a pair travel in that format)."""
+    return decode_payload(encode_trace(trace, origin=origin))["cross_attn"][layer - 1, :, step - 1].mean(axis=0)
+
+
+def exact_cross(trace, layer, step):
+    """The same mean, from the model's own weights."""
+    return trace.cross_attn[layer - 1, :, step - 1].mean(axis=0)
+
+
+def head_drop(importance, kind, layer, head) -> float:
+    """The drop head importance gives one head (1-based ``layer``, ``head``)."""
+    wanted = (kind, layer - 1, head - 1)
+    return next(x["drop"] for x in importance["ranking"] if (x["kind"], x["layer"], x["head"]) == wanted)
+
+
+# ----------------------------------------------------------------------------- the model, measured once
+class Measured:
+    """A model's answers to everything the claims quote, each computed on first use and kept
+    (so one test can run alone, in any order, and a report measures each thing once)."""
+
+    def __init__(self, tr, directory: str | Path):
+        self.tr = tr
+        self.directory = Path(directory)
+        self.traces = {}
+
+    def trace(self, text):
+        """The greedy trace the app shows after Translate."""
+        if text not in self.traces:
+            self.traces[text] = self.tr.trace(text)
+        return self.traces[text]
+
+    @cached_property
+    def test_set(self) -> dict:
+        """The "whole test set" diagnostics maps: ``head_stats.json`` as the analysis panel loads it
+        (``explorer.panels.analysis.load_test_stats`` is a plain JSON read; not imported, to keep
+        Gradio out of this module)."""
+        return json.loads((self.directory / "head_stats.json").read_text(encoding="utf-8"))
+
+    @cached_property
+    def importance(self) -> dict:
+        return knockout.head_importance(self.tr, TOM)
+
+    @cached_property
+    def tom_knockout(self) -> dict:
+        return knockout.knockout(self.tr, TOM, "cross:0:0")  # cross-attention layer 1, head 1
+
+    @cached_property
+    def milk_latte(self):
+        """What if? at step 6 of the milk sentence, forcing the runner-up (the calls of ``App.whatif``)."""
+        trace = self.trace(MILK)
+        return self.tr.trace(trace.src_text, forced_prefix=viewer.whatif_prefix(trace, 6, 1))
+
+    @cached_property
+    def why(self):
+        """The three analyses of "Why this word?" at step 4 of the Tom sentence, as the app asks
+        for them (explorer/panels/attribution.py; steps 0-based here): direct logit attribution
+        against the runner-up, patching with the John sentence, and gradient attribution at 64
+        integration steps beside cross-attention at the last layer, mean of the heads."""
+        from transformer.interpret.attribution import activation_patching, direct_logit_attribution
+        from transformer.interpret.saliency import saliency
+
+        return SimpleNamespace(
+            dla=direct_logit_attribution(self.tr, TOM, 3, versus="runner-up"),
+            patch=activation_patching(self.tr, TOM, JOHN, 3),
+            grad=saliency(self.tr, TOM, 3, n_steps=64),
+        )
+
+
+def ig(m, word) -> float:
+    g = m.why.grad
+    return float(g.ig_src[words(g.src_tokens).index(word)])
+
+
+# How each value of claims.json is measured: name -> function of the Measured model.
+MEASURES = {
+    "test_sentences": lambda m: m.test_set["n_sentences"],
+    "same_l1h6_test_set": lambda m: m.test_set["kinds"]["decoder_self"]["same"][0][5],
+    "same_l1h6_red_car": lambda m: m.trace(RED_CAR).head_stats["kinds"]["decoder_self"]["same"][0][5],
+    "tom_drop_cross_l1h1": lambda m: head_drop(m.importance, "cross", 1, 1),
+    "tom_cross_l1h1_mary": lambda m: on(m.trace(TOM), head_row(m.trace(TOM), 1, 1, 4), "Mary"),
+    "tom_step4_a": lambda m: prob(m.trace(TOM), 4, "▁a"),
+    "tom_step4_un": lambda m: prob(m.trace(TOM), 4, "▁un"),
+    "lake_step10_nel": lambda m: prob(m.trace(LAKE), 10, "▁nel"),
+    "lake_step10_al": lambda m: prob(m.trace(LAKE), 10, "▁al"),
+    "lake_step10_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 4, 10, "translate"), "near"),
+    "lake_step12_ke": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 12, "translate"), "ke"),
+    "milk_step6_e": lambda m: prob(m.trace(MILK), 6, "▁e"),
+    "milk_step6_latte": lambda m: prob(m.trace(MILK), 6, "▁latte"),
+    "milk_step6_milk": lambda m: on(m.trace(MILK), shown_cross(m.trace(MILK), 3, 6, "translate"), "milk"),
+    "dla_a_over_un": lambda m: m.why.dla.value,
+    "dla_cross_l4h3": lambda m: m.why.dla.cross[3, 2],
+    "dla_cross_l4h4": lambda m: m.why.dla.cross[3, 3],
+    "dla_cross_l4h5_against": lambda m: -m.why.dla.cross[3, 4],
+    "dla_cross_l1h1": lambda m: m.why.dla.cross[0, 0],
+    "patch_cross_l4h3": lambda m: m.why.patch.fraction("cross")[3, 2],
+    "patch_cross_l3h4": lambda m: m.why.patch.fraction("cross")[2, 3],
+    "patch_cross_l1h1": lambda m: m.why.patch.fraction("cross")[0, 0],
+    "john_cross_l1h1_john": lambda m: on(m.trace(JOHN), head_row(m.trace(JOHN), 1, 1, 4), "John"),
+    "ig_beautiful": lambda m: ig(m, "beautiful"),
+    "ig_mary": lambda m: ig(m, "Mary"),
+    "grad_attn_beautiful": lambda m: m.why.grad.cross_attn[words(m.why.grad.src_tokens).index("beautiful")],
+    "grad_rank_correlation": lambda m: m.why.grad.spearman()["src"]["integrated_gradients"],
+    "brother_step1_mio": lambda m: prob(m.trace(BROTHER), 1, "▁Mio"),
+    "sister_step1_mia": lambda m: prob(m.trace(SISTER), 1, "▁Mia"),
+    "brother_step4_alto": lambda m: prob(m.trace(BROTHER), 4, "▁alto"),
+    "sister_step4_al": lambda m: prob(m.trace(SISTER), 4, "▁al"),
+    "sister_step4_alto": lambda m: prob(m.trace(SISTER), 4, "▁alto"),
+    "brother_step2_brother": lambda m: on(m.trace(BROTHER), shown_cross(m.trace(BROTHER), 3, 2), "brother"),
+    "sister_step2_sister": lambda m: on(m.trace(SISTER), shown_cross(m.trace(SISTER), 3, 2), "sister"),
+    "two_cars_step2_due": lambda m: prob(m.trace(TWO_CARS), 2, "▁due"),
+    "two_cars_step6_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 6), "red"),
+    "two_cars_step7_osse": lambda m: prob(m.trace(TWO_CARS), 7, "osse"),
+    "two_cars_step7_ossi": lambda m: prob(m.trace(TWO_CARS), 7, "ossi"),
+    "doctor_she_step7_stanco": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁stanco"),
+    "doctor_he_step7_stanco": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁stanco"),
+    "doctor_she_step7_st": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁st"),
+    "doctor_he_step7_st": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁st"),
+    "doctor_she_weight": lambda m: on(m.trace(DOCTOR_SHE), shown_cross(m.trace(DOCTOR_SHE), 1, 7), "she"),
+    "doctor_he_weight": lambda m: on(m.trace(DOCTOR_HE), shown_cross(m.trace(DOCTOR_HE), 1, 7), "he"),
+}
+
+
+def measured_and_stated(claims: Claims, name: str, m: Measured) -> tuple[str, str]:
+    """Value ``name`` as the model gives it and as the claims state it, both printed as the texts print it."""
+    value = claims.values[name]
+    return value.shown(MEASURES[name](m)), value.shown()
+
+
+def texts_of(claims: Claims) -> dict[str, str]:
+    """Every text of the claims, rendered, with its line breaks and runs of spaces made single spaces."""
+    flat = {"readme": render_section(claims)}
+    flat.update({f"example {sentence}": hint for sentence, hint in claims.examples()})
+    flat.update({f"pair {p['a']}": p["hint"] for p in claims.pairs()})
+    return {name: " ".join(text.split()) for name, text in flat.items()}
+
+
+def quotes(m: Measured) -> list[tuple[str, str]]:
+    """(text, passage): each translation a text quotes, with the model's own translation in it."""
+    out = {
+        text: m.trace(text).translation
+        for text in (TOM, LAKE, MILK, JOHN, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE)
+    }
+    return [
+        ("readme", f'"{TOM}" → "{out[TOM]}"'),
+        ("readme", f'Knock it out and the model says "{m.tom_knockout["knockout"]["translation"]}"'),
+        ("readme", f'"{LAKE}" → "{out[LAKE]}"'),
+        ("readme", f'"{MILK}" → "{out[MILK]}"'),
+        ("readme", f'it goes on to "{m.milk_latte.translation}"'),
+        ("readme", f'(→ "{out[JOHN]}")'),
+        (f"pair {BROTHER}", f"'{out[BROTHER]}' against '{out[SISTER]}'"),
+        (f"pair {RED_CAR}", f"'{out[RED_CAR]}' against '{out[TWO_CARS]}'"),
+        (f"pair {DOCTOR_SHE}", f"both are '{out[DOCTOR_SHE]}'"),
+    ]
+
+
+def misquoted(claims: Claims, m: Measured) -> list[str]:
+    """The passages the claims' texts should hold, given the model, and do not."""
+    texts = texts_of(claims)
+    return [f"{text}: {passage}" for text, passage in quotes(m) if passage not in texts[text]]
+
+
+def heads_with(kinds, habit) -> list[tuple[str, int, int]]:
+    """(kind, layer, head), 1-based, of every head whose habit is ``habit``."""
+    return [
+        (kind, l + 1, h + 1)
+        for kind, k in kinds.items()
+        for l, row in enumerate(k["habit"])
+        for h, found in enumerate(row)
+        if found == habit
+    ]
+
+
+# ----------------------------------------------------------------------------- the report and the update
+def report(claims: Claims, m: Measured) -> list[tuple[str, str, str | None, str | None]]:
+    """(name, as stated, as measured, the measure's error) for every value, in file order."""
+    rows = []
+    for name in claims.values:
+        try:
+            measured, stated = measured_and_stated(claims, name, m)
+        except Exception as exc:  # noqa: BLE001 - on a new model a step, token, head or file may not be there
+            rows.append((name, claims.values[name].shown(), None, f"{type(exc).__name__}: {exc}"))
+        else:
+            rows.append((name, stated, measured, None))
+    return rows
+
+
+def updated_values(text: str, new: dict[str, float], digits: dict[str, int]) -> str:
+    """The claims file's ``text`` with each value in ``new`` rounded to its digits and written in
+    place of the old one; the rest of the file (its layout, its texts) is left as it is."""
+    for name, number in new.items():
+        pattern = re.compile(r'("' + re.escape(name) + r'"\s*:\s*\{\s*"value"\s*:\s*)(-?[0-9.eE+-]+)')
+        rounded = round(float(number), digits[name])
+        shown = str(int(rounded)) if digits[name] == 0 else f"{rounded:.{digits[name]}f}"
+        text, n = pattern.subn(lambda match: match.group(1) + shown, text, count=1)
+        if n != 1:
+            raise ClaimsError(f'values.{name}: not written as {{"value": NUMBER, ...}}, so it cannot be updated')
+    return text
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m explorer.measure",
+        description="Measure every figure a checkpoint's claims.json states, on that checkpoint.",
+    )
+    p.add_argument("--checkpoint", default=str(DEFAULT_CHECKPOINT), help="checkpoint folder holding claims.json")
+    p.add_argument(
+        "--update", action="store_true", help="write the measured figures into claims.json (the texts are left alone)"
+    )
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    """0: every value is the model's; 1: some are stale (after --update, some could not be
+    measured); 2: a missing or malformed checkpoint or claims file."""
+    args = parse_args(argv)
+    directory = Path(args.checkpoint)
+    try:
+        claims = load(directory / FILE)
+        from transformer import load_translator
+
+        tr = load_translator(directory)
+    except (ClaimsError, OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    import torch
+
+    torch.set_num_threads(1)  # the kernels, and so the last digits, of the tests
+    m = Measured(tr, directory)
+    rows = report(claims, m)
+    width = max(len(name) for name, *_ in rows)
+    for name, stated, measured, error in rows:
+        status = "ok" if measured == stated else ("cannot measure" if error else "stale")
+        print(f"{name:<{width}}  {stated:>8}  {measured or '':>8}  {status}{'  ' + error if error else ''}")
+    for passage in misquoted(claims, m):
+        print(f"quote not in the text: {passage}")
+    stale = {name: MEASURES[name](m) for name, stated, measured, error in rows if not error and measured != stated}
+    failed = [name for *_, error in rows if error]
+    if args.update and stale:
+        path = directory / FILE
+        digits = {name: value.digits for name, value in claims.values.items()}
+        path.write_text(updated_values(path.read_text(encoding="utf-8"), stale, digits), encoding="utf-8")
+        print(f"{path}: {len(stale)} value(s) updated; now run python -m explorer.claims --write README.md")
+        return 1 if failed else 0
+    return 1 if stale or failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
