@@ -111,9 +111,10 @@ class Preset:
     tag_synthetic: bool = field(
         default=False, metadata={"help": "start every synthetic (back-translated) source with a [BT] tag token"}
     )
-    # forward-translated sources are real text whose target a model wrote: noising them
-    # (Edunov et al. 2018's word noise, as He et al. 2020 did for self-training) makes the
-    # student learn more than to copy its teacher; fixed per sentence, drawn at loading
+    # forward-translated sources are real text whose target a model wrote: He et al. (2020)
+    # noised them (Edunov et al. 2018's word noise) so that the student learns more than to
+    # copy its teacher. Off by default: on Tatoeba's short sentences it removes a content word
+    # from most of them, and a short run lost 4.9 BLEU with it (docs/experiments.md)
     noise_forward: bool = field(
         default=False,
         metadata={
