@@ -1,15 +1,21 @@
-"""Forward-translate monolingual English with an en->it checkpoint (self-training data).
+"""Translate monolingual Tatoeba text into synthetic pairs for the en->it model: English with an
+en->it checkpoint (forward translation, self-training), or Italian with an it->en checkpoint
+(back-translation, e.g. a later round with a stronger reverse model).
 
     python data/forward_translate.py --checkpoint checkpoints/en-it --out ftwork/mono-en.it.jsonl
     python data/forward_translate.py ... --finish data/tatoeba-en-it-ft   # the committed folder
+    python data/forward_translate.py --src it --checkpoint runs/rev/best \
+        --mono data/mono-it/it.txt.gz data/tatoeba-en-it-bt/train.jsonl --out ftwork/mono-it.en.jsonl
 
-The English comes from ``data/mono-en/en.txt.gz`` (sorted there; shuffled here with a fixed
-seed, so the first N lines of the output are a random sample of N sentences). The work is
-long (hours on a CPU), so it appends one JSON object a line to ``--out`` in chunks and starts
-again after the last chunk written: run the same command after a stop and it continues.
-``--finish DIR`` writes the folder that training reads: the pairs whose Italian is not a
-held-out, validation or test sentence, gzip-compressed, in the corpus's schema with
-``origin: ft:beam``.
+The text comes from ``--mono`` (default ``data/mono-en/en.txt.gz``): plain-text files hold one
+sentence a line, JSONL files (gzipped or not) give the ``--src`` side of each pair. The
+distinct sentences are sorted, then shuffled with a fixed seed, so the first N lines of the
+output are a random sample of N sentences. The work is long (hours on a CPU), so it appends one
+JSON object a line to ``--out`` in chunks and starts again after the last chunk written: run
+the same command after a stop and it continues. ``--finish DIR`` writes the folder that
+training reads: the pairs with no held-out, validation or test sentence on either side and a
+non-empty model-written side, gzip-compressed, in the corpus's schema with ``origin: ft:beam``
+(the model wrote the Italian) or ``bt:beam`` (it wrote the English).
 """
 
 from __future__ import annotations
@@ -35,9 +41,20 @@ HELDOUT = ROOT / "data" / "tatoeba-en-it" / "heldout-fingerprints.txt"
 CHUNK = 1024
 
 
-def shuffled_sentences(path: Path, seed: int) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as f:
-        sentences = [line.rstrip("\n") for line in f if line.strip()]
+LANGUAGES = ("en", "it")
+
+
+def read_sentences(path: Path, lang: str) -> list[str]:
+    """The sentences of a text file (one a line) or the ``lang`` side of a JSONL file's pairs."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        if path.name.removesuffix(".gz").endswith(".jsonl"):
+            return [json.loads(line)["translation"][lang] for line in f if line.strip()]
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def shuffled_sentences(paths: list[Path], lang: str, seed: int) -> list[str]:
+    sentences = sorted({s for path in paths for s in read_sentences(path, lang)})
     random.Random(seed).shuffle(sentences)
     return sentences
 
@@ -55,7 +72,8 @@ def done_count(out: Path) -> int:
 
 def translate(args) -> None:
     torch.set_num_threads(args.threads)
-    sentences = shuffled_sentences(MONO_EN, args.seed)[: args.limit or None]
+    sentences = shuffled_sentences([Path(p) for p in args.mono], args.src, args.seed)[: args.limit or None]
+    tgt = other(args.src)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = done_count(out)
@@ -65,7 +83,9 @@ def translate(args) -> None:
         for i in range(start, len(sentences), CHUNK):
             chunk = sentences[i : i + CHUNK]
             hyps = tr.translate(chunk, beam_size=args.beam_size, batch_size=args.batch_size)
-            f.writelines(json.dumps({"en": en, "it": it}, ensure_ascii=False) + "\n" for en, it in zip(chunk, hyps))
+            f.writelines(
+                json.dumps({args.src: text, tgt: hyp}, ensure_ascii=False) + "\n" for text, hyp in zip(chunk, hyps)
+            )
             f.flush()
             done = i + len(chunk)
             rate = (done - start) / (time.monotonic() - t0)
@@ -73,6 +93,10 @@ def translate(args) -> None:
                 f"{done}/{len(sentences)} sentences, {rate:.1f}/s, {(len(sentences) - done) / rate / 60:.0f} min left",
                 flush=True,
             )
+
+
+def other(lang: str) -> str:
+    return LANGUAGES[1 - LANGUAGES.index(lang)]
 
 
 def evaluation_sentences() -> set[str]:
@@ -88,17 +112,19 @@ def evaluation_sentences() -> set[str]:
 
 
 def finish(args) -> None:
-    """The training folder from ``--out``: held-out and evaluation sentences dropped."""
+    """The training folder from ``--out``: held-out and evaluation sentences dropped, and pairs
+    whose model-written side (the one ``--src`` is not) came out empty."""
     blocked = read_fingerprints(HELDOUT)
     evaluation = evaluation_sentences()
+    written = other(args.src)
+    origin = "ft:beam" if written == "it" else "bt:beam"
     rows, dropped = [], 0
     for line in Path(args.out).open(encoding="utf-8"):
-        pair = json.loads(line)
-        en, it = normalize(pair["en"]), normalize(pair["it"])
-        if not it or any(s in evaluation or fingerprint(s) in blocked for s in (en, it)):
+        pair = {lang: normalize(text) for lang, text in json.loads(line).items()}
+        if not pair[written] or any(s in evaluation or fingerprint(s) in blocked for s in pair.values()):
             dropped += 1
             continue
-        rows.append({"id": str(len(rows)), "translation": {"en": en, "it": it}, "origin": "ft:beam"})
+        rows.append({"id": str(len(rows)), "translation": {"en": pair["en"], "it": pair["it"]}, "origin": origin})
     folder = Path(args.finish)
     folder.mkdir(parents=True, exist_ok=True)
     with gzip.GzipFile(folder / "train.jsonl.gz", "wb", compresslevel=9, mtime=0) as gz:
@@ -108,7 +134,16 @@ def finish(args) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--checkpoint", default="checkpoints/en-it", help="the en->it model that translates")
+    p.add_argument(
+        "--src", choices=LANGUAGES, default="en", help="the language of the monolingual text (en: forward, it: back)"
+    )
+    p.add_argument(
+        "--mono",
+        nargs="+",
+        default=[str(MONO_EN)],
+        help="monolingual text: .txt(.gz) files of one sentence a line, or .jsonl(.gz) pair files (their --src side)",
+    )
+    p.add_argument("--checkpoint", default="checkpoints/en-it", help="the model that translates, --src to the other")
     p.add_argument("--out", required=True, help="JSONL of (en, it) written chunk by chunk; resumed when it exists")
     p.add_argument("--beam-size", type=int, default=4, help="beam width (1: greedy)")
     p.add_argument("--batch-size", type=int, default=64, help="sentences decoded together")

@@ -1,12 +1,14 @@
-"""data/forward_translate.py --finish: the training folder keeps the teacher's pairs and drops
-every pair with a side that is a sentence of an evaluation file under data/ (the corpus's test and
-validation splits and the everyday set alike), or that is empty."""
+"""data/forward_translate.py: the monolingual text it reads, and --finish: the training folder
+keeps the model's pairs and drops every pair with a side that is a sentence of an evaluation file
+under data/ (the corpus's test and validation splits and the everyday set alike), or whose
+model-written side is empty; the origin says which side the model wrote."""
 
 from __future__ import annotations
 
 import argparse
 import gzip
 import json
+import random
 from pathlib import Path
 
 from tests.helpers import load_script
@@ -34,9 +36,47 @@ def test_finish_drops_every_evaluation_sentence_on_either_side(tmp_path, capsys)
     out = tmp_path / "mono-en.it.jsonl"
     out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
     script = load_script("data/forward_translate.py")
-    script.finish(argparse.Namespace(out=str(out), finish=str(tmp_path / "ft")))
+    script.finish(argparse.Namespace(out=str(out), finish=str(tmp_path / "ft"), src="en"))
     assert json.loads(capsys.readouterr().out) == {"pairs": 1, "dropped": 4}
     with gzip.open(tmp_path / "ft" / "train.jsonl.gz", "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     assert rows == [{"id": "0", "translation": keep, "origin": "ft:beam"}]
     assert everyday["it"] in {s for s in script.evaluation_sentences()}
+
+
+def test_back_translated_pairs_are_bt_and_need_their_english(tmp_path, capsys):
+    """--src it: the model wrote the English, so an empty English is dropped (an empty Italian
+    cannot come from the monolingual text) and the pairs are back-translated ones."""
+    keep = {"it": "La giraffa viola legge un giornale.", "en": "The purple giraffe reads a newspaper."}
+    pairs = [keep, {"it": "Una frase qualsiasi.", "en": ""}]
+    out = tmp_path / "mono-it.en.jsonl"
+    out.write_text("".join(json.dumps(p, ensure_ascii=False) + "\n" for p in pairs), encoding="utf-8")
+    script = load_script("data/forward_translate.py")
+    script.finish(argparse.Namespace(out=str(out), finish=str(tmp_path / "bt"), src="it"))
+    assert json.loads(capsys.readouterr().out) == {"pairs": 1, "dropped": 1}
+    with gzip.open(tmp_path / "bt" / "train.jsonl.gz", "rt", encoding="utf-8") as f:
+        rows = [json.loads(line) for line in f]
+    assert rows == [{"id": "0", "translation": {"en": keep["en"], "it": keep["it"]}, "origin": "bt:beam"}]
+
+
+def test_monolingual_text_comes_from_text_and_pair_files_once_each(tmp_path):
+    """Text files give their lines, pair files their --src side; a sentence in both is read
+    once, and the order is a seeded shuffle of the sorted sentences."""
+    text = tmp_path / "it.txt.gz"
+    with gzip.open(text, "wt", encoding="utf-8") as f:
+        f.write("Ciao.\nBuongiorno.\n\n")
+    pairs = tmp_path / "train.jsonl"
+    pairs.write_text(
+        "".join(
+            json.dumps({"id": str(i), "translation": {"en": en, "it": it}}) + "\n"
+            for i, (en, it) in enumerate([("Hello.", "Ciao."), ("Good night.", "Buonanotte.")])
+        ),
+        encoding="utf-8",
+    )
+    script = load_script("data/forward_translate.py")
+    got = script.shuffled_sentences([text, pairs], "it", seed=0)
+    assert sorted(got) == ["Buonanotte.", "Buongiorno.", "Ciao."]
+    assert got == script.shuffled_sentences([pairs, text], "it", seed=0)
+    expected = ["Buonanotte.", "Buongiorno.", "Ciao."]
+    random.Random(0).shuffle(expected)
+    assert got == expected
