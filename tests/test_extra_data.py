@@ -95,6 +95,23 @@ def test_noise_forward_noises_only_forward_translated_sources(ft_dir):
     assert set(kept) <= set(FORWARD.split()) and len(a.split()) <= len(FORWARD.split())
 
 
+def test_tag_origins_tags_forward_translations_read_the_other_way_round(ft_dir):
+    """An it->en run on en->it forward translations: their Italian, now the source, is the
+    model-written side, so ``tag_origins=("ft",)`` tags those sources and leaves the
+    back-translated row (whose source, now, is real Italian) alone; both prefixes tag both."""
+    reverse = load_extra_train(str(ft_dir), "it", "en", tag=SYNTHETIC_TAG, tag_origins=("ft",))
+    assert reverse == [
+        ("[BT] il gatto dorme.", FORWARD),
+        ("[BT] il gatto dorme ancora.", FORWARD),
+        ("due.", "a real one."),
+        ("quattro.", "beam."),
+    ]
+    both = load_extra_train(str(ft_dir), "it", "en", tag=SYNTHETIC_TAG, tag_origins=("ft", "bt"))
+    assert [src.startswith("[BT] ") for src, _ in both] == [True, True, False, True]
+    default = load_extra_train(str(ft_dir), "it", "en", tag=SYNTHETIC_TAG)  # bt only
+    assert [src.startswith("[BT] ") for src, _ in default] == [False, False, False, True]
+
+
 def test_run_data_appends_extra_train_but_keeps_its_own_validation(data_dir, bt_dir):
     data = load_run_data(str(data_dir), "en", "it", extra_train=(str(bt_dir),), tag=SYNTHETIC_TAG, max_train_pairs=5)
     assert len(data.train) == 5 + 4 and data.train[5] == ("[BT] a synthetic one.", "uno.")

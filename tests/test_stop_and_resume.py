@@ -248,19 +248,24 @@ def test_resume_takes_the_runs_own_flags(data_dir, tmp_path, monkeypatch, capsys
     """A bare --resume loads the run's dataset with its preset, batch and seed (none of them
     given again), and a flag that contradicts the run is one line and exit 2."""
     out = tmp_path / "run"
-    assert tiny_main(data_dir, out, "--epochs", "1", "--seed", "3", "--max-train-pairs", "90") == 0
+    assert (
+        tiny_main(data_dir, out, "--epochs", "1", "--seed", "3", "--max-train-pairs", "90", "--tag-origins", "ft", "bt")
+        == 0
+    )
     loaded, seen = [], []
     monkeypatch.setattr(cli_train, "load_run_data", lambda *a, **kw: loaded.append((a, kw)) or real_load(*a, **kw))
     monkeypatch.setattr(Trainer, "fit", fit_stub(seen))
     assert train.main(["--out", str(out), "--resume", "--epochs", "2"]) == 0
     ((args, kwargs),) = loaded
     assert args[0] == str(data_dir) and kwargs["seed"] == 3 and kwargs["max_train_pairs"] == 90
+    assert kwargs["tag_origins"] == ("ft", "bt")
     assert (seen[0].settings.batch_tokens, seen[0].settings.seed, seen[0].settings.epochs) == (600, 3, 2)
     capsys.readouterr()
     for flag, value, recorded in (
         ("--batch-tokens", "300", "600"),
         ("--dataset", "elsewhere", str(data_dir)),
         ("--preset", "base", "tiny"),
+        ("--tag-origins", "bt", "ft,bt"),
     ):
         with pytest.raises(SystemExit) as exc:
             train.main(["--out", str(out), "--resume", flag, value])

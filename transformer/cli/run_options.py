@@ -44,7 +44,8 @@ def _presets_help() -> str:
 def _extra_train_help() -> str:
     return (
         "more training pairs: local JSONL folders or files (their train split only; validation "
-        "and test always come from --dataset). Pairs whose 'origin' starts with 'bt' are synthetic. "
+        "and test always come from --dataset). Pairs whose 'origin' starts with 'bt' are back-translated, "
+        "'ft' forward-translated. "
         f"(default: {Path(DEFAULT_EXTRA_TRAIN).relative_to(DATA.parent)} with the default "
         "--dataset and --src/--tgt, none otherwise; give no PATH for none)"
     )
@@ -73,6 +74,17 @@ class RunOptions:
     )
     extra_train: tuple[str, ...] | None = field(
         default=None, metadata=_data(_extra_train_help(), nargs="*", metavar="PATH", recorded=True)
+    )
+    tag_origins: tuple[str, ...] = field(
+        default=("bt",),
+        metadata=_data(
+            "the --extra-train pairs whose source a model wrote, by how their 'origin' starts: the ones "
+            "--tag-synthetic tags. bt: back-translated pairs read in their own direction; ft: forward-translated "
+            "pairs read the other way round (e.g. en->it forward translations training an it->en model)",
+            nargs="+",
+            metavar="PREFIX",
+            recorded=True,
+        ),
     )
     src: str = field(default="en", metadata=_data("source language code in the 'translation' field", recorded=True))
     tgt: str = field(default="it", metadata=_data("target language code in the 'translation' field", recorded=True))

@@ -60,6 +60,8 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
     def _get_help_string(self, action):
         if action.default is None or isinstance(action, argparse._StoreTrueAction):
             return action.help
+        if isinstance(action.default, (list, tuple)):  # as it is typed: --flag A B
+            return f"{action.help} (default: {' '.join(map(str, action.default))})"
         return super()._get_help_string(action)
 
 
@@ -154,7 +156,7 @@ def take_run_flags(args, argv) -> None:
                 f"{_shown(recorded[name])}; --resume goes on with the run's own (leave the flag out)"
             )
     for name, value in recorded.items():
-        setattr(args, name, tuple(value) if name in ("extra_train", "snapshots") else value)
+        setattr(args, name, tuple(value) if name in ("extra_train", "snapshots", "tag_origins") else value)
 
 
 def _launch_command() -> str:
@@ -252,6 +254,7 @@ def load(args, preset: Preset, dist) -> tuple:
         extra_train=extra,
         tag=SYNTHETIC_TAG if tags else None,
         noise_seed=preset.train.seed if preset.noise_forward else None,
+        tag_origins=tuple(args.tag_origins),
     )
     if args.distill_from:
         distill(data, args, dist, teacher)

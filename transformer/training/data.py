@@ -344,10 +344,19 @@ def noised_source(text: str, seed: int) -> str:
     return noise_words(text, random.Random(f"{seed}:{text}"), blank=UNK)
 
 
-def _pick_languages(table, src: str, tgt: str, tag: str | None = None, noise_seed: int | None = None):
+def _pick_languages(
+    table,
+    src: str,
+    tgt: str,
+    tag: str | None = None,
+    noise_seed: int | None = None,
+    tag_origins: tuple[str, ...] = (SYNTHETIC_ORIGIN,),
+):
     """Arrow batch -> table of stripped (src, tgt) strings, empty or missing pairs dropped.
-    With ``tag``, the source of every row whose ``origin`` is synthetic (``bt...``) starts
-    with ``tag`` and a space. With ``noise_seed``, the source of every forward-translated row
+    With ``tag``, the source of every row whose ``origin`` starts with one of ``tag_origins``
+    starts with ``tag`` and a space: by default the back-translated rows (``bt...``), whose
+    source a model wrote; forward-translated rows (``ft...``) have a model-written source
+    when they are read the other way round. With ``noise_seed``, the source of every forward-translated row
     (``ft...``) is noised (:func:`noised_source`): He et al. (2020) found that self-training
     gains most when the student sees its real inputs perturbed. Runs inside ``Dataset.map``
     on whole Arrow batches: only the noise loops over rows in Python."""
@@ -369,21 +378,31 @@ def _pick_languages(table, src: str, tgt: str, tag: str | None = None, noise_see
         out["src"] = pa.array(
             [noised_source(s, noise_seed) if f and s else s for s, f in zip(sources, forward)], pa.string()
         )
-    if tag and origin is not None:
-        synthetic = pc.starts_with(origin, SYNTHETIC_ORIGIN)
+    if tag and origin is not None and tag_origins:
+        synthetic = pc.starts_with(origin, tag_origins[0])
+        for prefix in tag_origins[1:]:
+            synthetic = pc.or_(synthetic, pc.starts_with(origin, prefix))
         out["src"] = pc.if_else(synthetic, pc.binary_join_element_wise(tag, out["src"], " "), out["src"])
     return pa.table(out).filter(keep)
 
 
-def select_pairs(split, src: str, tgt: str, where: str, tag: str | None = None, noise_seed: int | None = None):
+def select_pairs(
+    split,
+    src: str,
+    tgt: str,
+    where: str,
+    tag: str | None = None,
+    noise_seed: int | None = None,
+    tag_origins: tuple[str, ...] = (SYNTHETIC_ORIGIN,),
+):
     """``split`` reduced to string columns ``src``/``tgt``, empty pairs dropped (cached);
-    ``tag`` and ``noise_seed``: see :func:`_pick_languages`."""
+    ``tag``, ``noise_seed`` and ``tag_origins``: see :func:`_pick_languages`."""
     _check_languages(split, src, tgt, where)
     picked = split.with_format("arrow").map(
         _pick_languages,
         batched=True,
         batch_size=BATCH_ROWS,
-        fn_kwargs={"src": src, "tgt": tgt, "tag": tag, "noise_seed": noise_seed},
+        fn_kwargs={"src": src, "tgt": tgt, "tag": tag, "noise_seed": noise_seed, "tag_origins": tuple(tag_origins)},
         remove_columns=split.column_names,
         desc=f"{where}: picking {src}-{tgt}",
     )
@@ -415,15 +434,23 @@ def load_split(dataset: str, split: str, src: str, tgt: str, config: str | None 
 
 
 def load_extra_train(
-    dataset: str, src: str, tgt: str, tag: str | None = None, noise_seed: int | None = None
+    dataset: str,
+    src: str,
+    tgt: str,
+    tag: str | None = None,
+    noise_seed: int | None = None,
+    tag_origins: tuple[str, ...] = (SYNTHETIC_ORIGIN,),
 ) -> list[tuple[str, str]]:
     """The train split of one more corpus (e.g. back-translated pairs), as ``(src, tgt)``
     tuples; its validation and test splits, if any, are ignored: a run is always measured
-    on its main corpus. ``tag`` and ``noise_seed``: see :func:`_pick_languages`."""
+    on its main corpus. ``tag``, ``noise_seed`` and ``tag_origins``: see :func:`_pick_languages`."""
     raw = load_raw(dataset, only=True)
     if "train" not in raw:
         raise DataError(f"{dataset}: no train split (has {sorted(raw)})")
-    return as_pairs(select_pairs(raw["train"], src, tgt, f"{dataset} [train]", tag=tag, noise_seed=noise_seed))
+    where = f"{dataset} [train]"
+    return as_pairs(
+        select_pairs(raw["train"], src, tgt, where, tag=tag, noise_seed=noise_seed, tag_origins=tag_origins)
+    )
 
 
 def carve_validation(n: int, val_size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

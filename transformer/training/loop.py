@@ -62,6 +62,7 @@ from transformer.core.checkpoint import (
 )
 from transformer.core.config import TransformerConfig
 from transformer.training.data import (
+    SYNTHETIC_ORIGIN,
     ParallelData,
     encode_pairs,
     load_extra_train,
@@ -331,11 +332,13 @@ def load_run_data(
     extra_train: tuple[str, ...] = (),
     tag: str | None = None,
     noise_seed: int | None = None,
+    tag_origins: tuple[str, ...] = (SYNTHETIC_ORIGIN,),
 ) -> ParallelData:
     """The run's splits (``load_parallel``), optionally cut to the first ``max_train_pairs``,
-    then the train splits of the ``extra_train`` corpora appended (synthetic sources
-    prefixed with ``tag`` when given, forward-translated sources noised with ``noise_seed``
-    when given; see ``data.load_extra_train``).
+    then the train splits of the ``extra_train`` corpora appended (the sources of rows whose
+    origin starts with one of ``tag_origins`` prefixed with ``tag`` when given,
+    forward-translated sources noised with ``noise_seed`` when given; see
+    ``data.load_extra_train``).
 
     A hub dataset without an explicit config gets '<src>-<tgt>' (e.g. opus_books' 'en-it').
     Under torchrun rank 0 loads first, so the others read the ``datasets`` cache it
@@ -350,7 +353,7 @@ def load_run_data(
     extra = [
         pair
         for path in extra_train
-        for pair in load_extra_train(path, src_lang, tgt_lang, tag=tag, noise_seed=noise_seed)
+        for pair in load_extra_train(path, src_lang, tgt_lang, tag=tag, noise_seed=noise_seed, tag_origins=tag_origins)
     ]
     if dist.is_main:
         dist.barrier()
