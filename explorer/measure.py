@@ -49,6 +49,8 @@ MILK = "We need to buy bread, milk and eggs."
 JOHN = "Tom gave John a beautiful present for his birthday."
 BROTHER, SISTER = "My brother is tall.", "My sister is tall."
 DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
+GRANDPARENTS = "Yesterday we visited our grandparents."
+YOUNG_DOCTOR = "The young doctor forgot her umbrella at the restaurant."
 
 
 def words(tokens) -> list[str]:
@@ -92,10 +94,29 @@ def exact_cross(trace, layer, step):
     return trace.cross_attn[layer - 1, :, step - 1].mean(axis=0)
 
 
+def ranked_first(importance) -> tuple[str, int, int]:
+    """(kind, layer, head), 1-based, of the head that head importance ranks first."""
+    first = importance["ranking"][0]
+    return first["kind"], first["layer"] + 1, first["head"] + 1
+
+
 def head_drop(importance, kind, layer, head) -> float:
     """The drop head importance gives one head (1-based ``layer``, ``head``)."""
     wanted = (kind, layer - 1, head - 1)
     return next(x["drop"] for x in importance["ranking"] if (x["kind"], x["layer"], x["head"]) == wanted)
+
+
+def whatif(tr, trace, step: int, token: str):
+    """What if? at 1-based ``step``, forcing the candidate ``token`` (the calls of ``App.whatif``)."""
+    rank = trace.topk_tokens[step - 1].index(token)
+    return tr.trace(trace.src_text, forced_prefix=viewer.whatif_prefix(trace, step, rank))
+
+
+# The steps the texts name (1-based, as the app shows them)
+TOM_CLOSE = 2  # the Tom sentence's closest call: 'ha' against 'di'
+TOM_WHY = 7  # 'a' (Mary) against 'per', asked "Why this word?"
+TOM_NAME = 8  # where the Tom and John sentences part ('Mary' against 'John'), patched
+GRANDPARENTS_STEP = 7  # 'ni' of 'nipoti' against 'nonni'
 
 
 # ----------------------------------------------------------------------------- the model, measured once
@@ -127,27 +148,42 @@ class Measured:
 
     @cached_property
     def tom_knockout(self) -> dict:
-        return knockout.knockout(self.tr, TOM, "cross:0:0")  # cross-attention layer 1, head 1
+        """Knock-out of the head that head importance ranks first."""
+        kind, layer, head = ranked_first(self.importance)
+        return knockout.knockout(self.tr, TOM, f"{kind}:{layer - 1}:{head - 1}")
 
     @cached_property
-    def milk_latte(self):
-        """What if? at step 6 of the milk sentence, forcing the runner-up (the calls of ``App.whatif``)."""
-        trace = self.trace(MILK)
-        return self.tr.trace(trace.src_text, forced_prefix=viewer.whatif_prefix(trace, 6, 1))
+    def tom_close(self):
+        """What if? at the Tom sentence's closest call, forcing the runner-up."""
+        trace = self.trace(TOM)
+        return whatif(self.tr, trace, TOM_CLOSE, trace.topk_tokens[TOM_CLOSE - 1][1])
+
+    @cached_property
+    def grandparents_nonni(self):
+        return whatif(self.tr, self.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nonni")
+
+    @cached_property
+    def young_doctor_la(self):
+        return whatif(self.tr, self.trace(YOUNG_DOCTOR), 1, "▁La")
+
+    @cached_property
+    def doctor_she_st(self):
+        return whatif(self.tr, self.trace(DOCTOR_SHE), 7, "▁st")
 
     @cached_property
     def why(self):
-        """The three analyses of "Why this word?" at step 4 of the Tom sentence, as the app asks
-        for them (explorer/panels/attribution.py; steps 0-based here): direct logit attribution
-        against the runner-up, patching with the John sentence, and gradient attribution at 64
-        integration steps beside cross-attention at the last layer, mean of the heads."""
+        """The three analyses of "Why this word?" on the Tom sentence, as the app asks for them
+        (explorer/panels/attribution.py; steps 0-based here): at step ``TOM_WHY`` direct logit
+        attribution against the runner-up and gradient attribution at 64 integration steps
+        beside cross-attention at the last layer, mean of the heads; at step ``TOM_NAME``
+        patching with the John sentence."""
         from transformer.interpret.attribution import activation_patching, direct_logit_attribution
         from transformer.interpret.saliency import saliency
 
         return SimpleNamespace(
-            dla=direct_logit_attribution(self.tr, TOM, 3, versus="runner-up"),
-            patch=activation_patching(self.tr, TOM, JOHN, 3),
-            grad=saliency(self.tr, TOM, 3, n_steps=64),
+            dla=direct_logit_attribution(self.tr, TOM, TOM_WHY - 1, versus="runner-up"),
+            patch=activation_patching(self.tr, TOM, JOHN, TOM_NAME - 1),
+            grad=saliency(self.tr, TOM, TOM_WHY - 1, n_steps=64),
         )
 
 
@@ -156,34 +192,47 @@ def ig(m, word) -> float:
     return float(g.ig_src[words(g.src_tokens).index(word)])
 
 
+def grad_attention(m, word) -> float:
+    g = m.why.grad
+    return float(g.cross_attn[words(g.src_tokens).index(word)])
+
+
+def same_token(kinds, layer, head) -> float:
+    return kinds["decoder_self"]["same"][layer - 1][head - 1]
+
+
 # How each value of claims.json is measured: name -> function of the Measured model.
 MEASURES = {
     "test_sentences": lambda m: m.test_set["n_sentences"],
-    "same_l1h6_test_set": lambda m: m.test_set["kinds"]["decoder_self"]["same"][0][5],
-    "same_l1h6_red_car": lambda m: m.trace(RED_CAR).head_stats["kinds"]["decoder_self"]["same"][0][5],
-    "tom_drop_cross_l1h1": lambda m: head_drop(m.importance, "cross", 1, 1),
-    "tom_cross_l1h1_mary": lambda m: on(m.trace(TOM), head_row(m.trace(TOM), 1, 1, 4), "Mary"),
-    "tom_step4_a": lambda m: prob(m.trace(TOM), 4, "▁a"),
-    "tom_step4_un": lambda m: prob(m.trace(TOM), 4, "▁un"),
-    "lake_step10_nel": lambda m: prob(m.trace(LAKE), 10, "▁nel"),
-    "lake_step10_al": lambda m: prob(m.trace(LAKE), 10, "▁al"),
-    "lake_step10_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 4, 10, "translate"), "near"),
-    "lake_step12_ke": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 12, "translate"), "ke"),
-    "milk_step6_e": lambda m: prob(m.trace(MILK), 6, "▁e"),
+    "same_test_set": lambda m: same_token(m.test_set["kinds"], 3, 8),
+    "same_red_car": lambda m: same_token(m.trace(RED_CAR).head_stats["kinds"], 1, 5),
+    "tom_drop_first": lambda m: head_drop(m.importance, *ranked_first(m.importance)),
+    "tom_close_ha": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁ha"),
+    "tom_close_di": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁di"),
+    "lake_step10_vicino": lambda m: prob(m.trace(LAKE), 10, "▁vicino"),
+    "lake_step10_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 10, "translate"), "near"),
+    "lake_step12_la": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 12, "translate"), "la"),
     "milk_step6_latte": lambda m: prob(m.trace(MILK), 6, "▁latte"),
     "milk_step6_milk": lambda m: on(m.trace(MILK), shown_cross(m.trace(MILK), 3, 6, "translate"), "milk"),
-    "dla_a_over_un": lambda m: m.why.dla.value,
-    "dla_cross_l4h3": lambda m: m.why.dla.cross[3, 2],
-    "dla_cross_l4h4": lambda m: m.why.dla.cross[3, 3],
-    "dla_cross_l4h5_against": lambda m: -m.why.dla.cross[3, 4],
-    "dla_cross_l1h1": lambda m: m.why.dla.cross[0, 0],
-    "patch_cross_l4h3": lambda m: m.why.patch.fraction("cross")[3, 2],
+    "grand_step7_ni": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁ni"),
+    "grand_step7_nonni": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nonni"),
+    "grand_step7_grand": lambda m: on(
+        m.trace(GRANDPARENTS), shown_cross(m.trace(GRANDPARENTS), 3, GRANDPARENTS_STEP, "translate"), "grand"
+    ),
+    "young_step1_il": lambda m: prob(m.trace(YOUNG_DOCTOR), 1, "▁Il"),
+    "young_step1_la": lambda m: prob(m.trace(YOUNG_DOCTOR), 1, "▁La"),
+    "tom_why_a": lambda m: prob(m.trace(TOM), TOM_WHY, "▁a"),
+    "tom_why_per": lambda m: prob(m.trace(TOM), TOM_WHY, "▁per"),
+    "dla_a_over_per": lambda m: m.why.dla.value,
+    "dla_cross_l4h7": lambda m: m.why.dla.cross[3, 6],
+    "dla_cross_l3h4": lambda m: m.why.dla.cross[2, 3],
+    "dla_cross_l2h1_against": lambda m: -m.why.dla.cross[1, 0],
+    "patch_cross_l4h6": lambda m: m.why.patch.fraction("cross")[3, 5],
     "patch_cross_l3h4": lambda m: m.why.patch.fraction("cross")[2, 3],
-    "patch_cross_l1h1": lambda m: m.why.patch.fraction("cross")[0, 0],
-    "john_cross_l1h1_john": lambda m: on(m.trace(JOHN), head_row(m.trace(JOHN), 1, 1, 4), "John"),
-    "ig_beautiful": lambda m: ig(m, "beautiful"),
     "ig_mary": lambda m: ig(m, "Mary"),
-    "grad_attn_beautiful": lambda m: m.why.grad.cross_attn[words(m.why.grad.src_tokens).index("beautiful")],
+    "ig_a": lambda m: ig(m, "a"),
+    "grad_attn_mary": lambda m: grad_attention(m, "Mary"),
+    "grad_attn_present": lambda m: grad_attention(m, "present"),
     "grad_rank_correlation": lambda m: m.why.grad.spearman()["src"]["integrated_gradients"],
     "brother_step1_mio": lambda m: prob(m.trace(BROTHER), 1, "▁Mio"),
     "sister_step1_mia": lambda m: prob(m.trace(SISTER), 1, "▁Mia"),
@@ -193,15 +242,15 @@ MEASURES = {
     "brother_step2_brother": lambda m: on(m.trace(BROTHER), shown_cross(m.trace(BROTHER), 3, 2), "brother"),
     "sister_step2_sister": lambda m: on(m.trace(SISTER), shown_cross(m.trace(SISTER), 3, 2), "sister"),
     "two_cars_step2_due": lambda m: prob(m.trace(TWO_CARS), 2, "▁due"),
-    "two_cars_step6_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 6), "red"),
-    "two_cars_step7_osse": lambda m: prob(m.trace(TWO_CARS), 7, "osse"),
-    "two_cars_step7_ossi": lambda m: prob(m.trace(TWO_CARS), 7, "ossi"),
+    "two_cars_step5_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 5), "red"),
+    "two_cars_step6_os": lambda m: prob(m.trace(TWO_CARS), 6, "os"),
+    "two_cars_step6_ossi": lambda m: prob(m.trace(TWO_CARS), 6, "ossi"),
     "doctor_she_step7_stanco": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁stanco"),
     "doctor_he_step7_stanco": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁stanco"),
     "doctor_she_step7_st": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁st"),
     "doctor_he_step7_st": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁st"),
-    "doctor_she_weight": lambda m: on(m.trace(DOCTOR_SHE), shown_cross(m.trace(DOCTOR_SHE), 1, 7), "she"),
-    "doctor_he_weight": lambda m: on(m.trace(DOCTOR_HE), shown_cross(m.trace(DOCTOR_HE), 1, 7), "he"),
+    "doctor_she_weight": lambda m: on(m.trace(DOCTOR_SHE), shown_cross(m.trace(DOCTOR_SHE), 2, 5), "she"),
+    "doctor_he_weight": lambda m: on(m.trace(DOCTOR_HE), shown_cross(m.trace(DOCTOR_HE), 2, 5), "he"),
 }
 
 
@@ -223,18 +272,20 @@ def quotes(m: Measured) -> list[tuple[str, str]]:
     """(text, passage): each translation a text quotes, with the model's own translation in it."""
     out = {
         text: m.trace(text).translation
-        for text in (TOM, LAKE, MILK, JOHN, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE)
+        for text in (TOM, JOHN, GRANDPARENTS, YOUNG_DOCTOR, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE)
     }
     return [
         ("readme", f'"{TOM}" → "{out[TOM]}"'),
-        ("readme", f'Knock it out and the model says "{m.tom_knockout["knockout"]["translation"]}"'),
-        ("readme", f'"{LAKE}" → "{out[LAKE]}"'),
-        ("readme", f'"{MILK}" → "{out[MILK]}"'),
-        ("readme", f'it goes on to "{m.milk_latte.translation}"'),
-        ("readme", f'(→ "{out[JOHN]}")'),
+        ("readme", f'the model goes on to "{m.tom_close.translation}"'),
+        ("readme", f'"{GRANDPARENTS}" → "{out[GRANDPARENTS]}"'),
+        ("readme", f'and it says "{m.grandparents_nonni.translation}"'),
+        ("readme", f'"{YOUNG_DOCTOR}" → "{out[YOUNG_DOCTOR]}"'),
+        ("readme", f'it goes on to "{m.young_doctor_la.translation}"'),
+        ("readme", f'(→ "{out[JOHN]}"'),
         (f"pair {BROTHER}", f"'{out[BROTHER]}' against '{out[SISTER]}'"),
         (f"pair {RED_CAR}", f"'{out[RED_CAR]}' against '{out[TWO_CARS]}'"),
         (f"pair {DOCTOR_SHE}", f"both are '{out[DOCTOR_SHE]}'"),
+        (f"pair {DOCTOR_SHE}", f"it says '{m.doctor_she_st.translation}'"),
     ]
 
 

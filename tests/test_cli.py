@@ -478,3 +478,19 @@ def test_run_json_keeps_every_recorded_option_and_the_preset(data_dir, tmp_path)
     record = json.loads((out / RUN_FILE).read_text(encoding="utf-8"))
     assert set(RECORDED) <= record.keys() and {"d_model", "batch_tokens", "lr", "processes"} <= record.keys()
     assert record["dataset"] == str(data_dir) and record["extra_train"] == []
+
+
+def test_the_default_run_adds_the_repositorys_further_pairs_and_only_to_its_own_corpus(data_dir):
+    """`python train.py` with no flags trains on the shipped recipe's data folders, which must
+    exist in a clone; another corpus, or the default one turned round, gets none of them."""
+    default = cli_train.extra_train(cli_train.parse_args([]))
+    assert [Path(p).name for p in default] == [
+        "tatoeba-en-it-bt",
+        "tatoeba-en-it-more",
+        "tatoeba-en-it-ft2",
+        "tatoeba-en-it-concat",
+    ]
+    assert all((Path(p) / "README.md").is_file() for p in default)
+    assert cli_train.extra_train(cli_train.parse_args(["--src", "it", "--tgt", "en"])) == ()
+    assert cli_train.extra_train(cli_train.parse_args(["--dataset", str(data_dir)])) == ()
+    assert cli_train.extra_train(cli_train.parse_args(["--extra-train"])) == ()

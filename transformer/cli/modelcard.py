@@ -180,7 +180,8 @@ while it translates.
 ## Use
 
 ```python
-from transformer import load_translator   # this project's package
+from transformer import load_translator  # this project's package
+
 tr = load_translator("path/to/this/folder")  # or the hub repo id 'owner/name'
 tr.translate(["Where is the station?"])
 ```

@@ -23,9 +23,12 @@ from transformer.training.loop import DEFAULT_SNAPSHOTS, parse_snapshots
 # the repository's own corpus: the command line is the layer that knows the repository
 DATA = Path(__file__).resolve().parents[2] / "data"
 DEFAULT_DATASET = str(DATA / "tatoeba-en-it")
-# back-translated pairs for the default corpus (data/tatoeba-en-it-bt/README.md), added to
-# its training split unless --extra-train says otherwise
-DEFAULT_EXTRA_TRAIN = str(DATA / "tatoeba-en-it-bt")
+# the default corpus's further training pairs, added to its training split unless
+# --extra-train says otherwise (each folder's README says how it was made): back-translated,
+# further real, forward-translated (second round) and joined pairs
+DEFAULT_EXTRA_TRAIN = tuple(
+    str(DATA / name) for name in ("tatoeba-en-it-bt", "tatoeba-en-it-more", "tatoeba-en-it-ft2", "tatoeba-en-it-concat")
+)
 
 
 def repo_id(text: str) -> str:
@@ -46,7 +49,7 @@ def _extra_train_help() -> str:
         "more training pairs: local JSONL folders or files (their train split only; validation "
         "and test always come from --dataset). Pairs whose 'origin' starts with 'bt' are back-translated, "
         "'ft' forward-translated. "
-        f"(default: {Path(DEFAULT_EXTRA_TRAIN).relative_to(DATA.parent)} with the default "
+        f"(default: {' '.join(str(Path(p).relative_to(DATA.parent)) for p in DEFAULT_EXTRA_TRAIN)} with the default "
         "--dataset and --src/--tgt, none otherwise; give no PATH for none)"
     )
 

@@ -102,12 +102,12 @@ def preset_from_args(args) -> Preset:
 
 
 def extra_train(args) -> tuple[str, ...]:
-    """The --extra-train corpora; by default the back-translated pairs that belong to the
-    default corpus, when the run uses that corpus in its own direction."""
+    """The --extra-train corpora; by default the further pairs that belong to the default
+    corpus, when the run uses that corpus in its own direction."""
     if args.extra_train is not None:
         return tuple(args.extra_train)
     own = Path(args.dataset).resolve() == Path(DEFAULT_DATASET) and (args.src, args.tgt) == ("en", "it")
-    return (DEFAULT_EXTRA_TRAIN,) if own else ()
+    return DEFAULT_EXTRA_TRAIN if own else ()
 
 
 def run_flags(args) -> dict:
