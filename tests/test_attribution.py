@@ -264,10 +264,10 @@ def test_patching_refuses_equal_tokens_and_bad_input(translator):
 
 
 def test_patching_tom_and_john_on_the_shipped_model(shipped):
-    """ "Tom gave John ..." drops the name ("Tom ha dato un bel regalo ..."): at step 4 (1-based)
-    A says "a" and B "un". Patching every component together moves the whole difference."""
-    res = activation_patching(shipped, TOM, JOHN, 3)
-    assert (res.token_a, res.token_b) == ("▁a", "▁un")
+    """The two sentences part at the name: at step 8 (1-based) A says "Mary" and B "John".
+    Patching every component together moves the whole difference."""
+    res = activation_patching(shipped, TOM, JOHN, 7)
+    assert (res.token_a, res.token_b) == ("▁Mary", "▁John")
     assert res.diff_a > 0 > res.diff_b
     assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
     cfg = shipped.cfg

@@ -115,9 +115,10 @@ export function analysisMatrix({ shape: [, K], data }, rows, cols) {
   return out;
 }
 
-/** A source token that is punctuation or symbols only (".", ",", "?", ...): like the markers, a
- * place a head parks its weight rather than a word it reads. */
-export const isPunct = (tok) => /^▁?[\p{P}\p{S}]+$/u.test(tok);
+/** A source token that is punctuation or symbols only (".", ",", "?", ...), or the word-start
+ * marker alone (before a character the vocabulary lacks): like the markers, a place a head parks
+ * its weight rather than a word it reads. */
+export const isPunct = (tok) => /^▁?[\p{P}\p{S}]*$/u.test(tok);
 
 /** Where cross-attention `layer` (0-based), `head` (index, "mean" or "max") looks clearly at a
  * word: each step past step 1 (one row only) that writes a word (not a marker or punctuation)

@@ -88,6 +88,13 @@ export class LinePicture {
     this.card = el("div", { id: "attn-lines-card", className: "ln-card" });
     this.note = el("p", { id: "line-note", className: "ax-note" });
     slot.append(this.swatches, this.card, this.note);
+    // a hover ends when the pointer leaves the picture, even if the token it entered was redrawn
+    // under it (a redraw replaces the token's element, and the old one gets no pointerleave)
+    this.card.addEventListener("pointerleave", (ev) => {
+      if (ev.pointerType !== "mouse" || !this.hover) return;
+      this.hover = null;
+      this.render();
+    });
     this.swatches.addEventListener("click", (ev) => {
       const b = ev.target.closest && ev.target.closest("button[data-head]");
       if (!b) return;

@@ -220,7 +220,7 @@ def test_a_new_sentence_opens_on_a_sharp_head_past_step_one_and_says_why(desktop
 
 def test_a_sentence_with_no_word_to_look_at_opens_at_step_one(desktop):
     page = desktop
-    translate(page, "😺😺 שלום עולם", step=None)  # every source token is [UNK]: no step looks clearly at a word
+    translate(page, "😺😺 ⌘⌘ ☃", step=None)  # every source token is [UNK] or a bare "▁": no word to look at
     assert state(page)["step"] == 1 and "sharpest reader" in page.inner_text("#focus-note")
     translate(page, SENTENCE, step=None)  # and the next sentence opens on its focus again
     assert state(page)["step"] == state(page)["focus"]["step"] >= 2
