@@ -78,11 +78,6 @@ def top(trace, row) -> str:
     return words(trace.src_tokens)[int(np.argmax(row))]
 
 
-def head_row(trace, layer, head, step):
-    """Cross-attention of one head (1-based ``layer``, ``head``, ``step``), from the model."""
-    return trace.cross_attn[layer - 1, head - 1, step - 1]
-
-
 def shown_cross(trace, layer, step, origin="pair"):
     """Cross-attention of ``layer`` (mean of the heads) at 1-based ``step`` as the viewer draws
     it: from its payload (a Translate and both sentences of a pair travel in that format)."""
