@@ -99,6 +99,21 @@ class DataSplit(NamedTuple):
     file: Path  # the file that holds it: what the results name as their data
 
 
+def add_checkpoint_and_data(p: argparse.ArgumentParser, verb: str, data_note: str = "") -> None:
+    """``--checkpoint``, ``--data`` and ``--split`` as every command that reads a model and a
+    held-out split takes them (``data_split_or_exit`` reads the last two)."""
+    from transformer.core.checkpoint import DEFAULT_CHECKPOINT
+
+    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
+    p.add_argument(
+        "--data",
+        required=True,
+        help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
+        "OPUS Books schema, .jsonl.gz too" + data_note,
+    )
+    p.add_argument("--split", default=None, help=f"split to {verb} when --data is a folder (default: test)")
+
+
 def data_split_or_exit(data: str, split: str | None) -> DataSplit:
     """What to read for ``--data`` and ``--split``, or a one-line message and exit code 2,
     before any model loads. A file is read whole (``transformer.training.data`` calls it the

@@ -21,10 +21,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from transformer.core.checkpoint import DEFAULT_CHECKPOINT
 from transformer.core.checkpoint import METRICS_FILE, write_file_atomic
 from transformer.cli import (
     ArgumentParser,
+    add_checkpoint_and_data,
     DataSplit,
     check_output_or_exit,
     data_split_or_exit,
@@ -39,14 +39,7 @@ from transformer.cli.modelcard import display_source
 
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m transformer.cli.evaluate", description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
-    p.add_argument(
-        "--data",
-        required=True,
-        help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
-        "OPUS Books schema, .jsonl.gz too",
-    )
-    p.add_argument("--split", default=None, help="split to score when --data is a folder (default: test)")
+    add_checkpoint_and_data(p, "score")
     p.add_argument("--src", default=None, help="source language (default: the checkpoint's)")
     p.add_argument("--tgt", default=None, help="target language (default: the checkpoint's)")
     p.add_argument("--limit", type=whole_number(1), default=None, help="score only the first N pairs")

@@ -19,10 +19,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from transformer.core.checkpoint import DEFAULT_CHECKPOINT
 from transformer.core.readings import aggregate_head_stats
 from transformer.cli import (
     ArgumentParser,
+    add_checkpoint_and_data,
     check_output_or_exit,
     data_split_or_exit,
     fail,
@@ -34,14 +34,7 @@ from transformer.training.data import DataError, load_split
 
 def parse_args(argv=None):
     p = ArgumentParser(prog="python -m transformer.cli.head_stats", description=__doc__.split("\n")[0])
-    p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
-    p.add_argument(
-        "--data",
-        required=True,
-        help="JSONL file (read whole), or a folder: its test.jsonl, or the split --split names; "
-        "OPUS Books schema, .jsonl.gz too; only the source side is used",
-    )
-    p.add_argument("--split", default=None, help="split to analyse when --data is a folder (default: test)")
+    add_checkpoint_and_data(p, "analyse", "; only the source side is used")
     p.add_argument("--limit", type=whole_number(1), default=None, help="analyse only the first N sentences")
     p.add_argument("--out", default=None, help="where to write the JSON (default: <checkpoint>/head_stats.json)")
     return p.parse_args(argv)

@@ -631,10 +631,7 @@ def attribution_figure(res: LogitAttribution):
         f"(σ = {res.norm_sigma:.3f}); attention heads' o_proj bias counted in the block bars"
     )
     fig.update_layout(
-        title={"text": title, "font": {"size": 13}},
-        font=F.FONT,
-        plot_bgcolor="#fff",
-        paper_bgcolor="#fff",
+        **F.frame(title),
         showlegend=False,
         width=max(760, 2 * 60 * H + 200),
         height=620,
@@ -675,10 +672,7 @@ def patching_figure(res: PatchingResult):
         f"all together {res.fraction('all'):.3f})"
     )
     fig.update_layout(
-        title={"text": title, "font": {"size": 13}},
-        font=F.FONT,
-        plot_bgcolor="#fff",
-        paper_bgcolor="#fff",
+        **F.frame(title),
         showlegend=False,
         width=max(820, 2 * 60 * H + 260),
         height=420,

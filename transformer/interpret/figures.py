@@ -52,6 +52,12 @@ MASKED, FUTURE, HIGHLIGHT, TEXT, MUTED, BAR = "#d9d9d9", "#f1f1f1", "#e4572e", "
 FONT = dict(family="DejaVu Sans, system-ui, sans-serif", size=11, color=TEXT)
 
 
+def frame(title: str) -> dict:
+    """The layout every analysis figure shares: its title, the project's font, white paper."""
+    white = "#fff"
+    return {"title": {"text": title, "font": {"size": 13}}, "font": FONT, "plot_bgcolor": white, "paper_bgcolor": white}
+
+
 def colorscale(stops) -> list:
     """Evenly spaced RGB stops -> a plotly colorscale (the browser's lookup tables use the same)."""
     return [[i / (len(stops) - 1), f"rgb{tuple(s)}"] for i, s in enumerate(stops)]

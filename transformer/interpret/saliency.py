@@ -375,10 +375,7 @@ def saliency_figure(res: Saliency):
         f"f(x) − f(x') = {rise:.3f}<br>baseline x': {BASELINE}"
     )
     fig.update_layout(
-        title={"text": title, "font": {"size": 13}},
-        font=F.FONT,
-        plot_bgcolor="#fff",
-        paper_bgcolor="#fff",
+        **F.frame(title),
         barmode="group",
         width=max(820, 46 * len(res.src_tokens) + 260),
         height=720,
