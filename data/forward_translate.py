@@ -59,6 +59,13 @@ def shuffled_sentences(paths: list[Path], lang: str, seed: int) -> list[str]:
     return sentences
 
 
+def work(args) -> list[str]:
+    """The sentences this run translates, in order: the seeded shuffle of ``--mono`` after
+    ``--skip``, cut to ``--limit``. A later round can take the next slice of the same shuffle."""
+    sentences = shuffled_sentences([Path(p) for p in args.mono], args.src, args.seed)[args.skip :]
+    return sentences[: args.limit or None]
+
+
 def done_count(out: Path) -> int:
     """Whole lines already written (a line cut by a stop is dropped and redone)."""
     if not out.exists():
@@ -72,7 +79,7 @@ def done_count(out: Path) -> int:
 
 def translate(args) -> None:
     torch.set_num_threads(args.threads)
-    sentences = shuffled_sentences([Path(p) for p in args.mono], args.src, args.seed)[: args.limit or None]
+    sentences = work(args)
     tgt = other(args.src)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +113,7 @@ def evaluation_sentences() -> set[str]:
     sentences = set()
     for path in sorted((ROOT / "data").rglob("*.jsonl")):
         if path.stem in ("validation", "test"):
-            for line in path.open(encoding="utf-8"):
+            for line in path.read_text(encoding="utf-8").splitlines():
                 sentences.update(normalize(s) for s in json.loads(line)["translation"].values())
     return sentences
 
@@ -119,7 +126,7 @@ def finish(args) -> None:
     written = other(args.src)
     origin = "ft:beam" if written == "it" else "bt:beam"
     rows, dropped = [], 0
-    for line in Path(args.out).open(encoding="utf-8"):
+    for line in Path(args.out).read_text(encoding="utf-8").splitlines():
         pair = {lang: normalize(text) for lang, text in json.loads(line).items()}
         if not pair[written] or any(s in evaluation or fingerprint(s) in blocked for s in pair.values()):
             dropped += 1
@@ -132,7 +139,7 @@ def finish(args) -> None:
     print(json.dumps({"pairs": len(rows), "dropped": dropped}))
 
 
-def main(argv=None) -> int:
+def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "--src", choices=LANGUAGES, default="en", help="the language of the monolingual text (en: forward, it: back)"
@@ -149,9 +156,21 @@ def main(argv=None) -> int:
     p.add_argument("--batch-size", type=int, default=64, help="sentences decoded together")
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--seed", type=int, default=0, help="seed of the shuffle (the order of the work)")
-    p.add_argument("--limit", type=int, default=0, help="translate only the first N shuffled sentences (0: all)")
+    p.add_argument(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first N shuffled sentences (those an earlier round translated with the same --seed)",
+    )
+    p.add_argument(
+        "--limit", type=int, default=0, help="translate only the first N shuffled sentences after --skip (0: all)"
+    )
     p.add_argument("--finish", metavar="DIR", help="write the training folder DIR from --out instead of translating")
-    args = p.parse_args(argv)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
     finish(args) if args.finish else translate(args)
     return 0
 

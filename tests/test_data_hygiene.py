@@ -37,8 +37,6 @@ FINGERPRINTS = "heldout-fingerprints.txt"
 # files under data/ that are not data: the folders' descriptions, the held-out list, the rebuild
 # script (and the bytecode Python may leave beside it)
 NOT_DATA = re.compile(r"(README\.md|heldout-fingerprints\.txt|.*\.pyc?)$")
-# the side of a back-translated pair (origin ``bt...``) that a model wrote
-SYNTHETIC_SIDE = "en"
 
 
 def kind(path: Path) -> str | None:
@@ -224,25 +222,23 @@ def test_no_real_pair_is_in_two_training_files():
 
 
 def translated(root: Path, lang: str) -> set[str]:
-    """Every ``lang`` sentence of a training pairs file that a person paired: not a back-translated
-    pair's ``SYNTHETIC_SIDE`` (a model wrote it), and neither side of a forward-translated pair
-    (origin ``ft``), whose English is the monolingual English itself (``data/forward_translate.py``
-    draws it from ``data/mono-en``) and whose Italian a model wrote."""
+    """Every ``lang`` sentence of a training pairs file that a person paired. A synthetic pair
+    (origin ``bt`` or ``ft``) does not count: one side is a model's, and the other is the
+    monolingual text itself (``data/forward_translate.py`` draws the English from ``data/mono-en``
+    and the Italian from ``data/mono-it`` and the first back-translated round)."""
     out = set()
     for f in data_files(root):
         if kind(f) != "pairs" or is_evaluation(f):
             continue
         for r in rows(f):
-            origin = str(r.get("origin", ""))
-            if origin.startswith("ft") or (lang == SYNTHETIC_SIDE and origin.startswith("bt")):
-                continue
-            out.add(r["translation"][lang])
+            if not str(r.get("origin", "")).startswith(("bt", "ft")):
+                out.add(r["translation"][lang])
     return out
 
 
 def test_monolingual_text_holds_no_sentence_that_training_already_pairs():
     """Monolingual text is for making new pairs: a sentence with a real translation in a
-    training file (or, for Italian, already back-translated) would only be made twice."""
+    training file would only be made twice, and worse."""
     mono = [f for f in data_files(DATA) if kind(f) == "monolingual"]
     assert mono, "no monolingual text found"
     for f in mono:

@@ -80,3 +80,18 @@ def test_monolingual_text_comes_from_text_and_pair_files_once_each(tmp_path):
     expected = ["Buonanotte.", "Buongiorno.", "Ciao."]
     random.Random(0).shuffle(expected)
     assert got == expected
+
+
+def test_skip_and_limit_take_a_slice_of_the_same_shuffle(tmp_path):
+    """--skip leaves out what an earlier round translated: two rounds with the same seed, one
+    with --limit N and one with --skip N, cover the text once between them."""
+    text = tmp_path / "en.txt"
+    text.write_text("".join(f"Sentence {i}.\n" for i in range(10)), encoding="utf-8")
+    script = load_script("data/forward_translate.py")
+    args = script.parse_args(["--mono", str(text), "--out", str(tmp_path / "o.jsonl"), "--limit", "4"])
+    first = script.work(args)
+    args = script.parse_args(["--mono", str(text), "--out", str(tmp_path / "o.jsonl"), "--skip", "4", "--limit", "3"])
+    second = script.work(args)
+    assert len(first) == 4 and len(second) == 3 and not set(first) & set(second)
+    whole = script.shuffled_sentences([text], "en", seed=0)
+    assert first + second == whole[:7]
