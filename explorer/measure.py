@@ -108,10 +108,9 @@ def whatif(tr, trace, step: int, token: str):
 
 
 # The steps the texts name (1-based, as the app shows them)
-TOM_CLOSE = 2  # the Tom sentence's closest call: 'ha' against 'di'
-TOM_WHY = 7  # 'a' (Mary) against 'per', asked "Why this word?"
-TOM_NAME = 8  # where the Tom and John sentences part ('Mary' against 'John'), patched
-GRANDPARENTS_STEP = 7  # 'ni' of 'nipoti' against 'nonni'
+TOM_CLOSE = 7  # the Tom sentence's closest call: 'per' against 'a' (Mary), asked "Why this word?"
+TOM_PART = 4  # where the Tom and John sentences part ('un' against 'a', John first), patched
+GRANDPARENTS_STEP = 5  # 'nostra' against 'nostro' and 'i': where the plural is lost
 
 
 # ----------------------------------------------------------------------------- the model, measured once
@@ -154,12 +153,34 @@ class Measured:
         return whatif(self.tr, trace, TOM_CLOSE, trace.topk_tokens[TOM_CLOSE - 1][1])
 
     @cached_property
-    def grandparents_nonni(self):
-        return whatif(self.tr, self.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nonni")
+    def tom_step4_a(self):
+        """What if? at the Tom sentence's step 4, forcing 'a' (the name first)."""
+        return whatif(self.tr, self.trace(TOM), 4, "▁a")
+
+    @cached_property
+    def tom_knockouts(self) -> list[str]:
+        """Every one of the 96 single-head knock-outs that changes the Tom sentence, as
+        ``kind:layer:head`` (0-based, as ``knockout.knockout`` takes them)."""
+        cfg = self.tr.cfg
+        layers = {"encoder": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
+        heads = [f"{kind}:{layer}:{head}" for kind, n in layers.items() for layer in range(n) for head in range(cfg.h)]
+        return [h for h in heads if knockout.knockout(self.tr, TOM, h)["changed"]]
+
+    @cached_property
+    def grandparents_nostro(self):
+        return whatif(self.tr, self.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostro")
+
+    @cached_property
+    def grandparents_i(self):
+        return whatif(self.tr, self.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁i")
 
     @cached_property
     def young_doctor_la(self):
         return whatif(self.tr, self.trace(YOUNG_DOCTOR), 1, "▁La")
+
+    @cached_property
+    def two_cars_ossi(self):
+        return whatif(self.tr, self.trace(TWO_CARS), 6, "ossi")
 
     @cached_property
     def doctor_she_st(self):
@@ -168,17 +189,17 @@ class Measured:
     @cached_property
     def why(self):
         """The three analyses of "Why this word?" on the Tom sentence, as the app asks for them
-        (explorer/panels/attribution.py; steps 0-based here): at step ``TOM_WHY`` direct logit
+        (explorer/panels/attribution.py; steps 0-based here): at step ``TOM_CLOSE`` direct logit
         attribution against the runner-up and gradient attribution at 64 integration steps
-        beside cross-attention at the last layer, mean of the heads; at step ``TOM_NAME``
+        beside cross-attention at the last layer, mean of the heads; at step ``TOM_PART``
         patching with the John sentence."""
         from transformer.interpret.attribution import activation_patching, direct_logit_attribution
         from transformer.interpret.saliency import saliency
 
         return SimpleNamespace(
-            dla=direct_logit_attribution(self.tr, TOM, TOM_WHY - 1, versus="runner-up"),
-            patch=activation_patching(self.tr, TOM, JOHN, TOM_NAME - 1),
-            grad=saliency(self.tr, TOM, TOM_WHY - 1, n_steps=64),
+            dla=direct_logit_attribution(self.tr, TOM, TOM_CLOSE - 1, versus="runner-up"),
+            patch=activation_patching(self.tr, TOM, JOHN, TOM_PART - 1),
+            grad=saliency(self.tr, TOM, TOM_CLOSE - 1, n_steps=64),
         )
 
 
@@ -199,46 +220,49 @@ def same_token(kinds, layer, head) -> float:
 # How each value of claims.json is measured: name -> function of the Measured model.
 MEASURES = {
     "test_sentences": lambda m: m.test_set["n_sentences"],
-    "same_test_set": lambda m: same_token(m.test_set["kinds"], 3, 8),
-    "same_red_car": lambda m: same_token(m.trace(RED_CAR).head_stats["kinds"], 1, 5),
+    "same_test_set": lambda m: same_token(m.test_set["kinds"], 2, 6),
+    "same_red_car": lambda m: same_token(m.trace(RED_CAR).head_stats["kinds"], 1, 6),
     "tom_drop_first": lambda m: head_drop(m.importance, *ranked_first(m.importance)),
-    "tom_close_ha": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁ha"),
-    "tom_close_di": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁di"),
-    "lake_step10_vicino": lambda m: prob(m.trace(LAKE), 10, "▁vicino"),
-    "lake_step10_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 10, "translate"), "near"),
-    "lake_step12_la": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 12, "translate"), "la"),
+    "tom_close_per": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁per"),
+    "tom_close_a": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁a"),
+    "tom_step4_a": lambda m: prob(m.trace(TOM), 4, "▁a"),
+    "lake_step11_vicino": lambda m: prob(m.trace(LAKE), 11, "▁vicino"),
+    "lake_step11_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 11, "translate"), "near"),
+    "lake_step13_la": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 13, "translate"), "la"),
     "milk_step6_latte": lambda m: prob(m.trace(MILK), 6, "▁latte"),
     "milk_step6_milk": lambda m: on(m.trace(MILK), shown_cross(m.trace(MILK), 3, 6, "translate"), "milk"),
-    "grand_step7_ni": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁ni"),
-    "grand_step7_nonni": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nonni"),
-    "grand_step7_grand": lambda m: on(
-        m.trace(GRANDPARENTS), shown_cross(m.trace(GRANDPARENTS), 3, GRANDPARENTS_STEP, "translate"), "grand"
+    "grand_step5_nostra": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostra"),
+    "grand_step5_nostro": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostro"),
+    "grand_step5_i": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁i"),
+    "grand_step6_non": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP + 1, "▁non"),
+    "grand_step6_grand": lambda m: on(
+        m.trace(GRANDPARENTS), shown_cross(m.trace(GRANDPARENTS), 3, GRANDPARENTS_STEP + 1, "translate"), "grand"
     ),
     "young_step1_il": lambda m: prob(m.trace(YOUNG_DOCTOR), 1, "▁Il"),
     "young_step1_la": lambda m: prob(m.trace(YOUNG_DOCTOR), 1, "▁La"),
-    "tom_why_a": lambda m: prob(m.trace(TOM), TOM_WHY, "▁a"),
-    "tom_why_per": lambda m: prob(m.trace(TOM), TOM_WHY, "▁per"),
-    "dla_a_over_per": lambda m: m.why.dla.value,
-    "dla_cross_l4h7": lambda m: m.why.dla.cross[3, 6],
-    "dla_cross_l3h4": lambda m: m.why.dla.cross[2, 3],
-    "dla_cross_l2h1_against": lambda m: -m.why.dla.cross[1, 0],
-    "patch_cross_l4h6": lambda m: m.why.patch.fraction("cross")[3, 5],
-    "patch_cross_l3h4": lambda m: m.why.patch.fraction("cross")[2, 3],
-    "ig_mary": lambda m: ig(m, "Mary"),
-    "ig_a": lambda m: ig(m, "a"),
-    "grad_attn_mary": lambda m: grad_attention(m, "Mary"),
-    "grad_attn_present": lambda m: grad_attention(m, "present"),
+    "young_la_step4_ia": lambda m: prob(m.young_doctor_la, 4, "ia"),
+    "young_la_step4_ica": lambda m: prob(m.young_doctor_la, 4, "ica"),
+    "dla_per_over_a": lambda m: m.why.dla.value,
+    "dla_cross_l3h3": lambda m: m.why.dla.cross[2, 2],
+    "dla_cross_l2h1": lambda m: m.why.dla.cross[1, 0],
+    "dla_cross_l3h2_against": lambda m: -m.why.dla.cross[2, 1],
+    "patch_cross_l2h2": lambda m: m.why.patch.fraction("cross")[1, 1],
+    "patch_cross_l2h6": lambda m: m.why.patch.fraction("cross")[1, 5],
+    "ig_her": lambda m: ig(m, "her"),
+    "ig_for": lambda m: ig(m, "for"),
+    "grad_attn_sos": lambda m: grad_attention(m, "[SOS]"),
+    "grad_attn_her": lambda m: grad_attention(m, "her"),
     "grad_rank_correlation": lambda m: m.why.grad.spearman()["src"]["integrated_gradients"],
     "brother_step1_mio": lambda m: prob(m.trace(BROTHER), 1, "▁Mio"),
     "sister_step1_mia": lambda m: prob(m.trace(SISTER), 1, "▁Mia"),
     "brother_step4_alto": lambda m: prob(m.trace(BROTHER), 4, "▁alto"),
-    "sister_step4_al": lambda m: prob(m.trace(SISTER), 4, "▁al"),
+    "sister_step4_alta": lambda m: prob(m.trace(SISTER), 4, "▁alta"),
     "sister_step4_alto": lambda m: prob(m.trace(SISTER), 4, "▁alto"),
     "brother_step2_brother": lambda m: on(m.trace(BROTHER), shown_cross(m.trace(BROTHER), 3, 2), "brother"),
     "sister_step2_sister": lambda m: on(m.trace(SISTER), shown_cross(m.trace(SISTER), 3, 2), "sister"),
     "two_cars_step2_due": lambda m: prob(m.trace(TWO_CARS), 2, "▁due"),
     "two_cars_step5_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 5), "red"),
-    "two_cars_step6_os": lambda m: prob(m.trace(TWO_CARS), 6, "os"),
+    "two_cars_step6_osse": lambda m: prob(m.trace(TWO_CARS), 6, "osse"),
     "two_cars_step6_ossi": lambda m: prob(m.trace(TWO_CARS), 6, "ossi"),
     "doctor_she_step7_stanco": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁stanco"),
     "doctor_he_step7_stanco": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁stanco"),
@@ -271,14 +295,18 @@ def quotes(m: Measured) -> list[tuple[str, str]]:
     }
     return [
         ("readme", f'"{TOM}" → "{out[TOM]}"'),
+        ("readme", f'the model says "{m.tom_knockout["knockout"]["translation"]}"'),
         ("readme", f'the model goes on to "{m.tom_close.translation}"'),
+        ("readme", f'there and it says "{m.tom_step4_a.translation}"'),
         ("readme", f'"{GRANDPARENTS}" → "{out[GRANDPARENTS]}"'),
-        ("readme", f'and it says "{m.grandparents_nonni.translation}"'),
+        ("readme", f'Force "nostro" with What if? and it says "{m.grandparents_nostro.translation}"'),
+        ("readme", f'force "i" and it says "{m.grandparents_i.translation}"'),
         ("readme", f'"{YOUNG_DOCTOR}" → "{out[YOUNG_DOCTOR]}"'),
         ("readme", f'it goes on to "{m.young_doctor_la.translation}"'),
         ("readme", f'(→ "{out[JOHN]}"'),
         (f"pair {BROTHER}", f"'{out[BROTHER]}' against '{out[SISTER]}'"),
         (f"pair {RED_CAR}", f"'{out[RED_CAR]}' against '{out[TWO_CARS]}'"),
+        (f"pair {RED_CAR}", f"it says '{m.two_cars_ossi.translation}'"),
         (f"pair {DOCTOR_SHE}", f"both are '{out[DOCTOR_SHE]}'"),
         (f"pair {DOCTOR_SHE}", f"it says '{m.doctor_she_st.translation}'"),
     ]

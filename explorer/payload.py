@@ -92,16 +92,20 @@ def focus_head(stats: dict | None) -> dict | None:
     """The cross-attention head that aligns best by a head-stats dict (``analysis.head_stats``
     of one sentence, or their test-set average): the one whose attention is both sharp (low
     normalised entropy) and on words rather than on [SOS], [EOS] or punctuation (low sink
-    share), i.e. the largest (1 − entropy)·(1 − sink). Layers and heads 1-based; None
-    without cross-attention stats."""
+    share), i.e. the largest (1 − entropy)·(1 − sink). When the stats name habits, only the
+    monotonic aligners compete (if there are any): a sharp head that does not follow the
+    source in order (a "focused" head of layer 1, say) draws no alignment to read. Layers and
+    heads 1-based; None without cross-attention stats."""
     cross = ((stats or {}).get("kinds") or {}).get("cross") or {}
     entropy, sink = cross.get("entropy"), cross.get("sink")
     if not entropy or not sink:
         return None
+    habit = cross.get("habit") or []
+    aligners = {(l, h) for l, row in enumerate(habit) for h, x in enumerate(row or []) if x == "monotonic aligner"}
     best = None
     for l, (row_e, row_s) in enumerate(zip(entropy, sink)):
         for h, (e, k) in enumerate(zip(row_e, row_s)):
-            if e is None or k is None:
+            if e is None or k is None or (aligners and (l, h) not in aligners):
                 continue
             score = (1 - e) * (1 - k)
             if best is None or score > best[0]:

@@ -264,10 +264,10 @@ def test_patching_refuses_equal_tokens_and_bad_input(translator):
 
 
 def test_patching_tom_and_john_on_the_shipped_model(shipped):
-    """The two sentences part at the name: at step 8 (1-based) A says "Mary" and B "John".
-    Patching every component together moves the whole difference."""
-    res = activation_patching(shipped, TOM, JOHN, 7)
-    assert (res.token_a, res.token_b) == ("▁Mary", "▁John")
+    """The two sentences part at step 4 (1-based): A says "un" and keeps Mary for the end, B says
+    "a" and names John first. Patching every component together moves the whole difference."""
+    res = activation_patching(shipped, TOM, JOHN, 3)
+    assert (res.token_a, res.token_b) == ("▁un", "▁a")
     assert res.diff_a > 0 > res.diff_b
     assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
     cfg = shipped.cfg

@@ -485,9 +485,9 @@ def test_the_default_run_adds_the_repositorys_further_pairs_and_only_to_its_own_
     exist in a clone; another corpus, or the default one turned round, gets none of them."""
     default = cli_train.extra_train(cli_train.parse_args([]))
     assert [Path(p).name for p in default] == [
-        "tatoeba-en-it-bt",
+        "tatoeba-en-it-bt2",
         "tatoeba-en-it-more",
-        "tatoeba-en-it-ft2",
+        "tatoeba-en-it-ft4",
         "tatoeba-en-it-concat",
     ]
     assert all((Path(p) / "README.md").is_file() for p in default)

@@ -280,6 +280,16 @@ def test_focus_head_is_the_sharpest_head_that_looks_at_words():
     assert P.focus_head(None) is None and P.focus_head({"kinds": {"encoder": {}}}) is None
 
 
+def test_focus_head_takes_a_monotonic_aligner_over_a_sharper_head_that_is_not_one():
+    # layer 1 head 1 scores highest, but the habits say only layer 2's heads follow the source in order
+    stats = cross_stats([[0.1, 0.5], [0.3, 0.2]], [[0.1, 0.1], [0.1, 0.3]])
+    stats["kinds"]["cross"]["habit"] = [["focused", "mixed"], ["monotonic aligner", "monotonic aligner"]]
+    assert (P.focus_head(stats)["layer"], P.focus_head(stats)["head"]) == (2, 1)
+    # with no aligner at all, every head competes again
+    stats["kinds"]["cross"]["habit"] = [["focused", "mixed"], ["[SOS] sink", "focused"]]
+    assert (P.focus_head(stats)["layer"], P.focus_head(stats)["head"]) == (1, 1)
+
+
 def test_the_payload_opens_on_the_test_sets_head_or_else_the_sentences():
     tr = synthetic_trace(8, 6, L=2, H=2)
     assert "focus" not in P.encode_trace(tr)  # no statistics at all: the viewer keeps its own settings

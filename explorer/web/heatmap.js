@@ -49,6 +49,11 @@ export function drawHeatmap(fig, spec) {
     // cells, a long one small ones), never below a readable size (then the map scrolls)
     const fitH = Math.floor(spec.maxHeight / Math.max(1, rows.length));
     cell = Math.max(spec.minCell || MIN_CELL, Math.min(spec.maxCell || 64, fitting, fitH));
+    if (spec.minFont && px > spec.minFont && cell < 1.5 * px - 1) {
+      // a long translation: the height binds below 1.5x the label size, so the labels get smaller
+      // (not below spec.minFont) and the cells stay 1.5x as high as a label (docs: picture.md)
+      return drawHeatmap(fig, { ...spec, font: Math.max(spec.minFont, Math.floor((cell + 1) / 1.5)), minFont: 0 });
+    }
     // where the height binds (a laptop, a projector), columns widen into the width the page
     // gives the map, up to twice as wide as high, so the picture fills its column
     cellW = Math.max(cell, Math.min(2 * cell, fitting));

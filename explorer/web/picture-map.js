@@ -53,6 +53,8 @@ export class MapPicture {
   spec(size) {
     return { maxWidth: Math.max(240, size.width - (size.narrow ? 0 : 4 * size.font + 20)), maxHeight: size.height,
       font: size.font, minCell: Math.max(14, size.font + 2), maxCell: Math.round(4 * size.font),
+      // the smallest label a projector still carries: 14 px, or 1.6 % of the window's height
+      minFont: size.narrow ? 0 : Math.max(14, Math.ceil(0.016 * (window.innerHeight || 800))),
       rowShare: size.narrow ? 0.3 : 0.4 };
   }
 

@@ -156,9 +156,12 @@ def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, refere
     translate(page, SENTENCE)
     show_mean_of_heads(page)
     toggle_section(page)
-    press(page, "#arith-choices button[data-head='1']")
+    # a head other than the one the sentence opened on: the next sentence then keeps the
+    # visitor's settings instead of opening on its own focus
+    head = "2" if state(page)["focused"]["head"] == "1" else "1"
+    press(page, f"#arith-choices button[data-head='{head}']")
     layer = state(page)["layer"]
-    shown_row(page, f"cross:{layer}:1:1")
+    shown_row(page, f"cross:{layer}:{head}:1")
     click_cell(page, 0, 0)
     page.wait_for_function("() => window.__explorer.getState().cell !== null")
     toggle_section(page)  # closed again
@@ -181,6 +184,6 @@ def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, refere
     s = state(page)
     assert s["cell"] is None and s["arithmetic"] is None  # nothing of the old sentence is left
     toggle_section(page)
-    shown = shown_row(page, f"cross:{layer}:1:1")
+    shown = shown_row(page, f"cross:{layer}:{head}:1")
     assert [k.split(" ", 1)[1] for k in shown["keys"]] == reference[OTHER].src_tokens
     assert shown["picked"] == []

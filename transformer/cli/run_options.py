@@ -24,10 +24,11 @@ from transformer.training.loop import DEFAULT_SNAPSHOTS, parse_snapshots
 DATA = Path(__file__).resolve().parents[2] / "data"
 DEFAULT_DATASET = str(DATA / "tatoeba-en-it")
 # the default corpus's further training pairs, added to its training split unless
-# --extra-train says otherwise (each folder's README says how it was made): back-translated,
-# further real, forward-translated (second round) and joined pairs
+# --extra-train says otherwise (each folder's README says how it was made): back-translated (second round),
+# further real, forward-translated (fourth round) and joined pairs
 DEFAULT_EXTRA_TRAIN = tuple(
-    str(DATA / name) for name in ("tatoeba-en-it-bt", "tatoeba-en-it-more", "tatoeba-en-it-ft2", "tatoeba-en-it-concat")
+    str(DATA / name)
+    for name in ("tatoeba-en-it-bt2", "tatoeba-en-it-more", "tatoeba-en-it-ft4", "tatoeba-en-it-concat")
 )
 
 
