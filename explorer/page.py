@@ -31,6 +31,7 @@ from .downloads import write_trace_file
 from .errors import answer
 from .blocks import message, view_host
 from .panels import PANELS
+from .panels.analysis import load_test_stats
 from .payload import encode_trace
 from .serving import TraceBatcher, api_answer
 
@@ -66,6 +67,9 @@ class App:
         self.max_chars = MAX_CHARS
         # the examples and hints for this model (generic ones for a checkpoint without claims.json)
         self.claims = for_checkpoint(tr.directory)
+        # the checkpoint's test-set head diagnostics: a new sentence opens on the head that
+        # aligns best over them (payload.focus_head), the same head for every sentence
+        self.test_stats = load_test_stats(getattr(tr, "directory", None))
         self.panels = [panel(self) for panel in PANELS]
 
     def panel(self, view: str):
@@ -115,7 +119,7 @@ class App:
             self.notice: "\n\n".join(
                 [*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped, self.tr.metrics.get("test"))]
             ),
-            self.viewer: message(encode_trace(trace, origin=origin)),
+            self.viewer: message(encode_trace(trace, origin=origin, test_stats=self.test_stats)),
             # the full-precision file is written by prepare_download, chained after this
             # event, so the views paint without waiting for it (about 0.4 s at 126 tokens)
             self.download: gr.DownloadButton(value=None, interactive=False),

@@ -4,6 +4,7 @@ What-if, links, panels that follow the sentence, and the download files."""
 import json
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
@@ -53,6 +54,32 @@ def test_translate_returns_outputs_keyed_by_component(app):
         assert json.load(f)["src_tokens"] == trace.src_tokens
     assert file_path(app.prepare_download(None)[app.download]) is None
     assert set(out) == set(app.outputs)  # a new trace updates every panel's sentence state too
+
+
+def test_a_new_sentence_opens_on_the_checkpoints_test_set_head(app, monkeypatch):
+    """With the checkpoint's head_stats.json, the payload's focus is its test-set head (the
+    viewer says "over N test sentences"); without it, the sentence's own."""
+    cfg = app.tr.cfg
+    entropy = [[0.9] * cfg.h for _ in range(cfg.n_decoder_layers)]
+    entropy[-1][-1] = 0.1  # the last head of the last layer is the sharp one
+    sink = [[0.1] * cfg.h for _ in range(cfg.n_decoder_layers)]
+    monkeypatch.setattr(app, "test_stats", {"n_sentences": 7, "kinds": {"cross": {"entropy": entropy, "sink": sink}}})
+    focus = payload(app.translate("the black cat sleeps."), app)["focus"]
+    assert (focus["source"], focus["layer"], focus["head"], focus["n_sentences"]) == (
+        "test",
+        cfg.n_decoder_layers,
+        cfg.h,
+        7,
+    )
+    monkeypatch.setattr(app, "test_stats", None)
+    assert payload(app.translate("the black cat sleeps."), app)["focus"]["source"] == "sentence"
+
+
+def test_the_shipped_app_loads_its_test_set_head_diagnostics():
+    from transformer import load_translator
+
+    shipped = explorer_page.App(load_translator(Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"))
+    assert shipped.test_stats["n_sentences"] == 1000
 
 
 @pytest.mark.parametrize(
