@@ -162,8 +162,12 @@ class Measured:
         """Every one of the 96 single-head knock-outs that changes the Tom sentence, as
         ``kind:layer:head`` (0-based, as ``knockout.knockout`` takes them)."""
         cfg = self.tr.cfg
-        layers = {"encoder": cfg.n_encoder_layers, "decoder_self": cfg.n_decoder_layers, "cross": cfg.n_decoder_layers}
-        heads = [f"{kind}:{layer}:{head}" for kind, n in layers.items() for layer in range(n) for head in range(cfg.h)]
+        heads = [
+            f"{kind}:{layer}:{head}"
+            for kind in knockout.KINDS
+            for layer in range(knockout.n_layers(cfg, kind))
+            for head in range(cfg.h)
+        ]
         return [h for h in heads if knockout.knockout(self.tr, TOM, h)["changed"]]
 
     @cached_property

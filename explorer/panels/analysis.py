@@ -99,7 +99,7 @@ class AnalysisPanel(Panel):
 
     def __init__(self, app) -> None:
         super().__init__(app)
-        self.test_stats = load_test_stats(getattr(app.tr, "directory", None))
+        self.test_stats = getattr(app, "test_stats", None)  # loaded once, by the page (explorer/page.py)
 
     # --- the API (also what the page's requests run) ------------------------------------------
     def _text(self, text) -> str:
