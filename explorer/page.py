@@ -48,6 +48,12 @@ LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the gre
 EXAMPLES = default_claims().examples()
 
 
+def opening_sentence(examples: list[list[str]]) -> str:
+    """The example a first visit sees drawn: the one with the most words (a longer sentence
+    shows more of what attention does), the first of those."""
+    return max((sentence for sentence, _hint in examples), key=lambda t: len(t.split()), default="I have a red car.")
+
+
 def link_prefix(forced) -> list[int]:
     """The forced token ids a link carries, as ints; a malformed list is a ValueError."""
     if not isinstance(forced, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in forced):
@@ -71,6 +77,9 @@ class App:
         # aligns best over them (payload.focus_head), the same head for every sentence
         self.test_stats = load_test_stats(getattr(tr, "directory", None))
         self.panels = [panel(self) for panel in PANELS]
+        # a first visit opens on an example already translated and drawn: traced once here, at
+        # start-up, and sent with the page, so a visitor costs the model nothing until they ask
+        self.opening = self.tr.trace(opening_sentence(self.claims.examples()))
 
     def panel(self, view: str):
         """The panel of browser view ``view`` (e.g. "analysis")."""
@@ -199,10 +208,12 @@ class App:
     # --- layout -------------------------------------------------------------------------------
     def build(self) -> gr.Blocks:
         gr.set_static_paths([str(WEB)])  # the browser modules, served as files (offline, cacheable)
-        with gr.Blocks(title="Inside the Transformer: en→it attention explorer") as demo:
-            self.trace_state = gr.State(None)
+        with gr.Blocks(title="Inside the Transformer: en→it attention explorer", fill_width=True) as demo:
+            self.trace_state = gr.State(self.opening)
             self.build_header()
-            self.viewer = view_host("viewer", elem_id="viewer")
+            # the opening example's payload travels with the page ("first": a link's own sentence replaces it)
+            first = {**encode_trace(self.opening, origin="translate", test_stats=self.test_stats), "first": True}
+            self.viewer = view_host("viewer", elem_id="viewer", value=message(first))
             # the "Why?" tools: every panel, each in its own closed section (its build() makes it)
             with gr.Column(elem_id="why-tools"):
                 gr.Markdown("### Why did it say that? Tools that ask the model again", elem_id="why-title")
@@ -223,43 +234,65 @@ class App:
         return demo
 
     def build_header(self) -> None:
+        """The header takes little height, so the picture below owns the first screen: a title
+        line, then the sentence, Translate and the translation in one row (stacked on a phone),
+        the examples in one line, and the notice only when there is one."""
         cfg, n_tok = self.tr.cfg, self.tr.max_source_tokens
         metrics = self.tr.metrics.get("test") or self.tr.metrics.get("validation") or {}
-        score = f"; {metrics['bleu']} BLEU on its test set" if metrics else ""
+        score = f" ({metrics['bleu']} BLEU on its test set)" if metrics else ""
         gr.Markdown(
             "# Inside the Transformer\n"
-            f"A Transformer ({cfg.n_encoder_layers} encoder and {cfg.n_decoder_layers} decoder layers, {cfg.h} heads) "
-            f"trained from scratch for {cfg.src_lang}→{cfg.tgt_lang}{score}. "
-            "Translate a sentence and watch it being written, one token at a time.",
+            f"A Transformer ({cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, {cfg.h} heads) trained from scratch "
+            f"for {cfg.src_lang}→{cfg.tgt_lang}{score}. Type English (up to {n_tok} subword tokens, about "
+            f"{n_tok * 3 // 4} words) and watch it write, one token at a time.",
             elem_id="intro",
         )
-        with gr.Row():
+        with gr.Row(elem_id="input-row", equal_height=True):
             self.src_text = gr.Textbox(
+                value=self.opening.src_text,
                 label="English sentence",
                 placeholder="I have a red car.",
-                scale=5,
+                scale=4,
+                min_width=260,
                 max_lines=3,
                 elem_id="src-text",
-                info=f"The model reads English only, up to {n_tok} subword tokens (roughly {n_tok * 3 // 4} words); "
-                "longer text is cut there and the notice says what was dropped.",
+                elem_classes=["ex-inline-label"],
             )
-            self.translate_btn = gr.Button("Translate", variant="primary", scale=1, elem_id="translate-btn")
-        # the examples and the hint of the one clicked, drawn by web/hint.js: one click translates it
-        self.examples = view_host(
-            "hint", elem_id="hint", data=self.claims.examples(), label="What to look for", show_label=False
-        )
+            self.translate_btn = gr.Button(
+                "Translate", variant="primary", scale=0, min_width=120, elem_id="translate-btn"
+            )
+            self.translation = gr.Textbox(
+                value=self.opening.translation,
+                label=GREEDY_LABEL,
+                interactive=False,
+                elem_id="translation",
+                scale=4,
+                min_width=260,
+                elem_classes=["ex-inline-label"],
+            )
+        # the examples (one line) and the hint of the one clicked, drawn by web/hint.js: one click
+        # translates it; the tour and the trace's download at the end of the same line
+        with gr.Row(elem_id="tools-row", equal_height=False):
+            self.examples = view_host(
+                "hint",
+                elem_id="hint",
+                data=self.claims.examples(),
+                label="What to look for",
+                show_label=False,
+                scale=1,
+                min_width=300,
+            )
+            view_host("tour", elem_id="tour", scale=0, min_width=150)  # "Take the tour" (web/tour.js)
+            self.download = gr.DownloadButton(
+                "Download trace (JSON)",
+                value=None,
+                interactive=False,
+                elem_id="download-trace",
+                size="sm",
+                scale=0,
+                min_width=170,
+            )
         self.notice = gr.Markdown(elem_id="notice")
-        with gr.Row():
-            self.translation = gr.Textbox(label=GREEDY_LABEL, interactive=False, elem_id="translation", scale=3)
-            with gr.Column(scale=1, min_width=280):
-                view_host("tour", elem_id="tour")  # "Take the tour" (web/tour.js)
-                self.download = gr.DownloadButton(
-                    "Download trace (JSON, full precision)",
-                    value=None,
-                    interactive=False,
-                    elem_id="download-trace",
-                    size="sm",
-                )
 
     def wire(self) -> None:
         # the translate handlers mostly wait for the batcher, which runs the model in one

@@ -38,7 +38,7 @@ export class Hint {
       return b;
     });
     host.replaceChildren(el("div", { className: "ax-examples" }, [
-      el("span", { className: "ax-examples-label", text: "Examples (one click translates):" }),
+      el("span", { className: "ax-examples-label", text: "Examples:", title: "One click translates an example" }),
       el("div", { className: "ax-example-list" }, buttons)]), this.box);
     // the user types in the sentence box (#src-text, a Gradio textbox): a hint for another sentence goes
     document.addEventListener("input", (ev) => {

@@ -46,7 +46,7 @@ export class Player {
       if (!global && !this.root.contains(t)) return;
       const owns = (sel) => t.closest && t.closest(sel);
       if (ev.key === "ArrowLeft" || ev.key === "ArrowRight") {
-        if (owns(OWN_ARROWS)) return;
+        if (owns(OWN_ARROWS) || ev.shiftKey) return; // shift + arrows change the head (attn-picker.js)
         ev.preventDefault();
         this.go(this.store.get().step + (ev.key === "ArrowLeft" ? -1 : 1));
       } else if (ev.key === " " || ev.key === "Spacebar") {

@@ -45,12 +45,16 @@ export class MainView {
       "aria-pressed": "false", hidden: true,
       title: "The arithmetic of one row of this map, beside it: click a cell to pick the row",
       text: "Explain a row" });
+    // the page's buttons for the whole view (viewer-page.js: Present, the PNG)
+    this.tools = el("span", { className: "ax-maintools" });
     this.el = el("section", { id: "main-view", className: "ax-main", "data-needs-trace": true,
       "aria-label": "Attention" }, [
-      el("div", { className: "ax-mainhead" }, [this.caption, this.explain, this.picker]),
+      el("div", { className: "ax-mainhead" }, [this.caption, this.explain, this.picker, this.tools]),
       this.note,
-      el("div", { className: "ax-toprow" }, [this.col, el("div", { className: "ax-side" }, [this.topk.el])]),
+      el("div", { className: "ax-toprow" }, [this.col]),
     ]);
+    // the candidates: the page puts them in its rail beside the picture (viewer-page.js)
+    this.side = el("div", { className: "ax-side" }, [this.topk.el]);
   }
 
   /** Make the pictures, once the viewer's context (tooltip, hits, marks) exists; `explains`:
@@ -98,14 +102,29 @@ export class MainView {
     this.note.hidden = true;
   }
 
-  /** The room the picture has: {width, height (for its grid), font, narrow, touch}. */
+  /** The room the picture has: {width, height (for its grid), font, narrow, touch}. On a wide
+   * screen the grid's height is what the window leaves under the picture's top once the column
+   * labels under it are counted, so the whole map, labels and all, is on the first screen (in
+   * presentation mode, on the screen); on a phone the map is as tall as its cells need. */
   size(s) {
     const narrow = (window.innerWidth || 1000) < 600;
     const font = mainFont(s.presenting, narrow), vh = window.innerHeight || 800;
     const width = Math.max(260, (this.col.clientWidth || this.el.clientWidth || 800) - 4);
-    const height = Math.max(8 * font, Math.round(vh * (s.presenting ? 0.62 : 0.38)));
+    const height = narrow && !s.presenting ? Math.round(vh * 0.38)
+      : Math.max(8 * font, vh - this.gridTop(s) - (this.below || Math.round(6 * font)) - 10);
     return { width, height, font, narrow,
       touch: window.matchMedia ? window.matchMedia("(hover: none)").matches : false };
+  }
+
+  /** Where the picture's grid starts, in css px from the top of the page (of the presentation
+   * screen while presenting), as if scrolled to the top. */
+  gridTop(s) {
+    const fig = this.pictures.map.fig, shown = !fig.el.hidden && fig.canvas.getBoundingClientRect().height > 0;
+    const scroller = s.presenting ? this.el.closest(".ax-root") : null;
+    const scrolled = scroller ? scroller.scrollTop : window.scrollY;
+    // the map's own canvas, or (while another picture shows) the column it stands in and a caption's height
+    const top = shown ? fig.canvas.getBoundingClientRect().top : this.col.getBoundingClientRect().top + 30;
+    return top + scrolled + 4;
   }
 
   draw(s, tr) {
@@ -116,17 +135,32 @@ export class MainView {
     const picture = this.pictures[name];
     this.caption.replaceChildren(...picture.caption(s.view));
     this.focusNote(s, tr);
-    if (!s.presenting) this.drawTopk(s, tr); // drawn first: the column beside it takes the rest of the width
-    picture.draw(s, tr, layout(tr, s), this.size(s));
+    if (!s.presenting) this.drawTopk(s, tr);
+    const lay = layout(tr, s);
+    picture.draw(s, tr, lay, this.size(s));
+    if (name === "map" && this.learnBelow()) picture.draw(s, tr, lay, this.size(s)); // the first drawing measured it
     this.el.dataset.picture = name;
   }
 
+  /** The height under the map's grid (its column labels), from the last drawing; true when it
+   * changed enough that the map should be drawn again to fit the screen. */
+  learnBelow() {
+    const fig = this.pictures.map.fig, hit = this.ctx.hits.get("attn-plot"), g = hit && hit.geometry;
+    const h = fig.canvas.getBoundingClientRect().height;
+    if (!g || !h) return false;
+    const below = Math.ceil(h - g.top - g.rows * g.cell), changed = Math.abs(below - (this.below || 0)) > 4;
+    this.below = below;
+    return changed;
+  }
+
   drawTopk(s, tr) {
-    const narrow = (window.innerWidth || 1000) < 600, t = s.step - 1, font = narrow ? 11 : mainFont(false, false);
-    const width = Math.min(Math.round(font * 17), Math.max(260, (this.el.clientWidth || 800) - 4));
+    // in the rail beside the picture (viewer-page.js), in the rail's type size
+    const narrow = (window.innerWidth || 1000) < 600, t = s.step - 1, font = narrow ? 11 : 14;
+    const room = this.side.clientWidth || this.el.clientWidth || 800;
+    const width = Math.min(Math.round(font * 20), Math.max(240, room - 4));
     // a phone shows the five most likely (What if? lists all of them)
     const cands = narrow ? tr.topk(t).slice(0, 5) : tr.topk(t);
-    this.topk.setCaption(narrow ? "Next-token candidates (top 5)" : "Next-token candidates (top-k probabilities)");
+    this.topk.setCaption(narrow ? "Next-token candidates (top 5)" : "Next-token candidates (probabilities)");
     this.ctx.hits.set("topk", drawTopk(this.topk.canvas, { cands, emitted: tr.tgt[t + 1], width, font }));
     this.topk.el.dataset.step = String(t + 1);
   }

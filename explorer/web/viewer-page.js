@@ -40,35 +40,52 @@ function stepControls() {
   const play = el("button", { id: "play-btn", type: "button", title: "Play / pause (space)", "aria-pressed": "false" });
   const speed = select("play-speed", "speed", SPEEDS.map((s) => [s, `${count(s, "step")}/s`]));
   return el("div", { className: "ax-controls ax-stepbar" }, [
-    prev,
+    prev, next, play, speed,
     el("input", { id: "step-slider", type: "range", min: 1, max: 1, value: 1, step: 1, "aria-label": "Step" }),
-    next, play, speed,
     el("span", { id: "step-label", className: "ax-steplabel", text: "Step – of –" }),
+  ]);
+}
+
+/** Presentation mode and the PNG of the view: with the picture's own buttons (viewer-main.js). */
+function viewButtons() {
+  return [
     el("button", { id: "present-btn", type: "button", className: "ax-present-btn", "aria-pressed": "false",
       title: "Presentation mode: this picture alone, full screen, in large type (Esc leaves)", text: "Present" }),
     el("button", { id: "download-view-png", type: "button", className: "ax-download",
       title: "Download this view as a PNG image" },
       [el("span", { className: "ax-long", text: "Download this view " }), "(PNG)"]),
-  ]);
+  ];
 }
 
-/** The whole viewer: `main` is the main view's element (viewer-main.js), `sections` the closed sections'. */
-export function viewerPage(main, sections) {
+/** The whole viewer: `main` is the main view (viewer-main.js), `picker` the kind, layer and head
+ * controls (attn-picker.js), `sections` the closed sections' elements. On a wide screen the step
+ * control, what the step does, the controls and the candidates stand in a rail left of the
+ * picture, so the whole picture and everything that steers it fit one screen; on a phone the
+ * rail's parts stack above the picture and the candidates go under it (viewer.css). */
+export function viewerPage(main, picker, sections) {
+  main.tools.append(...viewButtons());
   return el("div", { className: "ax-root", tabindex: "-1" }, [
     el("p", { id: "viewer-empty", className: "ax-empty",
       text: "Translate a sentence to step through its decoding here." }),
     el("p", { id: "viewer-forced", className: "ax-forced", hidden: true }),
     el("p", { id: "present-sentence", className: "ax-present-sentence", "data-needs-trace": true }),
-    tokenRows(),
-    stepControls(),
-    // what is written so far and what this step does, side by side where there is room
-    el("div", { className: "ax-steprow", "data-needs-trace": true }, [
-      el("div", { className: "ax-tokrow ax-prefixrow" }, [
-        el("span", { className: "ax-label", text: "Generated so far" }),
-        el("div", { id: "prefix-chips", className: "ax-chips" })]),
-      el("p", { id: "step-text", className: "ax-steptext" }),
+    el("div", { className: "ax-board" }, [
+      el("div", { className: "ax-rail" }, [
+        stepControls(),
+        // what this step does
+        el("div", { className: "ax-steprow", "data-needs-trace": true }, [
+          el("p", { id: "step-text", className: "ax-steptext" }),
+        ]),
+        picker.el,
+        main.side,
+      ]),
+      main.el,
     ]),
-    main,
+    // what is written so far (the picture's row labels say it too), then the sentence's tokens
+    el("div", { className: "ax-tokrow ax-prefixrow", "data-needs-trace": true }, [
+      el("span", { className: "ax-label", text: "Generated so far" }),
+      el("div", { id: "prefix-chips", className: "ax-chips" })]),
+    tokenRows(),
     el("div", { className: "ax-folds" }, sections),
   ]);
 }

@@ -31,7 +31,10 @@ import { PeSection } from "./section-pe.js";
 import { Player } from "./player.js";
 import { Presenter } from "./present.js";
 import { downloadView } from "./viewer-export.js";
+import { AttnPicker } from "./attn-picker.js";
 
+// every control that needs a sentence: enabled with one, disabled without
+const CONTROLS = ".ax-controls button, .ax-controls select, .ax-controls input, .ax-maintools button";
 const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture",
   "presenting"];
 
@@ -55,7 +58,8 @@ export class Viewer {
     this.views = new ViewsSection(ctx);
     this.lens = new LensSection();
     this.pe = new PeSection(ctx);
-    this.root = viewerPage(this.main.el, [this.views.el, this.lens.el, this.pe.el]);
+    this.picker = new AttnPicker();
+    this.root = viewerPage(this.main, this.picker, [this.views.el, this.lens.el, this.pe.el]);
     host.replaceChildren(this.root);
     ctx.tip = this.tip = new Tooltip("viewer-tooltip", this.root);
     this.main.mount(ctx, !!this.server);
@@ -70,6 +74,7 @@ export class Viewer {
   bind(global) {
     this.bindSections();
     this.player.bind(global);
+    this.picker.bind(this.store, global);
     this.views.bind();
     this.pe.bind();
     const s = () => this.store.get();
@@ -83,10 +88,18 @@ export class Viewer {
       });
     }
     let resize = null;
-    window.addEventListener("resize", () => {
+    const redraw = () => {
       clearTimeout(resize);
       resize = setTimeout(() => this.render(true), 150);
-    });
+    };
+    window.addEventListener("resize", redraw);
+    // the picture's column changes width without a window resize too: the page's blocks settle
+    // after the first drawing, the explanation opens beside it, presentation mode starts or ends
+    let width = 0;
+    new ResizeObserver(() => {
+      const w = this.main.col.clientWidth;
+      if (w && Math.abs(w - width) > 2) { width = w; redraw(); }
+    }).observe(this.main.col);
   }
 
   isOpen(name) {
@@ -121,12 +134,11 @@ export class Viewer {
   connect(server) {
     syncAddress(this.store);
     followAccordions(this.store);
-    server.onValue((payload) => this.receive(payload));
+    // a link's own sentence is asked for before the page's opening example is drawn, which it replaces
     const link = readLink();
-    if (link) {
-      this.store.set({ link, open: link.open });
-      server.ask({ text: link.text, forced: link.forced, origin: link.origin });
-    }
+    if (link) this.store.set({ link, open: link.open });
+    server.onValue((payload) => this.receive(payload));
+    if (link) server.ask({ text: link.text, forced: link.forced, origin: link.origin });
   }
 
   /** A payload from the server (a new sentence), or null (refused: the viewer empties). A
@@ -136,6 +148,8 @@ export class Viewer {
   async receive(payload) {
     const store = this.store, n = (this.received = (this.received || 0) + 1);
     if (!payload) { store.setTrace(null); return; }
+    // the opening example sent with the page (explorer/page.py) gives way to a link's sentence
+    if (payload.first && store.get().link) return;
     const tr = await readTrace(payload);
     if (n !== this.received) return; // a newer answer came while this one was inflating
     const now = store.get(), link = now.link;
@@ -185,12 +199,13 @@ export class Viewer {
   showTrace(s) {
     const tr = s.trace, e = this.el;
     this.root.classList.remove("ax-is-empty");
-    for (const c of this.root.querySelectorAll(".ax-controls button, .ax-controls select, .ax-controls input")) {
+    for (const c of this.root.querySelectorAll(CONTROLS)) {
       c.disabled = false;
     }
     this.chips(e["src-chips"], tr.src);
     this.chips(e["tgt-chips"], tr.tgt);
     this.views.showTrace(tr);
+    this.picker.showTrace(tr);
     this.pe.showTrace(tr);
     e["step-slider"].max = String(tr.steps);
     this.forcedNote(tr, s.origin);
@@ -217,7 +232,7 @@ export class Viewer {
   clear() {
     const e = this.el;
     this.root.classList.add("ax-is-empty");
-    for (const c of this.root.querySelectorAll(".ax-controls button, .ax-controls select, .ax-controls input")) {
+    for (const c of this.root.querySelectorAll(CONTROLS)) {
       c.disabled = true;
     }
     for (const id of ["src-chips", "tgt-chips", "prefix-chips", "step-text", "present-sentence"]) {
@@ -239,6 +254,7 @@ export class Viewer {
     if (!tr) return;
     this.player.follow(s, tr);
     this.views.follow(s, tr);
+    this.picker.follow(s, tr);
     const t = s.step - 1;
     const prefix = this.el["prefix-chips"];
     this.chips(prefix, tr.tgt.slice(0, t + 2), t + 1);
