@@ -281,9 +281,13 @@ def translate(page, text: str, read: str | None = None, step: int | None = 1):
     go to ``step`` (None: stay on the step the viewer opened it on, its focus)."""
     page.locator("#src-text textarea").fill(text)
     before = page.evaluate("() => window.__explorer && window.__explorer.getState().sentence")
+    # a new trace, even of the sentence on screen (a first visit opens on an example already drawn)
+    serial = page.evaluate("() => window.__explorer ? window.__explorer.getState().sentenceId : -1")
     page.click("#translate-btn")
     page.wait_for_function(
-        "(t) => window.__explorer && window.__explorer.getState().sentence === t", arg=text if read is None else read
+        "([t, n]) => window.__explorer && window.__explorer.getState().sentence === t"
+        " && window.__explorer.getState().sentenceId > n",
+        arg=[text if read is None else read, serial],
     )
     painted(page)  # a new sentence opens on its own focus step
     if step is not None:

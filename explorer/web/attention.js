@@ -120,12 +120,21 @@ export function analysisMatrix({ shape: [, K], data }, rows, cols) {
  * its weight rather than a word it reads. */
 export const isPunct = (tok) => /^▁?[\p{P}\p{S}]*$/u.test(tok);
 
+/** Whether token `i` of `toks` is a whole word: it starts one (▁) and the next token does not
+ * continue it. A marker or punctuation ends a word too. */
+export function isWholeWord(tr, toks, i) {
+  const tok = toks[i], next = toks[i + 1];
+  return tok.startsWith("▁") && (next === undefined || next.startsWith("▁") || tr.isSpecial(next) || isPunct(next));
+}
+
 /** Where cross-attention `layer` (0-based), `head` (index, "mean" or "max") looks clearly at a
  * word: each step past step 1 (one row only) that writes a word (not a marker or punctuation)
  * has its largest weight on one source word (not a marker or punctuation); of the steps within
  * CLEAR of the clearest, the latest, so the map shows as many rows as it can while its last row
- * is still sharp. {step (1-based), key (0-based), weight}, or null when there is no such step
- * (a one-word translation, or a source of unknown characters only). */
+ * is still sharp. Steps that write a whole word while looking at a whole word come first, then
+ * steps that look at a whole word (a fragment such as the "f" of "sofa" tells a learner little);
+ * only without either do fragments count. {step (1-based), key (0-based), weight}, or null when
+ * there is no such step (a one-word translation, or a source of unknown characters only). */
 export function clearestStep(tr, layer, head) {
   const peaks = [];
   for (let t = 1; t < tr.steps; t++) {
@@ -137,10 +146,15 @@ export function clearestStep(tr, layer, head) {
       const w = tr.weight("cross", layer, head, t, k);
       if (w > best.weight) best = { step: t + 1, key: k, weight: w };
     }
+    // 2: a whole word written while looking at a whole word; 1: looking at a whole word
+    best.grade = isWholeWord(tr, tr.src, best.key) ? 1 + isWholeWord(tr, tr.tgt, t + 1) : 0;
     peaks.push(best);
   }
-  const top = Math.max(0, ...peaks.map((p) => p.weight));
-  return top > 0 ? peaks.filter((p) => p.weight >= CLEAR * top).pop() : null;
+  const grade = Math.max(0, ...peaks.map((p) => p.grade));
+  const pool = peaks.filter((p) => p.grade === grade);
+  const top = Math.max(0, ...pool.map((p) => p.weight));
+  const pick = top > 0 ? pool.filter((p) => p.weight >= CLEAR * top).pop() : null;
+  return pick && { step: pick.step, key: pick.key, weight: pick.weight };
 }
 const CLEAR = 0.8; // a step whose peak is at least this share of the clearest step's counts as clear
 

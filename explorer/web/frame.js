@@ -59,6 +59,10 @@ export class HeatFigure extends Figure {
     super(id, label, { ...options, className: beside ? "ax-heat ax-beside" : "ax-heat" });
     this.rows = el("div", { className: "ax-rows", "aria-hidden": "true" });
     this.stage.prepend(this.rows);
+    // the column labels as HTML, pinned under the visible rows, when a map is taller than its
+    // room (setColumnLabels): the map then scrolls up and down under its labels
+    this.cols = el("div", { className: "ax-cols", "aria-hidden": "true", hidden: true });
+    this.scroll.append(this.cols);
     this.axes = el("span", { className: "ax-axes" });
     this.legendTitle = el("span", { className: "ax-legend-title" });
     this.legendLo = el("span", { className: "ax-legend-lo" });
@@ -95,6 +99,22 @@ export class HeatFigure extends Figure {
         text: r.label });
       Object.assign(label.style, { top: `${top + (i + 0.5) * cell - span / 2}px`, height: `${span}px`,
         lineHeight: `${span}px` });
+      return label;
+    }));
+  }
+
+  /** Pin the column labels (`labels`: [{text, x}] with x the column's centre in css px of the
+   * stage) in a strip `height` px high and `width` wide under the scrolling rows, the box `room` px high, or
+   * (`labels` null) give the labels back to the canvas and the box its natural height. */
+  setColumnLabels(labels, height = 0, px = 11, room = 0, width = 0) {
+    this.cols.hidden = !labels;
+    this.scroll.classList.toggle("ax-pinned", !!labels);
+    this.scroll.style.maxHeight = labels ? `${room}px` : "";
+    if (!labels) { this.cols.replaceChildren(); return; }
+    Object.assign(this.cols.style, { height: `${height}px`, width: `${width}px`, fontSize: `${px}px` });
+    this.cols.replaceChildren(...labels.map(({ text, x }) => {
+      const label = el("span", { className: "ax-collabel", text });
+      Object.assign(label.style, { left: `${x}px`, width: `${height - 6}px` });
       return label;
     }));
   }

@@ -49,20 +49,27 @@ export function drawHeatmap(fig, spec) {
     // cells, a long one small ones), never below a readable size (then the map scrolls)
     const fitH = Math.floor(spec.maxHeight / Math.max(1, rows.length));
     cell = Math.max(spec.minCell || MIN_CELL, Math.min(spec.maxCell || 64, fitting, fitH));
-    if (spec.minFont && px > spec.minFont && cell < 1.5 * px - 1) {
-      // a long translation: the height binds below 1.5x the label size, so the labels get smaller
-      // (not below spec.minFont) and the cells stay 1.5x as high as a label (docs: picture.md)
-      return drawHeatmap(fig, { ...spec, font: Math.max(spec.minFont, Math.floor((cell + 1) / 1.5)), minFont: 0 });
+    // a long translation: the height binds below 1.5x the label size, so the labels get smaller
+    // (not below spec.minFont) and the cells stay 1.5x as high as a label (docs: picture.md); a
+    // long source: the width binds below 1.2x, and the upright column labels get smaller too
+    const smaller = Math.min(cell < 1.5 * px - 1 ? Math.floor((cell + 1) / 1.5) : px,
+      fitting < Math.ceil(1.2 * px) ? Math.floor(fitting / 1.2) : px);
+    if (spec.minFont && px > spec.minFont && smaller < px) {
+      return drawHeatmap(fig, { ...spec, font: Math.max(spec.minFont, smaller), minFont: 0 });
     }
     // where the height binds (a laptop, a projector), columns widen into the width the page
     // gives the map, up to twice as wide as high, so the picture fills its column
-    cellW = Math.max(cell, Math.min(2 * cell, fitting));
+    // (narrower than high where the width binds, down to 1.2 labels: their labels stand upright)
+    cellW = Math.min(2 * cell, Math.max(fitting, Math.min(cell, Math.ceil(1.2 * px))));
   }
   const colH = widest(probe, cols.map((c) => c.label), 11 * px) + 10;
   const gw = cols.length * cellW, gh = rows.length * cell;
+  // the main view's map taller than its room even at its smallest cells: its column labels are
+  // pinned under the rows that show, and the rows scroll (the current one brought into view)
+  const pinned = !!(spec.pinColumns && spec.maxHeight && gh > spec.maxHeight + 1);
   // room left of the first column for its label, which stands upright across its centre
   const left = Math.max(0, Math.ceil(0.7 * px - cellW / 2)), top = GRID_TOP;
-  const width = left + gw + 8, height = GRID_TOP + gh + colH;
+  const width = left + gw + 8, height = GRID_TOP + gh + (pinned ? 4 : colH);
   const ctx = setup(fig.canvas, width, height);
   const hi = spec.hi || 1; // weights use 0..1; rollout maps pass their own maximum
   paintMatrix(ctx, spec.matrix, rows.length, cols.length, left, top, cellW, cell,
@@ -70,11 +77,20 @@ export function drawHeatmap(fig, spec) {
   if (cell >= 12) gridLines(ctx, left, top, rows.length, cols.length, cellW, cell);
   const every = tickEvery(cell, px + 1);
   ctx.font = font;
-  columnLabels(ctx, cols, tickEvery(cellW, px + 1), left, top + gh + 6, cellW, colH);
+  const colEvery = tickEvery(cellW, px + 1);
+  if (!pinned) columnLabels(ctx, cols, colEvery, left, top + gh + 6, cellW, colH);
   markRows(ctx, rows, left, top, gw, cell);
 
   fig.setCaption(spec.title);
   fig.setRowLabels(rows, every, cell, top, rowW, px);
+  if (fig.setColumnLabels) {
+    fig.setColumnLabels(pinned ? cols.map((c, j) => ({ text: c.label, x: rowW + left + (j + 0.5) * cellW }))
+      .filter((_, j) => j % colEvery === 0) : null, colH, px, spec.maxHeight + colH, rowW + width);
+    if (pinned) { // the current row in view, a third of the way down
+      const cur = Math.max(0, rows.findIndex((r) => r.current));
+      fig.scroll.scrollTop = Math.max(0, top + cur * cell - spec.maxHeight / 3);
+    }
+  }
   fig.setLegend(spec.scaleTitle || "weight", spec.lo || 0, hi);
   fig.axes.textContent = `rows: ${spec.yTitle} · columns: ${spec.xTitle}`;
   fig.drawn = { rows, every, rowW, cell, top, hi, px, scaleTitle: spec.scaleTitle || "weight" };
@@ -90,7 +106,7 @@ export function drawHeatmap(fig, spec) {
     return at && spec.tip(at.r, at.c);
   };
   hit.cellAt = cellAt;
-  hit.geometry = { left, top, cell, cellW, rows: rows.length, cols: cols.length, rowW, font: px };
+  hit.geometry = { left, top, cell, cellW, rows: rows.length, cols: cols.length, rowW, font: px, pinned };
   return hit;
 }
 

@@ -152,10 +152,13 @@ export class LinePicture {
 
   /** The SVG for what `draw` chose, with the isolated token (pinned, else hovered) if any. */
   render() {
-    const { s, cols, lines, size } = this.shown, font = size.font;
+    const { s, cols, lines, size } = this.shown;
     const n = Math.max(cols.queries.length, cols.keys.length);
+    // a long sentence on a wide screen: the type shrinks (not below 14 px) until the rows fit the height
+    const font = size.narrow ? size.font : Math.max(14, Math.min(size.font, Math.floor(size.height / n / 1.6)));
     // rows fill the height the main view gives, between a row of text and a finger's width on a touch screen
-    const rowH = Math.max(Math.round(font * 1.9), size.touch ? 44 : 0, Math.min(Math.floor(size.height / n), 3 * font));
+    const rowH = Math.max(Math.round(font * (size.narrow ? 1.9 : 1.6)), size.touch ? 44 : 0,
+      Math.min(Math.floor(size.height / n), 3 * font));
     const head = Math.round(font * 2.2);
     const probe = measurer(fontOf(font));
     const labelW = Math.min(Math.round(size.width * 0.3),
@@ -191,6 +194,9 @@ export class LinePicture {
     cols.keys.forEach((k, i) => root.append(this.token("k", i, k, x1 + 10, y(i), "start", focus, rowH, labelW)));
     if (focus) this.weights(root, focus, x0, x1, y, font);
     this.card.replaceChildren(root);
+    // presenting a sentence too long even for 14 px rows: the current row stays on the screen
+    const now = s.presenting && root.querySelector(".ln-tok.current");
+    if (now) now.scrollIntoView({ block: "nearest" });
     this.slot.dataset.isolated = focus ? `${focus.side}${focus.i + 1}` : "";
     this.slot.dataset.pinned = this.pinned ? `${this.pinned.side}${this.pinned.i + 1}` : "";
   }

@@ -51,11 +51,13 @@ export class MapPicture {
 
   /** The cell size for `size` ({width, height, font}): room for the legend beside the map. */
   spec(size) {
+    // the smallest label a projector still carries: 14 px, or 1.6 % of the window's height
+    const minFont = size.narrow ? 0 : Math.max(14, Math.ceil(0.016 * (window.innerHeight || 800)));
     return { maxWidth: Math.max(240, size.width - (size.narrow ? 0 : 4 * size.font + 20)), maxHeight: size.height,
-      font: size.font, minCell: Math.max(14, size.font + 2), maxCell: Math.round(4 * size.font),
-      // the smallest label a projector still carries: 14 px, or 1.6 % of the window's height
-      minFont: size.narrow ? 0 : Math.max(14, Math.ceil(0.016 * (window.innerHeight || 800))),
-      rowShare: size.narrow ? 0.3 : 0.4 };
+      // cells shrink with the labels down to 1.5 times the smallest label, then the map scrolls
+      // under pinned column labels (a phone scrolls the page instead)
+      font: size.font, minCell: size.narrow ? Math.max(14, size.font + 2) : Math.ceil(1.5 * minFont),
+      maxCell: Math.round(4 * size.font), minFont, rowShare: size.narrow ? 0.3 : 0.4, pinColumns: !size.narrow };
   }
 
   /** Rows as labelled on a phone: the step and what it writes ("12: go"), a number for a step to come. */

@@ -9,10 +9,30 @@ import { layout, headName, quote } from "./attention.js";
 import { drawTopk } from "./charts.js";
 import { el } from "./canvas.js";
 import { Figure } from "./frame.js";
-import { share } from "./numbers.js";
 import { PICTURES } from "./pictures.js";
 
 const word = (tok) => quote(tok.replace(/▁/g, ""));
+const percent = (w) => `${Math.round(100 * w)}%`;
+
+/** Token `i` of `toks` as a caption names it: a whole word as itself, a piece of a word with the
+ * word it belongs to ("“y” of “pharmacy”"), so a fragment still reads as part of a story. */
+function piece(toks, i) {
+  let a = i, b = i + 1;
+  while (a > 0 && !toks[a].startsWith("▁") && /^[\p{L}\p{N}]/u.test(toks[a])) a--;
+  while (b < toks.length && !toks[b].startsWith("▁") && /^[\p{L}\p{N}]/u.test(toks[b])) b++;
+  return b - a > 1 ? `${word(toks[i])} of ${word(toks.slice(a, b).join(""))}` : word(toks[i]);
+}
+
+/** The source token cross-attention `layer` (0-based), `head` (0-based) gives most weight at
+ * step index `t`: {key, weight}. */
+function strongestKey(tr, layer, head, t) {
+  let best = { key: 0, weight: -1 };
+  for (let k = 0; k < tr.src.length; k++) {
+    const w = tr.weight("cross", layer, head, t, k);
+    if (w > best.weight) best = { key: k, weight: w };
+  }
+  return best;
+}
 // the panel whose section opens beside the picture as its explanation (explorer/panels/arithmetic.py,
 // web/arithmetic.js): a side drawer on a wide screen, a sheet under the picture on a phone (app.css)
 export const EXPLAIN_PANEL = "arithmetic-panel";
@@ -138,18 +158,27 @@ export class MainView {
     if (!s.presenting) this.drawTopk(s, tr);
     const lay = layout(tr, s);
     picture.draw(s, tr, lay, this.size(s));
-    if (name === "map" && this.learnBelow()) picture.draw(s, tr, lay, this.size(s)); // the first drawing measured it
+    // the drawing measured what stands under the grid: draw again until the whole map fits (a
+    // new sentence, a new screen or presentation mode changes it; a step does not)
+    for (let i = 0; name === "map" && i < 3 && this.learnBelow(s); i++) picture.draw(s, tr, lay, this.size(s));
     this.el.dataset.picture = name;
   }
 
   /** The height under the map's grid (its column labels), from the last drawing; true when it
-   * changed enough that the map should be drawn again to fit the screen. */
-  learnBelow() {
+   * changed enough, or the map still runs past the bottom of the window, that the map should be
+   * drawn again. */
+  learnBelow(s) {
     const fig = this.pictures.map.fig, hit = this.ctx.hits.get("attn-plot"), g = hit && hit.geometry;
-    const h = fig.canvas.getBoundingClientRect().height;
-    if (!g || !h) return false;
-    const below = Math.ceil(h - g.top - g.rows * g.cell), changed = Math.abs(below - (this.below || 0)) > 4;
-    this.below = below;
+    const rect = fig.canvas.getBoundingClientRect();
+    if (!g || !rect.height) return false;
+    // pinned column labels (a map taller than its room) stand in their own strip under the rows
+    const end = g.pinned ? fig.cols.getBoundingClientRect() : rect;
+    const below = g.pinned ? end.height + 8 : Math.ceil(rect.height - g.top - g.rows * g.cell);
+    const vh = window.innerHeight || 800, narrow = (window.innerWidth || 1000) < 600;
+    const scrolled = s.presenting ? this.el.closest(".ax-root").scrollTop : window.scrollY;
+    const over = narrow && !s.presenting ? 0 : Math.max(0, Math.ceil(end.bottom + scrolled - (vh - 4)));
+    const changed = Math.abs(below - (this.below || 0)) > 4 || over > 0;
+    this.below = below + over;
     return changed;
   }
 
@@ -165,15 +194,23 @@ export class MainView {
     this.topk.el.dataset.step = String(t + 1);
   }
 
-  /** Why a new sentence opened where it did, while the picture still shows that head. */
+  /** Why a new sentence opened where it did, while the picture still shows that head, and what
+   * that head does at the step on screen: the word it writes and the source word given the
+   * largest share of its attention, said as a share ("86% of its attention"), at the step shown. */
   focusNote(s, tr) {
     const f = s.focus, on = f && s.view === "cross" && s.layer === f.layer && s.head === String(f.head);
     this.note.hidden = !on;
     if (!on) return;
     const over = f.source === "test" ? `over ${f.n.toLocaleString("en")} test sentences` : "in this sentence";
-    this.note.textContent = `Opened on layer ${f.layer}, ${headName(String(f.head))}, `
-      + `the sharpest reader of English words (${over})`
-      + (f.key === null ? "." // no step writes a word while looking at one (unknown characters, say)
-        : `: at step ${f.step}, writing ${word(tr.tgt[f.step])}, it gives ${word(tr.src[f.key])} ${share(f.weight)}.`);
+    const why = `layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of English words (${over})`;
+    if (f.key === null) { // no step writes a word while looking at one (unknown characters, say)
+      this.note.textContent = `Opened on ${why}.`;
+      return;
+    }
+    const t = s.step - 1, look = strongestKey(tr, f.layer - 1, f.head - 1, t);
+    const at = `At step ${s.step}, writing ${piece(tr.tgt, s.step)}, it gives ${percent(look.weight)} of its attention `
+      + `to ${piece(tr.src, look.key)}.`;
+    this.note.textContent = s.step === f.step ? `Opened on ${why}. ${at}`
+      : `${why.charAt(0).toUpperCase()}${why.slice(1)}, opened at step ${f.step}. ${at}`;
   }
 }
