@@ -71,6 +71,7 @@ class App:
         # aligns best over them (payload.focus_head), the same head for every sentence
         self.test_stats = load_test_stats(getattr(tr, "directory", None))
         self.panels = [panel(self) for panel in PANELS]
+        texts.english_words()  # the junk check's word list, read now rather than on the first Translate
 
     def panel(self, view: str):
         """The panel of browser view ``view`` (e.g. "analysis")."""
