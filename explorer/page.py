@@ -77,6 +77,7 @@ class App:
         # aligns best over them (payload.focus_head), the same head for every sentence
         self.test_stats = load_test_stats(getattr(tr, "directory", None))
         self.panels = [panel(self) for panel in PANELS]
+        texts.english_words()  # the junk check's word list, read now rather than on the first Translate
         # a first visit opens on an example already translated and drawn: traced once here, at
         # start-up, and sent with the page, so a visitor costs the model nothing until they ask
         self.opening = self.tr.trace(opening_sentence(self.claims.examples()))

@@ -3,14 +3,17 @@
 Every chart and every per-step text is made in the browser (``explorer/web/``) from the
 payload of :mod:`explorer.payload`. What stays here needs the model or is shown outside
 the viewer: the What-if prefix, the label of a forced translation, and the notices about
-truncation, unknown characters and text that is not English. Steps are 1-based in every
-text, as in the UI.
+truncation, unknown characters and text that is not English (another language, or no
+language at all, such as keyboard mashing). Steps are 1-based in every text, as in the UI.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
 import html
 import re
+from pathlib import Path
 
 from transformer.core.metrics import LONG_SENTENCE_WORDS, word_count
 from transformer.core.trace import Trace
@@ -243,6 +246,38 @@ CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200e\u200f\u202a-\u
 WORDLIKE = re.compile(r"[(\"'“‘\[]*[^\W\d_]+(?:[.'’-][^\W\d_]+)*[.,!?;:)\"'”’\]…]*")
 MOSTLY_NOT_WORDS = 0.5  # under this share of word-like words, the text is code, numbers or symbols
 
+# The English words of the project's own corpus (data/build_english_words.py writes the list):
+# text most of whose words are not in it is keyboard mashing, random letters or babble, which
+# the model still turns into fluent-looking Italian.
+ENGLISH_WORDS = Path(__file__).resolve().parent / "english_words.txt.gz"
+MOSTLY_NOT_ENGLISH = 0.5  # over this share of words not in the list, the text is not English
+# a word: letters, joined by an apostrophe, a dot (U.S.) or a hyphen (e-mail); digits are not words
+WORD = re.compile(r"[^\W\d_]+(?:['.-][^\W\d_]+)*")
+# endings an inflected or derived word may add to a listed one ("debatable", "balding",
+# "stopped"): (ending, what the listed word may end with instead)
+ENDINGS = (
+    ("'s", ("",)),
+    ("s", ("",)),
+    ("es", ("",)),
+    ("ies", ("y",)),
+    ("ed", ("", "e")),
+    ("ied", ("y",)),
+    ("ing", ("", "e")),
+    ("ly", ("", "le")),
+    ("ily", ("y",)),
+    ("er", ("", "e")),
+    ("ers", ("", "e")),
+    ("est", ("", "e")),
+    ("able", ("", "e", "ate")),
+    ("ness", ("",)),
+    ("ment", ("",)),
+    ("ist", ("", "y")),
+    ("ists", ("", "y")),
+    ("ful", ("",)),
+    ("less", ("",)),
+)
+PREFIXES = ("un", "re", "dis", "mis", "non", "over", "pre")  # "misinformed"
+
 
 def clean_input(text: str) -> tuple[str, str]:
     """``text`` with markup (HTML tags, comments, script and style elements) and control
@@ -273,6 +308,44 @@ def word_share(text: str) -> float:
     :func:`language_guess`'s or the tokenizer's business)."""
     words = text.split()
     return sum(bool(WORDLIKE.fullmatch(w)) for w in words) / len(words) if words else 0.0
+
+
+def english_word_list(text: str) -> list[str]:
+    """The words of ``text`` as the English word list holds them: lower case, typographic
+    apostrophes made plain, numbers and symbols left out."""
+    return WORD.findall(text.lower().replace("’", "'"))
+
+
+@functools.cache
+def english_words() -> frozenset[str]:
+    """The shipped list of English words (read once: tens of milliseconds)."""
+    with gzip.open(ENGLISH_WORDS, "rt", encoding="utf-8") as f:
+        return frozenset(f.read().split())
+
+
+def is_english(word: str) -> bool:
+    """Whether ``word`` (as :func:`english_word_list` gives it) is in the list, or is a listed
+    word with a common ending or prefix added, or joins listed words with hyphens."""
+    known = english_words()
+    if word in known:
+        return True
+    if "-" in word:
+        return all(is_english(part) for part in word.split("-"))
+    for ending, instead in ENDINGS:
+        stem = word[: -len(ending)]
+        if word.endswith(ending) and len(stem) >= 3:
+            if any(stem + e in known for e in instead):
+                return True
+            if stem[-1] == stem[-2] and stem[:-1] in known:  # stopped, bigger
+                return True
+    return any(word.startswith(p) and len(word) - len(p) >= 4 and word[len(p) :] in known for p in PREFIXES)
+
+
+def not_english_share(text: str) -> float:
+    """The share of ``text``'s words that are not English words (:func:`is_english`); 0 for
+    text without words (numbers and symbols are :func:`word_share`'s business)."""
+    words = english_word_list(text)
+    return sum(not is_english(w) for w in words) / len(words) if words else 0.0
 
 
 def display_token(tok: str) -> str:
@@ -373,6 +446,11 @@ def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict 
         notes.append(
             "⚠️ This model reads English sentences, and most of this text is not words (code, numbers, "
             "symbols or markup), so the translation below is meaningless: type an English sentence."
+        )
+    elif not_english_share(trace.src_text) > MOSTLY_NOT_ENGLISH:
+        notes.append(
+            "⚠️ This model reads English sentences, and most words of this text are not English (random letters "
+            "or keyboard mashing?), so the translation below is meaningless: type an English sentence."
         )
     elif UNK in trace.src_tokens:
         notes.append("Some characters are unknown to the tokenizer and were read as [UNK].")

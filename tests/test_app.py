@@ -167,6 +167,14 @@ def test_mostly_unknown_text_says_the_output_is_meaningless(app):
     assert "meaningless" not in app.translate("the black cat sleeps.")[app.notice]
 
 
+def test_keyboard_mashing_is_translated_with_a_notice_that_the_output_is_meaningless(app):
+    out = app.translate("lalala bababa")  # letters the tiny test tokenizer knows: no [UNK] notice first
+    trace = out[app.trace_state]
+    assert trace is not None and out[app.translation].value == trace.translation  # a notice, not a refusal
+    assert "most words of this text are not English" in out[app.notice] and "meaningless" in out[app.notice]
+    assert "meaningless" not in app.translate("the black cat sleeps.")[app.notice]
+
+
 def test_two_users_never_see_each_others_results(app):
     a = app.translate("the black cat sleeps.")
     b = app.translate("where is the station?")

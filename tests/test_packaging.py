@@ -96,6 +96,7 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     assert not list((ROOT / "transformer").glob("web"))  # the model library ships no browser files
     assert expected <= names, sorted(expected - names)
     assert web <= names, sorted(web - names)  # the browser code ships with the package
+    assert "explorer/english_words.txt.gz" in names  # the word list of the junk check (explorer/texts.py)
     requires = [
         line.split(": ", 1)[1]
         for line in zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode().splitlines()
@@ -127,6 +128,7 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     code = (
         "import transformer, explorer, pathlib; from transformer import load_translator, CheckpointError; "
         "from explorer.notebook import viewer_html; from explorer.assets import WEB; "
+        "from explorer.texts import english_words; assert 'cat' in english_words(); "
         "p = pathlib.Path(transformer.__file__).parent; print(p); "
         "print(sorted(x.name for x in WEB.iterdir()))"
     )

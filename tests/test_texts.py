@@ -142,3 +142,97 @@ def test_the_app_warns_beside_a_long_translation(translator):
     assert any(n.startswith("⚠️ A long sentence (16 words)") for n in notes), notes
     short = viewer.notices(translator.trace("the cat sleeps."), translator.max_source_tokens, test=TEST_SCORES)
     assert not any("long sentence" in n for n in short)
+
+
+# --- junk: text most of whose words are not English --------------------------------------------
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+JUNK_NOTICE = "most words of this text are not English"  # the notice's own words
+# keyboard mashing, random letters, repeated syllables, consonant runs, letters typed one by one
+JUNK = [
+    "asdkjh qwe zzz",
+    "asdf jkl qwerty",
+    "qwertyuiop asdfghjkl",
+    "fjdksla fjdkslajf dkslaj",
+    "xqv jrtpl wumzo gfe",
+    "lalala bababa",
+    "hahaha lololo",
+    "bcdfg hjklm npqrst",
+    "zzzzzz ggggg",
+    "q w e r t y",
+]
+
+
+def english_side(path: str) -> list[str]:
+    import json
+
+    with (ROOT / path).open(encoding="utf-8") as f:
+        return [json.loads(line)["translation"]["en"] for line in f]
+
+
+def is_junk(text: str) -> bool:
+    return viewer.not_english_share(text) > viewer.MOSTLY_NOT_ENGLISH
+
+
+@pytest.mark.parametrize("path, n", [("data/tatoeba-en-it/test.jsonl", 1000), ("data/everyday/test.jsonl", 100)])
+def test_at_most_one_english_sentence_in_a_hundred_is_taken_for_junk(path, n):
+    import time
+
+    lines = english_side(path)
+    assert len(lines) == n
+    viewer.english_words()  # read once, as the app does when it starts
+    t0 = time.perf_counter()
+    flagged = [t for t in lines if is_junk(t)]
+    assert (time.perf_counter() - t0) / n < 1e-3  # cheap beside the model's work: well under 1 ms a sentence
+    assert len(flagged) <= 0.01 * n, flagged
+
+
+def test_at_least_nine_junk_strings_in_ten_are_caught():
+    caught = [t for t in JUNK if is_junk(t)]
+    assert len(caught) >= 9, sorted(set(JUNK) - set(caught))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hi!",
+        "OK.",
+        "I'm fine.",
+        "Tom met Mary in Boston.",
+        "I have 3 cats.",
+        "Hello, Tom.",
+        "Hmm.",
+        "That’s debatable.",  # a rare word with an ending, a typographic apostrophe
+        "Send me an e-mail.",
+        "I live in the U.S.",
+        "Hi Zbigniew!",  # a name the list has never seen: half the words, not most
+    ],
+)
+def test_short_real_english_is_not_taken_for_junk(translator, text):
+    assert not is_junk(text)
+    assert not any(JUNK_NOTICE in n for n in viewer.notices(translator.trace(text), translator.max_source_tokens))
+
+
+@pytest.mark.parametrize("text", ["lalala bababa", "sdfgh klmnb"])  # letters the tiny test tokenizer knows
+def test_junk_is_told_its_translation_is_meaningless(translator, text):
+    notes = " ".join(viewer.notices(translator.trace(text), translator.max_source_tokens))
+    assert JUNK_NOTICE in notes and "meaningless" in notes and "[UNK]" not in notes
+
+
+@pytest.mark.parametrize("text", ["Il gatto dorme sul divano.", "Ciao, come stai?", "Dov'è la stazione?"])
+def test_italian_keeps_its_own_notice(translator, text):
+    assert is_junk(text)  # its words are not English either: the Italian notice has to come first
+    notes = " ".join(viewer.notices(translator.trace(text), translator.max_source_tokens))
+    assert "looks like Italian" in notes and JUNK_NOTICE not in notes
+
+
+def test_the_word_list_keeps_words_seen_twice_and_no_stray_letters():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("build_english_words", ROOT / "data" / "build_english_words.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    words = build.word_list(["I saw Zbigniew's e-mail.", "I saw a U.S. e-mail from B 2 C.", "b c"], min_count=2)
+    assert words == ["e-mail", "i", "saw"]  # seen once: a, zbigniew's, u.s, from; b and c are single letters
+    assert {"a", "i", "cat", "e-mail", "u.s", "don't"} <= viewer.english_words()
+    assert not {"b", "q", "zzz", "asdf", "qwerty"} & viewer.english_words()

@@ -1,0 +1,28 @@
+"""Junk input in the real app: keyboard mashing is still translated, and the notice beside the
+translation says that translation is meaningless; a plain English sentence gets no such notice.
+The app is a real `python app.py` (tests/browser/conftest.py) in headless Chromium. Run alone
+with `python -m pytest -m browser tests/browser/test_junk.py`.
+"""
+
+import pytest
+
+from tests.helpers import translate
+
+pytestmark = pytest.mark.browser
+
+MEANINGLESS = "() => document.querySelector('#notice').innerText.includes('meaningless')"
+
+
+@pytest.mark.parametrize("junk", ["asdkjh qwe zzz", "lalala bababa"])
+def test_keyboard_mashing_is_translated_and_told_its_translation_is_meaningless(desktop, junk):
+    page = desktop
+    translate(page, junk, step=None)
+    page.wait_for_function(MEANINGLESS, timeout=10_000)
+    notice = page.inner_text("#notice")
+    assert "most words of this text are not English" in notice and page.is_visible("#notice")
+    assert page.input_value("#translation textarea").strip()  # a notice, not a refusal
+    # a plain English sentence next: its notice has no such warning
+    translate(page, "I have a red car.", step=None)
+    page.wait_for_function(f"() => !({MEANINGLESS})()", timeout=10_000)
+    assert "not English" not in page.inner_text("#notice")
+    assert page.input_value("#translation textarea").strip()
