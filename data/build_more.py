@@ -14,7 +14,8 @@ will do, bare or not), so a rebuild writes the same bytes. It writes
 
 and prints the counts after each step as JSON. The hygiene is that of ``data/tatoeba-en-it``: no
 sentence of an eng-ita evaluation file of OPUS-MT-testsets unless ``data/tatoeba-en-it/train.jsonl``
-already has it, and nothing of its validation or test split or of ``data/everyday/test.jsonl``.
+already has it, and nothing of its validation or test split or of the project's own evaluation sets
+(``OWN_SETS``: ``data/everyday/test.jsonl``, ``data/long/test.jsonl``).
 It reads every eng-ita file of every commit there, the news and FLORES sets as well as the Tatoeba
 releases that ``data/tatoeba-en-it/heldout-fingerprints.txt`` lists, so it excludes a little more.
 """
@@ -47,6 +48,8 @@ TATOEBA = "datasets/helsinki_nlp/tatoeba/testsets"
 # the folders of OPUS-MT-testsets that hold English-Italian evaluation files (two- and three-letter names)
 EVALUATION_DIR = re.compile(r"(^|/)(eng-ita|ita-eng|en-it|it-en)(/|$)")
 SYMLINK = "120000"
+# the evaluation sets the project wrote itself (under --data): blocked from every output, either side
+OWN_SETS = ("everyday/test.jsonl", "long/test.jsonl")
 
 
 class Git:
@@ -306,7 +309,7 @@ def parse_args(argv=None):
         "--data",
         type=Path,
         default=DATA,
-        help="the data folder: reads tatoeba-en-it/, tatoeba-en-it-bt/ and everyday/, "
+        help="the data folder: reads tatoeba-en-it/, tatoeba-en-it-bt/, everyday/ and long/, "
         "writes tatoeba-en-it-more/, mono-en/ and mono-it/",
     )
     return p.parse_args(argv)
@@ -336,7 +339,7 @@ def check_inputs(args) -> None:
         "tatoeba-en-it/test.jsonl",
         "tatoeba-en-it/heldout-fingerprints.txt",
         "tatoeba-en-it-bt/train.jsonl",
-        "everyday/test.jsonl",
+        *OWN_SETS,
     ):
         if not (args.data / need).is_file():
             fail(f"{args.data / need}: missing (--data must be the project's data folder)")
@@ -372,9 +375,9 @@ def main(argv=None) -> int:
     data = args.data
     train = read_pairs(data / "tatoeba-en-it/train.jsonl")
     ours = [read_pairs(data / f"tatoeba-en-it/{split}.jsonl") for split in ("validation", "test")]
-    everyday = read_pairs(data / "everyday/test.jsonl")
+    own = {name: read_pairs(data / name) for name in OWN_SETS}
     sources, mono, evaluation = read_sources(args)
-    # the everyday set is the project's own writing: none of its English may be a Tatoeba sentence
+    # the project's own sets are its own writing: none of their English may be a Tatoeba sentence
     tatoeba = (
         {s for rows in sources.values() for r in rows for s in r[:2]}
         | set(mono["en"])
@@ -382,12 +385,13 @@ def main(argv=None) -> int:
         | evaluation
         | {s for pairs in (train, *ours) for pair in pairs for s in pair}
     )
-    clash = sorted({en for en, _ in everyday} & tatoeba)
-    if clash:
-        fail(f"everyday/test.jsonl: {len(clash)} English sentence(s) found in Tatoeba, e.g. {clash[0]!r}: replace them")
+    for name, pairs in own.items():
+        clash = sorted({en for en, _ in pairs} & tatoeba)
+        if clash:
+            fail(f"{name}: {len(clash)} English sentence(s) found in Tatoeba, e.g. {clash[0]!r}: replace them")
 
     held = held_out(evaluation, train, ())  # the evaluation files' sentences, but those train.jsonl has
-    blocked = held_out((), train, (*ours, everyday))  # validation, test and everyday, either side
+    blocked = held_out((), train, (*ours, *own.values()))  # validation, test and the own sets, either side
     pairs, counts = clean_pairs(sources, train, held, blocked)
     paired = {
         "en": {en for en, _ in train} | {r[0] for r in pairs},

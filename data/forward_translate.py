@@ -108,8 +108,8 @@ def other(lang: str) -> str:
 
 def evaluation_sentences() -> set[str]:
     """Both sides of every evaluation file under ``data/``: each folder's ``validation.jsonl``
-    and ``test.jsonl``, the corpus's and the everyday set's alike (the teacher's Italian can
-    come out word for word as one of their references)."""
+    and ``test.jsonl``, the corpus's and the project's own sets (everyday, long) alike (the
+    teacher's Italian can come out word for word as one of their references)."""
     sentences = set()
     for path in sorted((ROOT / "data").rglob("*.jsonl")):
         if path.stem in ("validation", "test"):

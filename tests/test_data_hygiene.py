@@ -7,8 +7,8 @@ Two kinds of data file live under ``data/``:
 - monolingual text: one sentence a line, gzip-compressed, named for its language
   (``data/mono-en/en.txt.gz``).
 
-A pairs file named ``validation`` or ``test`` is evaluation data (``data/everyday`` holds only a
-``test.jsonl``: an evaluation-only folder); every other data file is training material
+A pairs file named ``validation`` or ``test`` is evaluation data (``data/everyday`` and ``data/long``
+hold only a ``test.jsonl``: evaluation-only folders); every other data file is training material
 (``train.py`` reads pairs as the train split or ``--extra-train``; monolingual text is made into
 synthetic pairs). No training file may hold, on either side, a sentence of any evaluation file
 under ``data/``, nor one of the held-out sentences of the public Tatoeba eng-ita evaluation
@@ -33,6 +33,8 @@ DATA = Path(__file__).resolve().parent.parent / "data"
 PAIR_SUFFIXES = (".jsonl", ".jsonl.gz")
 MONOLINGUAL_SUFFIX = ".txt.gz"
 EVALUATION_STEMS = ("validation", "test")
+# the evaluation-only folders the project wrote itself (never train on them)
+OWN_EVALUATION_SETS = ("everyday", "long")
 FINGERPRINTS = "heldout-fingerprints.txt"
 # files under data/ that are not data: the folders' descriptions, the held-out list, the rebuild
 # script (and the bytecode Python may leave beside it)
@@ -121,6 +123,16 @@ def test_no_training_file_under_data_holds_an_evaluation_sentence():
     assert sorted(DATA.rglob(FINGERPRINTS)), "the held-out fingerprints are missing"
     assert [f for f in data_files(DATA) if not is_evaluation(f)], "no training file found"
     assert leaks(DATA) == []
+
+
+def test_the_projects_own_evaluation_sets_are_read_as_evaluation_data():
+    """The sets the project wrote (``data/everyday``, ``data/long``) hold only evaluation files:
+    a file there named otherwise (``long.jsonl``) would count as training material, and its
+    sentences would stop guarding anything."""
+    for folder in OWN_EVALUATION_SETS:
+        files = data_files(DATA / folder)
+        assert files, f"data/{folder} has no data file"
+        assert [f.name for f in files if not is_evaluation(f)] == [], f"data/{folder} holds a training file"
 
 
 def test_every_file_under_data_is_checked():
