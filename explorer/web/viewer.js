@@ -33,7 +33,7 @@ import { Presenter } from "./present.js";
 import { downloadView } from "./viewer-export.js";
 
 const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture",
-  "presenting"];
+  "presenting", "theme"];
 
 export class Viewer {
   constructor(host, store, server = null) {
@@ -170,7 +170,7 @@ export class Viewer {
     if (changed.has("presenting") || changed.has("trace")) this.presenter.follow(s);
     if (changed.has("trace")) {
       if (s.trace) this.showTrace(s); else this.clear();
-    } else if (STEP_KEYS.some((k) => changed.has(k))) this.render(changed.has("presenting"));
+    } else if (STEP_KEYS.some((k) => changed.has(k))) this.render(changed.has("presenting") || changed.has("theme"));
     else if ((changed.has("peLen") || changed.has("peFollow")) && this.isOpen("pe")) this.pe.draw(s, s.trace);
     if (changed.has("playing") || changed.has("speed") || changed.has("trace")) this.player.play(s);
     if (changed.has("open") || changed.has("trace")) this.showSections(s);
