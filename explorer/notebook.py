@@ -29,7 +29,7 @@ def viewer_html(payload: dict) -> str:
     return (
         '<div class="attention-explorer-notebook"></div>'
         f'<script type="application/json" data-attention-explorer>{html_json(data)}</script>'
-        f"<style>{web_file('viewer.css')}</style>"
+        f"<style>{web_file('theme.css')}{web_file('viewer.css')}</style>"
         f'<script type="module">{web_file("notebook-loader.js")}</script>'
     )
 

@@ -115,12 +115,13 @@ export class Analysis {
     const open = JSON.stringify(KINDS.map((k) => this.openHeadOf(s, k)));
     const moved = open !== this.lastOpen; // the head open in the viewer frames its cell in the maps
     this.lastOpen = open;
-    if (changed.has("trace") || changed.has("selection") || moved) this.drawDiagnostics(s);
+    const recolour = changed.has("theme"); // every map again, in the new theme's colours
+    if (changed.has("trace") || changed.has("selection") || moved || recolour) this.drawDiagnostics(s);
     if (changed.has("trace") || changed.has("selection") || changed.has("knockout") || changed.has("importance")) {
       this.drawSelection(s);
     }
-    if (changed.has("knockout")) this.drawKnockout(s);
-    if (changed.has("importance") || changed.has("selection") || moved) this.drawImportance(s);
+    if (changed.has("knockout") || recolour) this.drawKnockout(s);
+    if (changed.has("importance") || changed.has("selection") || moved || recolour) this.drawImportance(s);
   }
 
   // --- requests --------------------------------------------------------------------------

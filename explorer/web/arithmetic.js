@@ -23,7 +23,7 @@ const WAIT_MS = 150; // settings must rest this long before a row is asked for
 const PLAY_WAIT_MS = 700; // longer than a Play tick: no request per step while it plays
 const STRIP_PX = 4; // css px per number of a vector strip
 const STRIP_H = 14;
-const DRAWN_BY = ["trace", "view", "layer", "head", "step", "cell", "arithmetic", "playing"];
+const DRAWN_BY = ["trace", "view", "layer", "head", "step", "cell", "arithmetic", "playing", "theme"];
 const VIEW_BUTTONS = [["cross", "cross-attention"], ["decoder", "decoder self-attention"],
   ["encoder", "encoder self-attention"]];
 
@@ -61,6 +61,7 @@ export class Arithmetic {
       // a new sentence empties the table at once, open or not: a closed section is not
       // redrawn, and its old rows must not be what it shows (or what a test reads) when it opens
       if (changed.has("sentenceId")) { clearTimeout(this.timer); this.show(null, "", "empty"); }
+      if (changed.has("theme")) this.drawn = null; // its strips again, in the new theme's colours
       if (DRAWN_BY.some((k) => changed.has(k))) this.schedule();
     });
     // a closed accordion hides the view (no size): open or closed is read from its size

@@ -8,7 +8,7 @@
 // (el(..., {text})), never as markup: tokens and sentences are the visitor's.
 
 import { KIND_NAMES, headLabel, quote } from "./attention.js";
-import { el, css, diverging } from "./canvas.js";
+import { el, css, diverging, inkOn, usePalette } from "./canvas.js";
 import { share, signed } from "./numbers.js";
 
 const GRIDS = [["decoder_self", "self"], ["cross", "cross"]]; // kind, id part
@@ -19,11 +19,13 @@ export const nats = (x) => signed(x);
 export const plain = (x) => signed(x).replace(/^\+/, "");
 const maxAbs = (values) => Math.max(1e-9, ...values.flat(2).map((v) => Math.abs(v)));
 
-/** A cell's colour on a red-white-blue scale (blue = for the word) and a readable ink. */
+/** A cell's colour on the diverging scale of the theme on screen (red, the background at 0, blue =
+ * for the word) and an ink that reads on it. */
 function paint(cell, v, hi) {
-  const u = Math.max(-1, Math.min(1, v / hi));
-  cell.style.background = css(diverging(u));
-  cell.style.color = Math.abs(u) > 0.6 ? "#fff" : "#222";
+  usePalette();
+  const rgb = diverging(Math.max(-1, Math.min(1, v / hi)));
+  cell.style.background = css(rgb);
+  cell.style.color = inkOn(rgb);
 }
 
 /** Tables side by side where they fit, one under the other on a phone; each scrolls in its own box. */

@@ -232,9 +232,11 @@ export class Attribution {
     this.mark(s);
   }
 
-  /** Whether a drawn analysis depends on store keys that moved (the open head, B's trace). */
+  /** Whether a drawn analysis depends on store keys that moved (the open head, B's trace, the
+   * theme its cells are coloured in). */
   stale(action, s) {
-    const sig = action === "patching" ? `${s.pair && s.pair.status}|${JSON.stringify(this.picked)}` : "";
+    const own = action === "patching" ? `${s.pair && s.pair.status}|${JSON.stringify(this.picked)}` : "";
+    const sig = `${s.theme}|${own}`;
     const old = this.sigs.get(action);
     this.sigs.set(action, sig);
     return old !== sig;

@@ -3,15 +3,38 @@
 // builders of HTML and SVG elements. Charts are drawn on <canvas> so they are fast, work
 // offline and in notebooks, and export to PNG with labels included.
 
+import { currentTheme, readPalette, hexRgb } from "./theme.js";
+
 export const FONT = "11px 'DejaVu Sans', system-ui, sans-serif";
 /** The charts' font at `px` css pixels (FONT is 11 px; the main view draws larger). */
 export const fontOf = (px) => `${px}px 'DejaVu Sans', system-ui, sans-serif`;
 export const TITLE_FONT = "bold 13px 'DejaVu Sans', system-ui, sans-serif";
-export const HIGHLIGHT = "#e4572e";
-export const MASKED = "#d9d9d9";
-export const FUTURE = "#f1f1f1";
-export const TEXT = "#222";
-export const MUTED = "#5f5f5f"; // 6.3:1 on white: secondary text still meets WCAG AA
+
+// The colours of every drawing, from the page's palette (theme.css, read by theme.js). They
+// are `let`: usePalette() sets them again when the page's theme has changed, and every drawing
+// starts with it (setup), so a module that imports them reads the colours of the theme on
+// screen now. Colour maps start from the background: a weight of 0 disappears into the page
+// in either theme.
+export let THEME = null; // "light" or "dark": the palette below
+export let BACKGROUND, TEXT, MUTED, HIGHLIGHT, CURRENT_BG, MASKED, FUTURE, CELL_LINE, AXIS, GUIDE, TICK;
+// sequential "Blues" for weights in [0, 1]; diverging red-background-blue for values in [-1, 1]
+export let BLUES_LUT, RDBU_LUT;
+/** The weight scale as a CSS gradient, left (low) to right (high), for HTML colour legends. */
+export let BLUES_CSS;
+
+/** Take the page's palette if its theme has changed since the last drawing (cheap otherwise). */
+export function usePalette() {
+  if (typeof getComputedStyle !== "function") return; // Node: the data modules' tests draw nothing
+  if (currentTheme() === THEME) return;
+  const p = readPalette();
+  THEME = p.theme;
+  ({ background: BACKGROUND, text: TEXT, muted: MUTED, highlight: HIGHLIGHT, currentBg: CURRENT_BG, masked: MASKED,
+    future: FUTURE, cellLine: CELL_LINE, axis: AXIS, guide: GUIDE, tick: TICK } = p);
+  BLUES_LUT = lut(p.sequential);
+  RDBU_LUT = lut(p.diverging);
+  BLUES_CSS = `linear-gradient(to right, ${
+    p.sequential.map((c, i) => `${css(c)} ${(100 * i) / (p.sequential.length - 1)}%`).join(", ")})`;
+}
 
 /** Size a canvas to css pixels (w, h) at the screen's pixel ratio; returns a 2D context in css px. */
 export function setup(canvas, w, h) {
@@ -22,7 +45,8 @@ export function setup(canvas, w, h) {
   canvas.style.height = `${h}px`;
   const ctx = canvas.getContext("2d");
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.fillStyle = "#fff";
+  usePalette();
+  ctx.fillStyle = BACKGROUND;
   ctx.fillRect(0, 0, w, h);
   ctx.font = FONT;
   ctx.textBaseline = "middle";
@@ -37,35 +61,28 @@ function lerp(stops, t) {
   return stops[i].map((c, k) => Math.round(c + (stops[i + 1][k] - c) * f));
 }
 
-// Sequential "Blues" for weights in [0, 1]; diverging red-white-blue for values in [-1, 1].
-const BLUES = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
-const RDBU = [[178, 24, 43], [239, 138, 98], [247, 247, 247], [103, 169, 207], [33, 102, 172]];
-
 function lut(stops) {
   const out = [];
   for (let i = 0; i < 256; i++) out.push(lerp(stops, i / 255));
   return out;
 }
-export const BLUES_LUT = lut(BLUES);
-export const RDBU_LUT = lut(RDBU);
-/** The weight scale as a CSS gradient, left (low) to right (high), for HTML colour legends. */
-export const BLUES_CSS = `linear-gradient(to right, ${
-  BLUES.map((c, i) => `${css(c)} ${(100 * i) / (BLUES.length - 1)}%`).join(", ")})`;
 
 /** RGB triple for a weight in [0, 1]. */
 export const blue = (w) => BLUES_LUT[Math.max(0, Math.min(255, Math.round(w * 255)))];
 /** RGB triple for a value in [-1, 1] (negative red, positive blue). */
 export const diverging = (v) => RDBU_LUT[Math.max(0, Math.min(255, Math.round((v + 1) * 127.5)))];
 
-/** "#rrggbb" -> [r, g, b]. */
-export const hexRgb = (hex) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+export { hexRgb };
+usePalette(); // for the colours an HTML view takes before any canvas is drawn
 
+/** Ink that reads on a cell of colour `rgb`: white on dark colours, near-black on light ones
+ * (the same in both themes: the cell, not the page, is behind it). */
+export const inkOn = ([r, g, b]) => (0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : "#222");
 
-// Sentinels inside value matrices: NaN = masked cell (grey), -Infinity = row not generated
-// yet (light grey), +Infinity = gap between tiles (white).
+// Sentinels inside value matrices: NaN = masked cell (MASKED), -Infinity = row not generated
+// yet (FUTURE), +Infinity = gap between tiles (the background).
 export const FUTURE_VALUE = -Infinity;
 export const GAP_VALUE = Infinity;
-const WHITE = [255, 255, 255];
 const scratch = document.createElement("canvas");
 const measure = document.createElement("canvas").getContext("2d");
 
@@ -81,13 +98,13 @@ export function measurer(font = FONT) {
 export function paintMatrix(ctx, m, rows, cols, x, y, cw, ch, { lut = BLUES_LUT, lo = 0, hi = 1 } = {}) {
   if (!rows || !cols) return;
   const img = new ImageData(cols, rows), px = img.data, k = 255 / (hi - lo);
-  const masked = hexRgb(MASKED), future = hexRgb(FUTURE);
+  const masked = hexRgb(MASKED), future = hexRgb(FUTURE), gap = hexRgb(BACKGROUND);
   for (let i = 0, p = 0; i < rows * cols; i++, p += 4) {
     const v = m[i];
     let rgb;
     if (v !== v) rgb = masked; // NaN
     else if (v === FUTURE_VALUE) rgb = future;
-    else if (v === GAP_VALUE) rgb = WHITE;
+    else if (v === GAP_VALUE) rgb = gap;
     else {
       const j = ((v - lo) * k + 0.5) | 0;
       rgb = lut[j < 0 ? 0 : j > 255 ? 255 : j];
@@ -141,17 +158,18 @@ export function colorBar(ctx, x, y, h, colour, lo, hi, title) {
     ctx.fillStyle = css(colour(hi - ((hi - lo) * i) / (h - 1)));
     ctx.fillRect(x, y + i, 12, 1);
   }
-  ctx.strokeStyle = "#999";
+  ctx.strokeStyle = AXIS;
   ctx.strokeRect(x + 0.5, y + 0.5, 12, h);
   ctx.fillStyle = TEXT;
   for (const [v, f] of [[hi, 0], [(lo + hi) / 2, 0.5], [lo, 1]]) ctx.fillText(String(+v.toFixed(2)), x + 16, y + f * h);
 }
 
-/** Download a canvas as a PNG file. */
+/** Download a canvas as a PNG file. An image is drawn in the colours on screen, so one taken in
+ * the dark theme says so in its name ("...-dark.png"): a slide or a paper may want the light one. */
 export function downloadPng(canvas, name) {
   const a = document.createElement("a");
   a.href = canvas.toDataURL("image/png");
-  a.download = name;
+  a.download = THEME === "dark" ? name.replace(/(\.png)?$/, "-dark.png") : name;
   document.body.appendChild(a);
   a.click();
   a.remove();

@@ -4,12 +4,13 @@
 // Each draw returns hit(x, y) -> [tooltip lines] | null.
 
 import {
-  FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest, tickEvery, colorBar,
-  fontOf, wrap,
+  FONT, HIGHLIGHT, TEXT, MUTED, CURRENT_BG, GUIDE, setup, measurer, paintMatrix, RDBU_LUT, diverging, fit, widest,
+  tickEvery, colorBar, fontOf, wrap,
 } from "./canvas.js";
 import { share, signed } from "./numbers.js";
 
-const SIGNED = { lut: RDBU_LUT, lo: -1, hi: 1 };
+/** Values in [-1, 1] on the diverging map of the theme on screen. */
+const signedScale = () => ({ lut: RDBU_LUT, lo: -1, hi: 1 });
 
 /** Axis titles in the muted colour: `x` centred at point xAt, `y` turned upright at yAt. */
 function axisTitles(ctx, x, xAt, y, yAt) {
@@ -68,7 +69,7 @@ export function drawPeHeat(canvas, { pe, n, src, follow, width }) {
   const gw = d * cw, gh = n * ch;
   const w = left + gw + 72, h = top + gh + 44;
   const ctx = setup(canvas, w, h);
-  paintMatrix(ctx, pe.data.subarray(0, n * d), n, d, left, top, cw, ch, SIGNED);
+  paintMatrix(ctx, pe.data.subarray(0, n * d), n, d, left, top, cw, ch, signedScale());
   const every = tickEvery(ch);
   ctx.textAlign = "right";
   ctx.fillStyle = TEXT;
@@ -121,7 +122,7 @@ export function drawPeSim(canvas, { pe, n, src, follow, width, sim = peSimilarit
   const gs = cell * n;
   const w = left + gs + right, h = top + gs + 40;
   const ctx = setup(canvas, w, h);
-  paintMatrix(ctx, sim, n, n, left, top, cell, cell, SIGNED);
+  paintMatrix(ctx, sim, n, n, left, top, cell, cell, signedScale());
   const every = tickEvery(cell);
   ctx.fillStyle = TEXT;
   ctx.textAlign = "right";
@@ -166,7 +167,7 @@ export function drawPeCurves(canvas, { pe, n, src, follow, width }) {
     ctx.fillText(`dim ${k} (${k % 2 ? "cos" : "sin"})`, lx + 18, ly);
   });
   const X = (p) => left + (n > 1 ? (p / (n - 1)) * pw : pw / 2), Y = (v) => top + ((1.15 - v) / 2.3) * ph;
-  ctx.strokeStyle = "#ccc";
+  ctx.strokeStyle = GUIDE;
   ctx.lineWidth = 1;
   ctx.strokeRect(left + 0.5, top + 0.5, pw, ph);
   ctx.fillStyle = TEXT;
@@ -222,7 +223,7 @@ export function drawProbChange(canvas, { tokens, before, after, top: topTok, wid
   ctx.fillText("full model", left + 16, 14);
   ctx.fillText("knocked out", left + 126, 14);
   const Y = (p) => top + (1 - p) * ph;
-  ctx.strokeStyle = "#ddd";
+  ctx.strokeStyle = GUIDE;
   ctx.lineWidth = 1;
   ctx.textAlign = "right";
   for (const v of [0, 0.5, 1]) {
@@ -283,7 +284,7 @@ export function drawLensTable(canvas, { lens, emitted, caption }) {
     cands.forEach((c, i) => {
       const x = labelW + i * colW;
       if (c.token === emitted) {
-        ctx.fillStyle = "#ffd9b3";
+        ctx.fillStyle = CURRENT_BG;
         ctx.fillRect(x, y + 1, colW - 4, rowH - 2);
         ctx.strokeStyle = HIGHLIGHT;
         ctx.strokeRect(x + 0.5, y + 1.5, colW - 5, rowH - 3);

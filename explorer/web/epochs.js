@@ -21,7 +21,7 @@ import { count, weight as weightText } from "./numbers.js";
 export const SCHEMA = "attention-explorer-epochs/1";
 const VIEW_NAMES = { cross: "cross-attention", decoder: "decoder self-attention", encoder: "encoder self-attention" };
 const CELL = 12; // the smallest cell at which every row and column keeps its label
-const DRAWN_BY = ["trace", "step", "view", "layer", "head", "hide", "epoch", "epochs"];
+const DRAWN_BY = ["trace", "step", "view", "layer", "head", "hide", "epoch", "epochs", "theme"];
 
 /** The cache key of a sentence and the target tokens it was traced with. */
 const keyOf = (tr) => `${tr.srcText}\u241f${tr.tgt.join("\u241e")}`;
@@ -129,7 +129,7 @@ export class Epochs {
     // how long the server took is for the curious (and the benchmarks): an attribute, not text
     this.status(`${count(entry.snapshots.length, "training snapshot")} and the final model`);
     if (entry.ms) this.el["epoch-status"].dataset.serverMs = String(Math.round(entry.ms));
-    const drawKey = [key, s.view, s.layer, s.head, s.step, s.hide, s.epoch].join("|");
+    const drawKey = [key, s.view, s.layer, s.head, s.step, s.hide, s.epoch, s.theme].join("|");
     if (drawKey === this.lastDrawn) return; // nothing this panel shows has changed
     this.lastDrawn = drawKey;
     this.describe(entry, s.epoch);

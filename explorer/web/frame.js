@@ -68,7 +68,8 @@ export class HeatFigure extends Figure {
     this.legendLo = el("span", { className: "ax-legend-lo" });
     this.legendHi = el("span", { className: "ax-legend-hi" });
     const bar = el("span", { className: "ax-legend-bar" });
-    bar.style.background = BLUES_CSS;
+    this.legendBar = bar; // coloured at each drawing (setLegend), in the theme on screen then
+    this.legendColours = () => BLUES_CSS; // the map's scale as a CSS gradient (a diverging map sets its own)
     this.legend = el("span", { className: "ax-legend", hidden: !legend, "aria-hidden": "true" },
       [this.legendTitle, this.legendLo, bar, this.legendHi]);
     if (beside) {
@@ -120,6 +121,7 @@ export class HeatFigure extends Figure {
   }
 
   setLegend(title, lo, hi) {
+    this.legendBar.style.background = this.legendColours();
     this.legendTitle.textContent = title;
     this.legendLo.textContent = String(+lo.toFixed(2));
     this.legendHi.textContent = String(+hi.toFixed(2));

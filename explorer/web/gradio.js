@@ -17,6 +17,8 @@
 
 import { createStore } from "./store.js";
 import { VIEWS } from "./views.js";
+import { currentTheme, watchTheme } from "./theme.js";
+import { usePalette } from "./canvas.js";
 
 let store = null;
 
@@ -28,8 +30,11 @@ const parse = (value, json = true) => {
 /** Mount the view `props.view` in `element`, wired to its block's props, trigger and watch. */
 export function connect({ element, props, trigger, watch }) {
   if (!store) {
-    store = createStore();
+    store = createStore({ theme: currentTheme() });
     window.__explorer = { getState: () => store.snapshot() };
+    // a new theme while the page is open (the system setting changed): the palette first, so
+    // that every view redraws in it
+    watchTheme((theme) => { usePalette(); store.set({ theme }); });
   }
   const server = {
     data: parse(props.data),

@@ -5,8 +5,8 @@
 // tooltip can name every cell.
 
 import {
-  FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT, RDBU_LUT, fit, widest,
-  tickEvery, fontOf,
+  FONT, TITLE_FONT, HIGHLIGHT, TEXT, MUTED, CELL_LINE, TICK, setup, measurer, paintMatrix, GAP_VALUE, BLUES_LUT,
+  RDBU_LUT, fit, widest, tickEvery, fontOf, inkOn,
 } from "./canvas.js";
 
 const MIN_CELL = 14; // the smallest cell that still fits every label of a short sentence
@@ -110,9 +110,10 @@ export function drawHeatmap(fig, spec) {
   return hit;
 }
 
-/** Thin white lines between cells (small cells stay solid); columns `cw` wide, rows `ch` high. */
+/** Thin lines between cells in the background's colour (small cells stay solid); columns `cw`
+ * wide, rows `ch` high. */
 function gridLines(ctx, left, top, R, C, cw, ch) {
-  ctx.strokeStyle = "#fff";
+  ctx.strokeStyle = CELL_LINE;
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (let r = 1; r < R; r++) {
@@ -241,7 +242,7 @@ function markTile(ctx, spec, l, h, x0, y0, tw, th, cur, m) {
   }
   const sel = spec.selected;
   if (sel && sel.layer === l && (sel.head === h || sel.head === "mean" || sel.head === "max")) {
-    ctx.strokeStyle = sel.head === h ? TEXT : "#9ab";
+    ctx.strokeStyle = sel.head === h ? TEXT : TICK;
     ctx.lineWidth = 2;
     ctx.strokeRect(x0 - 2, y0 - 2, tw + 4, th + 4);
   }
@@ -326,8 +327,7 @@ function printValues(ctx, flat, L, H, left, top, cell, lut, lo, hi) {
   for (let i = 0; i < L * H; i++) {
     const v = flat[i];
     if (v !== v) continue;
-    const [r, g, b] = lut[Math.max(0, Math.min(255, Math.round(((v - lo) / (hi - lo)) * 255)))];
-    ctx.fillStyle = 0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : TEXT;
+    ctx.fillStyle = inkOn(lut[Math.max(0, Math.min(255, Math.round(((v - lo) / (hi - lo)) * 255)))]);
     ctx.fillText(cellNumber(v), left + ((i % H) + 0.5) * cell, top + (Math.floor(i / H) + 0.5) * cell);
   }
 }

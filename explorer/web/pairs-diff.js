@@ -195,7 +195,7 @@ export function drawDifference(fig, note, width, s, view, A, B, a, b, where) {
     .map((c) => `“${c.label}”`);
   Object.assign(fig.el.dataset, { gapRows: gaps.rows, gapCols: gaps.cols, span: span.toFixed(3),
     swapped: String(swapped.length), grid: JSON.stringify(hit.geometry) });
-  note.textContent = "Blue: B attends more than A; red: less; white: no change. "
+  note.textContent = "Blue: B attends more than A; red: less; no colour: no change. "
     + (swapped.length ? `Swapped words are compared with each other (${swapped.slice(0, 3).join(", ")}). ` : "")
     + (gaps.rows || gaps.cols
       ? `White bands are ${[

@@ -17,7 +17,7 @@ import { readTrace } from "./payload.js";
 import { VIEWS, AXES, layout, headIndex, headName, maxOf } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./frame.js";
-import { el, css, diverging, downloadPng } from "./canvas.js";
+import { el, css, diverging, downloadPng, usePalette } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
 import { readLink, readPair } from "./url.js";
@@ -26,8 +26,12 @@ import { align, drawCandidates, drawDifference, viewMatrix } from "./pairs-diff.
 // the alignment, for the tests that run it under Node.js (tests/test_panel_pairs.py)
 export { align, alignSteps, alignView, differenceMap, substitute } from "./pairs-diff.js";
 
-const DRAWN_BY = ["trace", "pair", "step", "view", "layer", "head", "hide"];
-const DIVERGING_CSS = `linear-gradient(to right, ${[-1, -0.5, 0, 0.5, 1].map((v) => css(diverging(v))).join(", ")})`;
+const DRAWN_BY = ["trace", "pair", "step", "view", "layer", "head", "hide", "theme"];
+/** The difference map's legend: the diverging scale of the theme on screen, as a CSS gradient. */
+function divergingCss() {
+  usePalette();
+  return `linear-gradient(to right, ${[-1, -0.5, 0, 0.5, 1].map((v) => css(diverging(v))).join(", ")})`;
+}
 // A link's pair, read as the page loads: this view mounts only when its section opens
 // (Gradio builds a closed accordion's content then), and by that time the address may
 // already have been rewritten for the sentence the link opened.
@@ -72,7 +76,7 @@ export class Pairs {
       b: new HeatFigure("pair-b-plot", "attention of sentence B"),
       diff: new HeatFigure("pair-diff", "difference of attention, B minus A", { png: false }),
     });
-    f.diff.legend.querySelector(".ax-legend-bar").style.background = DIVERGING_CSS;
+    f.diff.legendColours = divergingCss;
     this.input = el("input", { id: "pair-text", type: "text", className: "pr-input", placeholder: "My sister is tall.",
       "aria-label": "Sentence B, to compare with the sentence in the viewer" });
     this.button = el("button", { id: "pair-btn", type: "button", className: "ax-action primary", text: "Compare",

@@ -64,6 +64,8 @@ const INITIAL = Object.freeze({
   epochs: null, // {meta, data: Map key -> entry, pending: key | null}: snapshots of training
   epoch: "final", // the training snapshot picked in the epoch comparison
   open: [], // the collapsible sections the visitor opened (viewer sections, panel accordions): kept in the link
+  // the page's colour theme, "light" or "dark" (theme.js): a view that colours in script redraws when it changes
+  theme: "light",
   ...STEP_STATE,
   ...SENTENCE_STATE,
 });

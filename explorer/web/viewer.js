@@ -36,7 +36,7 @@ import { AttnPicker } from "./attn-picker.js";
 // every control that needs a sentence: enabled with one, disabled without
 const CONTROLS = ".ax-controls button, .ax-controls select, .ax-controls input, .ax-maintools button";
 const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture",
-  "presenting"];
+  "presenting", "theme"];
 
 export class Viewer {
   constructor(host, store, server = null) {
@@ -184,7 +184,7 @@ export class Viewer {
     if (changed.has("presenting") || changed.has("trace")) this.presenter.follow(s);
     if (changed.has("trace")) {
       if (s.trace) this.showTrace(s); else this.clear();
-    } else if (STEP_KEYS.some((k) => changed.has(k))) this.render(changed.has("presenting"));
+    } else if (STEP_KEYS.some((k) => changed.has(k))) this.render(changed.has("presenting") || changed.has("theme"));
     else if ((changed.has("peLen") || changed.has("peFollow")) && this.isOpen("pe")) this.pe.draw(s, s.trace);
     if (changed.has("playing") || changed.has("speed") || changed.has("trace")) this.player.play(s);
     if (changed.has("open") || changed.has("trace")) this.showSections(s);
