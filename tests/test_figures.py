@@ -74,7 +74,7 @@ def browser_view(p: dict, arrays: dict, view: str, layer: int, head, step: int, 
         if view == "cross":
             cols, causal = [(i, src[i]) for i in keep(src)], False
         else:
-            cols, causal = [(j, tgt[j] if j <= t else "·") for j in keep(tgt[:steps])], True
+            cols, causal = [(j, tgt[j] if j <= t else "(future)") for j in keep(tgt[:steps])], True
     A = arrays[f"{view}_attn"]  # (L, H, Q, K) as the browser decoded it
     H = A.shape[1]
     out = np.zeros((len(rows), len(cols)))
@@ -151,7 +151,7 @@ def test_attention_values_are_the_traces_own_at_full_precision(trace, view, weig
 
 def test_future_rows_and_later_keys_show_no_weight(trace):
     """At step s, s rows of weights; in the decoder only the lower triangle of those rows,
-    and keys after step s are labelled "·"."""
+    and keys after step s are labelled "(future)"."""
     T, S = trace.steps, len(trace.src_tokens)
     for s in range(1, T + 1):
         cross = F.figure(trace, "cross", step=s)
@@ -160,7 +160,7 @@ def test_future_rows_and_later_keys_show_no_weight(trace):
         dec = F.figure(trace, "decoder", step=s)
         assert np.isfinite(trace_z(dec, "weight")).sum() == s * (s + 1) // 2
         assert (trace_z(dec, "masked") == 1).sum() == s * T - s * (s + 1) // 2
-        assert list(dec.layout.xaxis.ticktext) == trace.tgt_tokens[:s] + ["·"] * (T - s)
+        assert list(dec.layout.xaxis.ticktext) == trace.tgt_tokens[:s] + ["(future)"] * (T - s)
         future = [label.endswith("not generated yet") for label in dec.layout.yaxis.ticktext]
         assert future == [i >= s for i in range(T)]
 

@@ -1,7 +1,7 @@
 """Attention across training: the viewer's sentence through the checkpoint's training snapshots.
 
 The checkpoint's ``snapshots/epoch-NNN`` models are loaded once at start-up. When the
-browser view ``explorer/web/epochs.js`` asks (only while its panel is on screen), the
+browser view ``explorer/web/epochs.js`` asks (once its panel is opened), the
 server traces the viewer's sentence with every snapshot, *forcing the viewer's own target
 tokens* so that step t is the same token for every epoch and the small multiples compare
 like with like; each snapshot's own free-running translation is shown beside its

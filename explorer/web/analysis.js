@@ -40,6 +40,10 @@ const MEASURES = {
     "Whether the steps read the English left to right (1) or right to left (−1): cross-attention only."],
 };
 const DIAG_CELL = [30, 52]; // the smallest and largest cell of a diagnostics map, in css px
+// the importance maps label their rows and columns in 13 px type; where a cell can be 33 px
+// (2.7 times 12 px type: heatmap.js drawHeadMap) each head's drop is written in its cell, and
+// a phone, without that room, reads it on a tap (the tooltip)
+const IMP_CELL = [33, 46], IMP_FONT = 13;
 
 /** A measure in a tooltip: a share as a person reads it, a negative one with its minus. */
 const fmt = (v) => (v === null || v === undefined ? "undefined here" : v < 0 ? `−${share(-v)}` : share(v));
@@ -293,10 +297,14 @@ export class Analysis {
     let m = 0; // one colour scale for the three kinds, symmetric around 0, so they compare
     for (const k of KINDS) for (const row of r.importance[k]) for (const v of row) m = Math.max(m, Math.abs(v));
     m = m || 1;
+    const H = r.importance[KINDS[0]][0].length, room = Math.max(200, (box.clientWidth || 900) - 8);
+    const across = room >= 3 * (H * IMP_CELL[0] + 60) ? KINDS.length : 1; // side by side when they fit
+    const fit = Math.floor((room / across - 60) / H), numbers = fit >= IMP_CELL[0];
+    const cell = numbers ? Math.min(IMP_CELL[1], fit) : Math.max(18, Math.min(30, Math.floor((room - 32) / H)));
     const maps = KINDS.map((kind) => {
       const canvas = el("canvas", { "data-kind": kind, role: "img", "aria-label": `${TITLES[kind]}: head importance` });
-      this.hits.set(canvas, drawHeadMap(canvas, {
-        title: TITLES[kind], values: r.importance[kind], lo: -m, hi: m, signed: true, cell: 20,
+      const hit = drawHeadMap(canvas, {
+        title: TITLES[kind], values: r.importance[kind], lo: -m, hi: m, signed: true, cell, numbers, font: IMP_FONT,
         marked: this.markedOf(s, kind), selected: this.openHeadOf(s, kind),
         tip: (l, h) => {
           const d = r.importance[kind][l][h];
@@ -304,7 +312,9 @@ export class Analysis {
             d > 0 ? "the model needs this head for this translation" : "silencing it does not hurt this translation",
             "click: open in the viewer and select for knock-out"];
         },
-      }));
+      });
+      this.hits.set(canvas, hit);
+      canvas.dataset.grid = JSON.stringify(hit.geometry);
       this.bindMap(canvas, kind, (h) => { this.store.toggleHead(h, true); this.store.openHead(h); });
       return canvas;
     });

@@ -13,6 +13,11 @@
 // settings have rested a moment (longer while Play runs), and the store keeps every answer
 // for the sentence (`arithmetic`, a SENTENCE_STATE key), so going back to a row is instant
 // and a new sentence starts empty. All token text goes in with textContent.
+//
+// "Explain a row" (viewer-main.js, the store's `explain`) shows it beside the map: a drawer
+// on a wide screen (app.css). A phone has no room beside it, and a sheet fixed over the screen
+// would cover every other section: there the view itself moves into the page, right under the
+// map (a dock after #attn-col), and its section keeps a note saying where it went.
 
 import { VIEWS, VIEW_KIND, headName, quote } from "./attention.js";
 import { el, setup, paintMatrix, RDBU_LUT } from "./canvas.js";
@@ -26,6 +31,7 @@ const STRIP_H = 14;
 const DRAWN_BY = ["trace", "view", "layer", "head", "step", "cell", "arithmetic", "playing", "theme"];
 const VIEW_BUTTONS = [["cross", "cross-attention"], ["decoder", "decoder self-attention"],
   ["encoder", "encoder self-attention"]];
+const NARROW = 600; // below this window width the explanation goes under the map (viewer-main.js: the same)
 
 /** The clicked cell, if it was clicked in this view and at this step (the store forgets it
  * at a new step). */
@@ -58,6 +64,7 @@ export class Arithmetic {
     this.build(host);
     server.onValue((answer) => this.receive(answer));
     store.subscribe((s, changed) => {
+      if (changed.has("explain") || changed.has("trace")) this.dock(s);
       // a new sentence empties the table at once, open or not: a closed section is not
       // redrawn, and its old rows must not be what it shows (or what a test reads) when it opens
       if (changed.has("sentenceId")) { clearTimeout(this.timer); this.show(null, "", "empty"); }
@@ -69,10 +76,33 @@ export class Arithmetic {
       const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
       if (open !== this.open) { this.open = open; this.schedule(); }
     }).observe(this.root);
+    window.addEventListener("resize", () => this.dock(store.get()));
+    this.dock(store.get());
     this.schedule();
   }
 
+  /** On a phone, while a row is explained, the view stands under the map, in the page;
+   * otherwise it is in its section. */
+  dock(s) {
+    const col = document.getElementById("attn-col");
+    const docked = !!(s.explain && s.trace && col && (window.innerWidth || 1000) < NARROW);
+    if (docked === this.docked) return;
+    this.docked = docked;
+    if (docked) {
+      this.dockEl = this.dockEl || el("div", { id: "explain-dock", className: "ar-dock",
+        "aria-label": "How this row of the map is made" });
+      col.after(this.dockEl);
+      this.dockEl.append(this.root);
+      this.host.replaceChildren(el("p", { className: "ax-note", id: "arith-moved",
+        text: "The explanation is under the map above while “Explain a row” is on." }));
+    } else {
+      this.host.replaceChildren(this.root);
+      if (this.dockEl) this.dockEl.remove();
+    }
+  }
+
   build(host) {
+    this.host = host;
     this.query = el("select", { id: "arith-query", "aria-label": "Query row" });
     this.query.addEventListener("change", () => this.pickQuery(Number(this.query.value)));
     this.root = el("div", { className: "ar-root", "data-state": "empty" }, [

@@ -59,10 +59,14 @@ export function validView(trace, s) {
   };
 }
 
+// the label of a decoder input not written yet at this step (a column of decoder
+// self-attention): a word, not a mark that could be read as a full stop
+export const FUTURE_LABEL = "(future)";
+
 /**
  * Rows and columns of one view at one step, after hide-specials: {rows, cols, causal}.
- * Each is {index (into the trace), label, tip}; rows not generated yet are {future: true}
- * and never show their tokens, and the current step's row is {current: true}.
+ * Each is {index (into the trace), label, tip}; rows and decoder inputs not generated yet are
+ * {future: true} and never show their tokens, and the current step's row is {current: true}.
  * `compact` labels rows with just the emitted token (small multiples).
  */
 export function layout(tr, { view, step, hide }, compact = false) {
@@ -81,7 +85,7 @@ export function layout(tr, { view, step, hide }, compact = false) {
   // decoder self-attention: keys are the decoder inputs; later inputs are not known yet at this step
   const cols = keep(tr.tgt.slice(0, tr.steps)).map((j) => (j <= t
     ? { index: j, label: tr.tgt[j], tip: `decoder input ${j + 1} ${quote(tr.tgt[j])}` }
-    : { index: j, label: "·", tip: `decoder input ${j + 1} (not generated yet)` }));
+    : { index: j, label: FUTURE_LABEL, future: true, tip: `decoder input ${j + 1} (not generated yet)` }));
   return { rows, cols, causal: true };
 }
 

@@ -68,9 +68,12 @@ export class Attribution {
   // --- DOM ----------------------------------------------------------------------------------
   build(host) {
     this.versus = el("select", { id: "attr-versus", "aria-label": "What to split" });
+    // the hint reads as a hint ("e.g.", in grey italics: attribution.css), not as a typed sentence
     this.inputB = el("input", { id: "attr-patch-b", type: "text", className: "at-input",
-      placeholder: "Tom gave John a beautiful present.",
+      placeholder: "e.g. Tom gave John a beautiful present.",
       "aria-label": "Sentence B, whose outputs are patched into the viewer's sentence" });
+    // what is wrong with B, said under it (where B is typed), not only in the section's status
+    this.msgB = el("span", { id: "attr-patch-b-msg", className: "at-msg ax-error", role: "alert", hidden: true });
     this.nSteps = el("select", { id: "attr-sal-n", "aria-label": "Integration steps" },
       N_STEPS.map((n) => el("option", { value: n, text: `${n} steps`, selected: n === 16 })));
     const button = (id, text, primary = false) => el("button", { id, type: "button",
@@ -93,7 +96,7 @@ export class Attribution {
         "Run A with one component's output taken from B, one component at a time: "
         + "how much of the A-versus-B difference between their two words does each move?",
       [el("label", { className: "ax-field at-field" }, [el("span", { text: "Sentence B" }), this.inputB]),
-        button("attr-patch-btn", "Patch A with B")]),
+        button("attr-patch-btn", "Patch A with B"), this.msgB]),
       section("sal", "Gradient attribution beside attention",
         "Which source tokens does the word's log-probability depend on? "
         + "Input × gradient and integrated gradients, per token, beside the attention the step paid.",
@@ -110,7 +113,7 @@ export class Attribution {
       if (ev.key === "Enter") { ev.preventDefault(); this.press("patching"); }
     });
     for (const c of [this.versus, this.nSteps]) c.addEventListener("change", () => this.schedule());
-    this.inputB.addEventListener("input", () => { this.autoB = false; this.schedule(); });
+    this.inputB.addEventListener("input", () => { this.autoB = false; this.sayB(""); this.schedule(); });
   }
 
   schedule() {
@@ -134,6 +137,7 @@ export class Attribution {
     if (p && p.status === "done" && p.trace && (this.autoB !== false || !this.inputB.value.trim())) {
       this.inputB.value = p.trace.srcText || p.text;
       this.autoB = true;
+      this.sayB("");
     }
   }
 
@@ -157,11 +161,28 @@ export class Attribution {
 
   press(action) {
     const s = this.store.get(), w = this.want(s, action);
+    if (w.why && action === "patching" && s.trace) {
+      this.sayB("Type sentence B here first: a sentence like A that makes the model write another word.");
+      this.inputB.focus();
+    }
     if (w.why) { this.schedule(); return; }
     this.follow.add(action);
     const r = this.results.get(w.key);
     if (!r || r.status === "error") this.ask(s, action, w);
     this.schedule();
+  }
+
+  /** Say what is wrong with sentence B under its box (marked invalid), or nothing ("" clears it). */
+  sayB(text) {
+    this.msgB.textContent = text;
+    this.msgB.hidden = !text;
+    if (text) {
+      this.inputB.setAttribute("aria-invalid", "true");
+      this.inputB.setAttribute("aria-describedby", this.msgB.id);
+    } else {
+      this.inputB.removeAttribute("aria-invalid");
+      this.inputB.removeAttribute("aria-describedby");
+    }
   }
 
   ask(s, action, w) {

@@ -15,6 +15,11 @@ import { words } from "./glossary.js";
 export const SCHEMA = "transformer-beam-tree/1";
 const COL_W = 96, ROW_H = 26, NODE_W = 80, NODE_H = 20, PAD = 14;
 const ZOOMS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2];
+// The tree opens scaled to its box's width ("fit"), so a laptop sees all of it. A tree that
+// would need less than MIN_FIT, where its 11 px labels are too small to read (a phone), keeps
+// its own size and its box scrolls sideways, from the root. The zoom buttons step from there
+// through ZOOMS.
+const MIN_FIT = 0.6;
 
 const fmt = (x, d = 3) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
 /** A subword as shown in the tree: as on every chip of the page, ▁ starts a word. */
@@ -26,7 +31,7 @@ export class BeamTree {
     this.store = store;
     this.server = server;
     this.tree = null;
-    this.state = { zoom: 1, pruned: true }; // how the tree is drawn (not part of the sentence)
+    this.state = { zoom: "fit", pruned: true }; // how the tree is drawn (not part of the sentence)
     this.build();
     this.clear();
     // The sentence in the viewer when beam search was asked for (the Beam button and Enter in
@@ -79,20 +84,40 @@ export class BeamTree {
     this.el.zin.addEventListener("click", () => this.zoomBy(+1));
     this.el.zout.addEventListener("click", () => this.zoomBy(-1));
     this.el.pruned.addEventListener("change", () => { this.state.pruned = this.el.pruned.checked; this.render(); });
+    // a fitted tree follows its box's width (the panel opening, the window resized)
+    let width = 0;
+    new ResizeObserver(() => {
+      const w = this.el.box.clientWidth;
+      if (w !== width && this.state.zoom === "fit") this.applyZoom();
+      width = w;
+    }).observe(this.el.box);
+  }
+
+  /** The scale at which the tree fits its box's width: at most 1, and 1 where that would be
+   * below MIN_FIT (the box scrolls instead). */
+  fitZoom() {
+    const fit = Math.floor((this.el.box.clientWidth / this.size.w) * 100) / 100;
+    return fit >= MIN_FIT && fit < 1 ? fit : 1;
   }
 
   zoomBy(dir) {
-    const i = ZOOMS.indexOf(this.state.zoom);
-    this.state.zoom = ZOOMS[Math.min(ZOOMS.length - 1, Math.max(0, (i < 0 ? 3 : i) + dir))];
+    const z = this.zoom();
+    const next = dir > 0 ? ZOOMS.find((x) => x > z + 1e-6) : ZOOMS.findLast((x) => x < z - 1e-6);
+    this.state.zoom = next === undefined ? (dir > 0 ? ZOOMS[ZOOMS.length - 1] : ZOOMS[0]) : next;
     this.applyZoom();
+  }
+
+  /** The scale the tree is drawn at now. */
+  zoom() {
+    return this.state.zoom === "fit" ? (this.svg ? this.fitZoom() : 1) : this.state.zoom;
   }
 
   /** Zoom only rescales the drawing (viewBox), so it costs nothing to redo. */
   applyZoom() {
     const s = this.svg;
     if (!s) return;
-    const z = this.state.zoom;
-    s.setAttribute("width", Math.round(this.size.w * z));
+    const z = this.zoom();
+    s.setAttribute("width", Math.floor(this.size.w * z));
     s.setAttribute("height", Math.round(this.size.h * z));
     this.root.dataset.zoom = String(z);
   }

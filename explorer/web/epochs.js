@@ -6,9 +6,10 @@
 // (explorer/panels/epochs.py; each snapshot's trace is the attention part of the payload,
 // read by the same decoder as the viewer's). The store keeps every answer, so switching
 // epochs or changing the view redraws in the browser with no server call. This view asks
-// only while it is on screen. Everything shown is derived from the store: with no sentence
-// in the viewer (before the first one, after an error) the panel is empty, captions and
-// status included. All token text goes in with textContent.
+// once its section is open, on screen or not (opening it is the asking). Everything shown
+// is derived from the store: with no sentence in the viewer (before the first one, after an
+// error) the panel is empty, captions and status included. All token text goes in with
+// textContent.
 
 import { readTrace } from "./payload.js";
 import { layout, attentionMatrix, headIndex, headName } from "./attention.js";
@@ -20,7 +21,9 @@ import { count, weight as weightText } from "./numbers.js";
 
 export const SCHEMA = "attention-explorer-epochs/1";
 const VIEW_NAMES = { cross: "cross-attention", decoder: "decoder self-attention", encoder: "encoder self-attention" };
-const CELL = 12; // the smallest cell at which every row and column keeps its label
+// labels of 12 px (readable on a laptop and a phone) in cells a little higher, so that every
+// row and column keeps its label; the tooltip gives each cell's weight
+const FONT_PX = 12, CELL = 14;
 const DRAWN_BY = ["trace", "step", "view", "layer", "head", "hide", "epoch", "epochs", "theme"];
 
 /** The cache key of a sentence and the target tokens it was traced with. */
@@ -39,7 +42,7 @@ export class Epochs {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
-    this.onScreen = false;
+    this.open = false; // is the section open (the view has a size)?
     this.lastDrawn = "";
     this.build(host);
     const meta = server.data && server.data.schema === SCHEMA ? server.data : null;
@@ -47,13 +50,12 @@ export class Epochs {
     this.options(meta);
     server.onValue((answer) => this.receive(answer));
     store.subscribe((s, changed) => { if (DRAWN_BY.some((k) => changed.has(k))) this.schedule(); });
-    // ask the server only while the panel is on screen: visitors who never look cost nothing
-    if ("IntersectionObserver" in window) {
-      new IntersectionObserver((entries) => {
-        this.onScreen = entries.some((e) => e.isIntersecting);
-        if (this.onScreen) this.schedule();
-      }).observe(this.root);
-    } else this.onScreen = true;
+    // ask the server only once the section is open: visitors who never open it cost nothing.
+    // A closed accordion hides the view (no size), so open or closed is read from its size.
+    new ResizeObserver(() => {
+      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
+      if (open !== this.open) { this.open = open; this.schedule(); }
+    }).observe(this.root);
     this.schedule();
   }
 
@@ -116,7 +118,7 @@ export class Epochs {
     const key = keyOf(tr), entry = e.data.get(key);
     if (!entry) {
       const failed = e.error && e.error.key === key ? e.error.message : null;
-      if (!failed && this.onScreen && e.pending !== key) {
+      if (!failed && this.open && e.pending !== key) {
         this.store.set({ epochs: { ...e, pending: key, error: null } });
         this.server.ask({ sentenceId: s.sentenceId });
         return; // the store change schedules the next update
@@ -183,7 +185,7 @@ export class Epochs {
       fig.el.dataset.epoch = it.id;
       const hit = drawHeatmap(fig, {
         title: `${it.title}${it.scores && it.scores.bleu !== undefined ? ` · BLEU ${it.scores.bleu}` : ""}`,
-        xTitle: "", yTitle: "", rows: lay.rows, cols: lay.cols, cell: CELL, matrix, maxWidth: 10 ** 6,
+        xTitle: "", yTitle: "", rows: lay.rows, cols: lay.cols, cell: CELL, font: FONT_PX, matrix, maxWidth: 10 ** 6,
         tip: (r, c) => {
           const row = lay.rows[r], col = lay.cols[c];
           if (row.future) return [`${it.title}: step ${row.index + 1} not generated yet`];
@@ -195,6 +197,7 @@ export class Epochs {
         },
       });
       this.tip.bind(fig.canvas, (x, y) => hit(x, y));
+      fig.canvas.dataset.grid = JSON.stringify(hit.geometry);
       fig.el.addEventListener("click", () => this.store.set({ epoch: it.id }));
       return fig.el;
     });

@@ -9,6 +9,11 @@
 // hover, on keyboard focus and on a tap; a second tap, a tap elsewhere or Escape puts it
 // away. Screen readers get the definition as the term's description (aria-describedby on a
 // hidden list of every definition, made once per page).
+//
+// In a section's heading (a <summary>, or the title button of a Gradio accordion) a click
+// anywhere opens or closes the section, its words included: there a term is only a dotted
+// word that explains itself on hover, and the heading gets one small "?" button
+// (heading()) that shows the definitions of all its words, for touch and keyboard.
 
 import { el } from "./canvas.js";
 
@@ -43,6 +48,8 @@ const TIP_ID = "gl-tip";
 const defId = (key) => `gl-def-${key.replace(/[^a-z]+/g, "-")}`;
 let popup = null, shownFor = null, shownAt = 0;
 const SETTLE_MS = 400; // a tap focuses, then clicks: both belong to one gesture
+// the headings whose click opens or closes a section: the viewer's <details>, Gradio's accordions
+const HEADING = "summary, .label-wrap";
 
 /** The hidden list of definitions (for aria-describedby) and the shared popup, made once. */
 function ensurePage() {
@@ -58,14 +65,15 @@ function ensurePage() {
   window.addEventListener("scroll", () => { if (performance.now() - shownAt > SETTLE_MS) hide(); }, { passive: true });
 }
 
-/** Show the definition of `t` (a term element) under it, kept inside the viewport. */
-function show(t) {
+/** Show the definition of `t` (a term element) under it, kept inside the viewport; `keys`:
+ * the glossary entries to show (a heading's "?" shows every word of its heading). */
+function show(t, keys = [t.dataset.term]) {
   ensurePage();
   if (shownFor && shownFor !== t) shownFor.setAttribute("aria-expanded", "false");
   if (shownFor !== t) shownAt = performance.now();
   shownFor = t;
   t.setAttribute("aria-expanded", "true");
-  popup.replaceChildren(el("strong", { text: `${t.dataset.term}: ` }), GLOSSARY[t.dataset.term]);
+  popup.replaceChildren(...keys.map((k) => el("div", {}, [el("strong", { text: `${k}: ` }), GLOSSARY[k]])));
   popup.hidden = false;
   const r = t.getBoundingClientRect(), w = popup.offsetWidth, h = popup.offsetHeight;
   const left = Math.max(4, Math.min(r.left, window.innerWidth - w - 4));
@@ -96,7 +104,8 @@ export function term(text, key = text.toLowerCase()) {
   t.addEventListener("focus", () => show(t));
   t.addEventListener("blur", () => hide(t));
   t.addEventListener("click", (ev) => {
-    ev.preventDefault(); // inside a <label> or <summary>, a tap explains the word and does nothing else
+    if (t.closest(HEADING)) return; // a heading's click opens its section (its "?" explains)
+    ev.preventDefault(); // inside a <label>, a tap explains the word and does nothing else
     ev.stopPropagation();
     if (shownFor === t && performance.now() - shownAt > SETTLE_MS) hide(t); else show(t);
   });
@@ -112,4 +121,49 @@ export function term(text, key = text.toLowerCase()) {
 /** A run of text with some words as terms: words("Each ", ["head"], " looks") -> nodes. */
 export function words(...parts) {
   return parts.map((p) => (Array.isArray(p) ? term(...p) : p));
+}
+
+/** The words of a heading as quiet terms (dotted, explained on hover, not focusable: a click
+ * on them opens or closes the section) and the "?" button that explains them all. `label`:
+ * what the "?" is placed in (a <summary>), or after (a Gradio accordion's title button,
+ * which cannot hold a button). Returns the "?" (null when the heading has no term). */
+export function heading(label, into = true) {
+  const terms = [...label.querySelectorAll(".gl-term")];
+  if (!terms.length) return null;
+  const keys = [...new Set(terms.map((t) => t.dataset.term))];
+  for (const t of terms) {
+    for (const a of ["tabindex", "role", "aria-expanded"]) t.removeAttribute(a);
+    t.classList.add("gl-quiet");
+  }
+  const ask = el("button", { type: "button", className: "gl-ask", text: "?", "aria-expanded": "false",
+    "aria-label": `What ${keys.length > 1 ? "do" : "does"} ${keys.join(", ")} mean?` });
+  if (typeof document !== "undefined" && document.body) {
+    ensurePage();
+    ask.setAttribute("aria-describedby", keys.map(defId).join(" "));
+  }
+  ask.addEventListener("click", (ev) => {
+    ev.preventDefault(); // the "?" explains and does not open the section
+    ev.stopPropagation();
+    if (shownFor === ask && performance.now() - shownAt > SETTLE_MS) hide(ask); else show(ask, keys);
+  });
+  if (into) label.append(ask); else label.after(ask);
+  return ask;
+}
+
+/** Make the words `pairs` ([[text, key]]) of a plain-text heading terms, in place: the first
+ * whole-word match of each text, whatever its case. */
+export function termsIn(node, pairs) {
+  for (const [text, key] of pairs) {
+    const re = new RegExp(`\\b${text.replace(/[.*+?^${}()|[\]\\-]/g, "\\$&")}\\b`, "i");
+    const walker = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.parentElement.closest(".gl-term")) continue;
+      const m = re.exec(n.data);
+      if (!m) continue;
+      const rest = n.splitText(m.index);
+      rest.data = rest.data.slice(m[0].length);
+      rest.before(term(m[0], key));
+      break;
+    }
+  }
 }

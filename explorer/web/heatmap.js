@@ -127,11 +127,12 @@ function gridLines(ctx, left, top, R, C, cw, ch) {
   ctx.stroke();
 }
 
-/** Column labels (keys), vertical, below the grid, in the context's font; every `every`-th one. */
+/** Column labels (keys), vertical, below the grid, in the context's font; every `every`-th one.
+ * A key not generated yet is greyed, as its row label is. */
 function columnLabels(ctx, cols, every, left, y, cell, colH) {
-  ctx.fillStyle = TEXT;
   cols.forEach((c, j) => {
     if (j % every) return;
+    ctx.fillStyle = c.future ? MUTED : TEXT;
     ctx.save();
     ctx.translate(left + (j + 0.5) * cell, y);
     ctx.rotate(-Math.PI / 2);

@@ -8,7 +8,7 @@
 // because that is where a minimal pair differs and what it is for; only a token with no
 // counterpart at all becomes a gap. All text goes in as text (el(..., {text}) / textContent).
 
-import { VIEWS, AXES, layout, attentionMatrix, analysisMatrix, headIndex } from "./attention.js";
+import { VIEWS, AXES, FUTURE_LABEL, layout, attentionMatrix, analysisMatrix, headIndex } from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
 import { el, RDBU_LUT, FUTURE_VALUE, GAP_VALUE } from "./canvas.js";
 import { share, signed } from "./numbers.js";
@@ -123,9 +123,9 @@ function diffLabel(x, A, B, steps) {
   let label;
   if (x.xa && x.xb) {
     label = steps ? `${x.i + 1}${x.i === x.j ? "" : `/${x.j + 1}`}: → ${both(A.tgt[x.i + 1], B.tgt[x.j + 1])}`
-      : x.xb.label === "·" || x.xa.label === "·" ? "·" : both(x.xa.label, x.xb.label);
+      : both(x.xa.label, x.xb.label);
   } else label = x.xa ? `− ${tok(x.xa, A, x.i)}` : `+ ${tok(x.xb, B, x.j)}`;
-  return { label: future ? (steps ? "not generated yet" : "·") : label, future: !!(future && steps),
+  return { label: future ? (steps ? "not generated yet" : FUTURE_LABEL) : label, future: !!future,
     current: !!((x.xa && x.xa.current) || (x.xb && x.xb.current)) };
 }
 
@@ -191,7 +191,7 @@ export function drawDifference(fig, note, width, s, view, A, B, a, b, where) {
     lo: -span, hi: span, lut: RDBU_LUT, scaleTitle: "B − A", maxWidth: width,
     tip: (y, x) => diffTip(rows[y], cols[x], d.matrix[y * cols.length + x], a, b),
   });
-  const swapped = cols.filter((c) => c.c.xa && c.c.xb && c.c.xa.label !== c.c.xb.label && c.c.xa.label !== "·")
+  const swapped = cols.filter((c) => c.c.xa && c.c.xb && c.c.xa.label !== c.c.xb.label && !c.c.xa.future)
     .map((c) => `“${c.label}”`);
   Object.assign(fig.el.dataset, { gapRows: gaps.rows, gapCols: gaps.cols, span: span.toFixed(3),
     swapped: String(swapped.length), grid: JSON.stringify(hit.geometry) });

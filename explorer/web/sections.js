@@ -6,8 +6,20 @@
 // opens and closes it and carries the class "open" while it is open. Gradio builds a closed
 // accordion's content when it first opens and keeps it after, so a panel's state survives
 // closing it.
+//
+// The accordions' titles are Gradio's plain text: the glossary words in them become terms
+// here (PANEL_TERMS), in the heading style of glossary.js (a click opens the panel, the "?"
+// beside the title explains the words).
+
+import { heading, termsIn } from "./glossary.js";
 
 const ACCORDION = ".gr-accordion[id]";
+// panel -> [text in its title, glossary key]
+const PANEL_TERMS = {
+  "analysis-panel": [["head", "head"], ["knock-out", "knock-out"]],
+  "attribution-panel": [["head", "head"]],
+  "beam-panel": [["beam search", "beam"], ["decoder", "decoder"]],
+};
 const labelOf = (acc) => acc.querySelector(":scope > .label-wrap");
 const isOpen = (acc) => !!labelOf(acc) && labelOf(acc).classList.contains("open");
 
@@ -31,5 +43,18 @@ export function followAccordions(store) {
     }
   };
   store.subscribe((s, changed) => { if (changed.has("open") || changed.has("trace")) apply(); });
-  for (const ms of [0, 500, 2000]) setTimeout(apply, ms); // the page may still be building its blocks
+  // the page may still be building its blocks
+  for (const ms of [0, 500, 2000]) setTimeout(() => { apply(); glossTitles(); }, ms);
+}
+
+/** The glossary words of the panels' titles as terms, once each title is on the page. */
+function glossTitles() {
+  for (const [id, pairs] of Object.entries(PANEL_TERMS)) {
+    const acc = document.getElementById(id), label = acc && labelOf(acc);
+    if (!label || label.dataset.glossed) continue;
+    label.dataset.glossed = "1";
+    termsIn(label.querySelector(":scope > span") || label, pairs);
+    const ask = heading(label, false); // a button cannot hold the "?": it follows the title
+    if (ask) ask.classList.add("gl-ask-title");
+  }
 }

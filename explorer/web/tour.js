@@ -10,6 +10,11 @@
 // The bubble is fixed to the bottom of the viewport and fits a 390 px phone; the page gets
 // room below (padding) so every target can scroll to the top, above the bubble.
 //
+// A step is shown once the page has drawn what it needs (a section it opens draws a frame
+// later): then its text is written from what is on screen (the mosaic's rows per layer differ
+// between a laptop and a phone), and its target, or the part of it the text names, is
+// scrolled into the space above the bubble before it is pointed at.
+//
 // Every text of the tour is in STEPS, here.
 
 import { el } from "./canvas.js";
@@ -39,13 +44,25 @@ const words_ = (tr, tokens) => tokens.filter((t) => !tr.isSpecial(t));
 const severalRows = (tr, s) => (s.step >= Math.min(3, tr.steps) ? s.step
   : Math.min(tr.steps, Math.max(3, Math.ceil(tr.steps * 0.6))));
 
+/** Where the all-heads mosaic put its tiles (heatmap.js drawMosaic), once it is drawn at step `step`. */
+function mosaicGrid(step) {
+  const fig = document.getElementById("mosaic");
+  return fig && fig.dataset.grid && fig.dataset.step === String(step) ? JSON.parse(fig.dataset.grid) : null;
+}
+
+const COUNTS = ["no", "one", "two", "three", "four"];
+/** "one row of tiles per layer", or as many rows as a narrow screen wraps a layer's heads into. */
+const tileRows = (bands) => `${COUNTS[bands] || bands} row${bands === 1 ? "" : "s"} of tiles per layer`;
+
 /** "head 5 of layer 3" or "the mean of the heads of layer 3": the map's layer and head in words. */
 const mapHead = (s) => (s.head === "mean" || s.head === "max" ? `the ${s.head} of the heads of layer ${s.layer}`
   : `head ${s.head} of layer ${s.layer}`);
 
 /** The steps: a target (CSS selector), a viewer section to open first (its name in the store's
- * `open`), the view settings to show first (`show(tr, s)`, a store patch), a title and the
- * text, made from the trace on screen (`tr`) and the store as it is then (`s`). */
+ * `open`), the view settings to show first (`show(tr, s)`, a store patch), what must be drawn
+ * before the step shows (`ready(s)`), the part of the target the text names (`part(target, s)`:
+ * a viewport rect, to scroll into view; by default the whole target), a title and the text,
+ * made from the trace on screen (`tr`) and the store as it is then (`s`). */
 export const STEPS = [
   {
     target: "#viewer .ax-tokens", title: "1. Tokens",
@@ -67,6 +84,8 @@ export const STEPS = [
   },
   {
     target: "#prefix-chips", title: "3. The decoder writes one token at a time",
+    // the text names step 1's token: the chips' row (one scrolling line on a phone) shows its start
+    part: (target) => { target.scrollLeft = 0; return target.getBoundingClientRect(); },
     text: (tr) => words("The ", ["decoder"],
       ` wrote the Italian in ${tr.steps} steps. At each step it reads what it has written so far `,
       `(it started from [SOS]) and adds one token: step 1 wrote ${word(tr.tgt[1])}. `
@@ -86,12 +105,20 @@ export const STEPS = [
   {
     target: "#mosaic", open: "views", title: "5. Heads differ",
     show: (tr, s) => ({ view: "cross", step: severalRows(tr, s) }),
+    ready: (s) => mosaicGrid(s.step) !== null,
+    // the tiles of the map's layer, with their head numbers above them
+    part: (target, s) => {
+      const g = mosaicGrid(s.step), c = target.querySelector("canvas");
+      if (!g || !c) return target.getBoundingClientRect();
+      const top = c.getBoundingClientRect().top + g.top + (s.layer - 1) * g.bands * g.stepY;
+      return { top: top - 16, bottom: top + (g.bands - 1) * g.stepY + g.tileH };
+    },
     text: (tr, s) => {
-      const t = s.step - 1, L = s.layer - 1;
+      const t = s.step - 1, L = s.layer - 1, g = mosaicGrid(s.step);
       const peaks = Array.from({ length: tr.heads }, (_, h) => [h, ...strongest(tr, L, h, t)]);
       const sharp = peaks.reduce((a, b) => (b[2] > a[2] ? b : a)), flat = peaks.reduce((a, b) => (b[2] < a[2] ? b : a));
       return words(`Each layer has ${tr.heads} `, ["heads", "head"],
-        " that look in their own way: one row of tiles here per layer. ",
+        ` that look in their own way: here, ${tileRows(g ? g.bands : 1)}, its number on the left. `,
         `The map above shows ${s.head === "mean" || s.head === "max" ? `the ${s.head} of` : "one of"} `
           + `the heads of layer ${L + 1}; `,
         `at step ${t + 1}, head ${sharp[0] + 1} of that layer puts ${pct(sharp[2])} on ${word(tr.src[sharp[1]])}, `,
@@ -114,7 +141,8 @@ export const STEPS = [
     text: () => words("These tools ask the model again: What if? forces another candidate, ",
       ["knock-out", "knock-out"], " silences heads, head importance ranks them (in ", ["nats"],
       "), beam search shows the alternatives. In the viewer, the ",
-      ["logit lens"], " and ", ["rollout"], " sections say more. Tap any dotted word for its meaning."),
+      ["logit lens"], " and ", ["rollout"],
+      " sections say more. Tap any dotted word, or the ? of a heading, for its meaning."),
   },
 ];
 
@@ -173,21 +201,25 @@ export class Tour {
     this.go(0);
   }
 
-  /** Show step `i`: open its section, point at its target, tell its text. */
-  go(i) {
+  /** Show step `i`: open its section, wait for what it needs to be drawn, tell its text and
+   * point at its target, scrolled into view above the bubble. */
+  async go(i) {
     let s = this.store.get();
     const tr = s.trace;
     if (!tr || i < 0 || i >= STEPS.length) return;
-    const step = STEPS[i];
+    const step = STEPS[i], asked = (this.asked = (this.asked || 0) + 1);
     this.i = i;
     if (step.open && !(s.open || []).includes(step.open)) this.store.set({ open: [...(s.open || []), step.open] });
     if (step.show) this.store.set({ ...step.show(tr, this.store.get()), playing: false });
-    s = this.store.get(); // the text speaks of what is on screen now
     this.unmark();
+    // a section opened here draws on its toggle event: wait for it (a few frames at most)
+    for (let f = 0; f < 30 && step.ready && !step.ready(this.store.get()); f++) await nextFrame();
+    await nextFrame();
+    if (asked !== this.asked || this.i !== i || this.store.get().trace !== tr) return; // another step since
+    s = this.store.get(); // the text speaks of what is on screen now
     const target = document.querySelector(step.target);
     room(true);
     this.bubble.hidden = false;
-    this.bubble.dataset.step = String(i + 1);
     this.title.textContent = step.title;
     this.body.replaceChildren(...step.text(tr, s));
     this.count.textContent = `${i + 1} of ${STEPS.length}`;
@@ -196,9 +228,23 @@ export class Tour {
     if (target) {
       target.classList.add("tour-target");
       this.target = target;
-      target.scrollIntoView({ block: "start", behavior: "instant" });
+      this.reveal(target, step.part, s);
     }
+    this.bubble.dataset.step = String(i + 1); // shown: its target is on screen
     this.next.focus({ preventScroll: true });
+  }
+
+  /** Scroll `target` to the top of the viewport, or further, until the part the text names
+   * (`part`) is clear of the bubble (the bubble covers the bottom of a phone's screen). */
+  reveal(target, part, s) {
+    const MARGIN = 8;
+    target.scrollIntoView({ block: "start", behavior: "instant" }); // (its scroll-margin: MARGIN)
+    const r = target.getBoundingClientRect(), p = part ? part(target, s) : r, b = this.bubble.getBoundingClientRect();
+    const covers = b.left < r.right && b.right > r.left;
+    const room = (covers ? b.top : window.innerHeight) - MARGIN;
+    if (p.bottom > room) {
+      window.scrollBy({ top: Math.max(0, Math.min(p.top - MARGIN, p.bottom - room)), behavior: "instant" });
+    }
   }
 
   unmark() {
@@ -224,6 +270,8 @@ function room(on) {
   const page = document.querySelector(".gradio-container") || document.body;
   page.style.paddingBottom = on ? "70vh" : "";
 }
+
+const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
 
 function seen() {
   try { return localStorage.getItem(SEEN_KEY) === "1"; } catch { return true; } // no storage: never nag

@@ -34,7 +34,7 @@ function strongestKey(tr, layer, head, t) {
   return best;
 }
 // the panel whose section opens beside the picture as its explanation (explorer/panels/arithmetic.py,
-// web/arithmetic.js): a side drawer on a wide screen, a sheet under the picture on a phone (app.css)
+// web/arithmetic.js): a side drawer on a wide screen, under the picture on a phone (app.css, arithmetic.js)
 export const EXPLAIN_PANEL = "arithmetic-panel";
 
 /** Type size of the main view in css px: large in presentation mode, at least 14 on a desktop. */
@@ -105,8 +105,8 @@ export class MainView {
     const page = document.documentElement, before = page.classList.contains("ax-explaining");
     const narrow = (window.innerWidth || 1000) < 600;
     page.classList.toggle("ax-explaining", on);
-    page.classList.toggle("ax-narrow", narrow); // a drawer on the right, or on a phone a sheet at the bottom (app.css)
-    // the picture and its explanation on one screen: the picture goes to the top (on a phone, above the sheet)
+    page.classList.toggle("ax-narrow", narrow); // a drawer on the right, or on a phone in the page (app.css)
+    // the picture and its explanation on one screen: the picture goes to the top (on a phone, above it)
     if (on && !before) requestAnimationFrame(() => (narrow ? this.col : this.el).scrollIntoView({ block: "start" }));
     return on;
   }

@@ -5,7 +5,7 @@
 // these elements by id.
 
 import { el, icon } from "./canvas.js";
-import { term } from "./glossary.js";
+import { heading, term } from "./glossary.js";
 import { count } from "./numbers.js";
 
 export const SPEEDS = [1, 2, 4, 8, 12];
@@ -21,8 +21,10 @@ const chipRow = (label, id) => el("div", { className: "ax-tokrow" },
 
 /** A closed section named `name` (its name in the store's `open`): a <details> whose summary is `summary` (nodes). */
 export function section(name, summary, children) {
+  const head = el("summary", {}, summary);
+  heading(head); // its glossary words open the section like the rest of it; its "?" explains them
   return el("details", { id: `sec-${name}`, className: "ax-fold", "data-section": name, "data-needs-trace": true }, [
-    el("summary", {}, summary), el("div", { className: "ax-fold-body" }, children)]);
+    head, el("div", { className: "ax-fold-body" }, children)]);
 }
 
 function tokenRows() {

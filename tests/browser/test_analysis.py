@@ -6,6 +6,8 @@ browser are started once for every browser test (tests/browser/conftest.py). Che
 attributes, the store through the page's test handle), so a retrained checkpoint still passes.
 """
 
+import json
+
 import pytest
 
 from tests.helpers import grid, open_panel, open_section, painted, row_labels, state, steps, translate
@@ -167,7 +169,7 @@ def test_head_importance_maps_paint_and_open_a_head(server, page):
     for c in maps.all():
         assert float(c.evaluate("c => parseFloat(c.style.width)")) > 100
     cross = page.locator("#head-importance canvas[data-kind='cross']")
-    left, top, cell = 24, 34, 20  # drawHeadMap's grid, cell 20 in the importance maps
-    cross.click(position={"x": left + 2.5 * cell, "y": top + 1.5 * cell})  # layer 2, head 3
+    g = json.loads(cross.get_attribute("data-grid"))  # where drawHeadMap put the grid
+    cross.click(position={"x": g["left"] + 2.5 * g["cell"], "y": g["top"] + 1.5 * g["cell"]})  # layer 2, head 3
     page.wait_for_selector("#attn-plot[data-view='cross'][data-layer='2'][data-head='3']", state="attached")
     page.wait_for_selector("#ko-selection .chip[data-head='cross:2:3']")  # and it joins the knock-out selection

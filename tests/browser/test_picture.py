@@ -439,7 +439,7 @@ BOXES = """(sels) => sels.map((sel) => { const r = document.querySelector(sel).g
 
 def explain(page):
     page.click("#explain-btn")
-    page.wait_for_selector("#arithmetic .ar-root[data-state='done']", state="attached")
+    page.wait_for_selector(".ar-root[data-state='done']", state="attached")  # beside the map, or under it on a phone
     page.wait_for_timeout(300)
 
 
@@ -450,16 +450,21 @@ def test_the_arithmetic_shows_beside_the_map_it_explains(browser, app_server, de
         explain(page)
         vw, vh = page.viewport_size["width"], page.viewport_size["height"]
         canvas, panel, table = page.evaluate(BOXES, ["#attn-plot canvas", "#arithmetic-panel", "#arith-table"])
-        # the map and its arithmetic on one screen: a drawer beside the map, a sheet under it on a phone
-        assert canvas["top"] >= 0 and canvas["top"] < vh and table["top"] < vh, (canvas, table)
+        # the map and its arithmetic together: a drawer beside the map on one screen, and on a
+        # phone the explanation itself right under the map, in the page
+        assert canvas["top"] >= 0 and canvas["top"] < vh, canvas
         if device == "desktop":
+            assert table["top"] < vh, table
             assert panel["left"] >= canvas["right"] - 1, (canvas, panel)
             assert panel["right"] <= vw + 1 and panel["top"] <= 1, panel
         else:
-            assert panel["top"] > canvas["top"] and panel["bottom"] >= vh - 1 and panel["left"] <= 1, (canvas, panel)
+            dock = page.evaluate(BOXES, ["#explain-dock"])[0]
+            assert page.locator("#explain-dock .ar-root").count() == 1
+            assert canvas["bottom"] <= dock["top"] < canvas["bottom"] + 0.5 * vh and table["top"] > dock["top"], dock
+            assert page.locator("#arithmetic-panel #arith-moved").count() == 1  # its section says where it went
         # it explains the row of the map on screen, and a click on a cell picks that key
         s = state(page)
-        key = page.get_attribute("#arithmetic .ar-root", "data-key")
+        key = page.get_attribute(".ar-root", "data-key")
         assert key == f"cross:{s['layer']}:{s['head']}:{s['step']}", key
         g = grid(page)
         cell = {
@@ -467,7 +472,7 @@ def test_the_arithmetic_shows_beside_the_map_it_explains(browser, app_server, de
             "y": g["top"] + (s["step"] - 0.5) * g["cell"],
         }  # this step's row, key 2
         page.locator("#attn-plot canvas").click(position=cell)
-        page.wait_for_selector("#arithmetic .ar-root[data-picked='2']", state="attached")
+        page.wait_for_selector(".ar-root[data-picked='2']", state="attached")
         # and it goes away again
         page.click("#explain-btn")
         page.wait_for_function("() => !document.documentElement.classList.contains('ax-explaining')")

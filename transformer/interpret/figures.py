@@ -11,7 +11,7 @@ function below names the browser code it mirrors (``explorer/web/attention.js``,
 scales. Rows are queries, columns keys. At step N (1-based, as in the app) the rows of
 steps after N are "not generated yet" (their cells are gaps in the weights and painted
 light grey by their own trace), decoder keys after a query are masked (grey), and decoder
-keys after step N are labelled "·". Hiding specials drops their columns (and the
+keys after step N are labelled "(future)". Hiding specials drops their columns (and the
 encoder's rows) without renormalising, as the app does. Counting is 1-based throughout:
 layer 1..L, head ``"mean"``, ``"max"`` or 1..H, step 1..T.
 
@@ -45,6 +45,7 @@ AXES = {  # (rows, columns)
 ROLLOUT_TITLE = "Source relevance of each step: Chefer et al. 2021, attention-only rules (all layers, mean of heads)"
 ENC_ROLLOUT_TITLE = "Encoder rollout: Abnar & Zuidema 2020 (0.5·A + 0.5·I, mean of heads, through all layers)"
 VIEWS = (*ATTENTION_VIEWS, "positional", "candidates", "rollout", "encoder_rollout")
+FUTURE_LABEL = "(future)"  # a decoder input not written yet (attention.js FUTURE_LABEL): a word, not a full stop
 
 BLUES = [(247, 251, 255), (198, 219, 239), (107, 174, 214), (33, 113, 181), (8, 48, 107)]
 RDBU = [(178, 24, 43), (239, 138, 98), (247, 247, 247), (103, 169, 207), (33, 102, 172)]
@@ -127,7 +128,7 @@ def layout(
     cols = [
         Entry(j, tgt[j], f"decoder input {j + 1} {quote(tgt[j])}")
         if j <= t
-        else Entry(j, "·", f"decoder input {j + 1} (not generated yet)")
+        else Entry(j, FUTURE_LABEL, f"decoder input {j + 1} (not generated yet)")
         for j in keep(tgt[:steps])
     ]
     return rows, cols, True
