@@ -183,7 +183,7 @@ export class Analysis {
     const what = stats === this.testStats ? `the whole test set (${stats.n_sentences} sentences)` : "this sentence";
     const kinds = KINDS.filter((k) => stats.kinds[k] && Array.isArray(stats.kinds[k][m]));
     const H = kinds.length ? stats.kinds[kinds[0]][m][0].length : 1;
-    const room = Math.max(300, (maps.clientWidth || 900) - 8);
+    const room = Math.max(240, (maps.clientWidth || 900) - 8);
     // side by side when they fit at a readable size
     const across = room >= 3 * (H * DIAG_CELL[0] + 60) ? kinds.length : 1;
     const cell = Math.max(DIAG_CELL[0], Math.min(DIAG_CELL[1], Math.floor((room / Math.max(1, across) - 60) / H)));

@@ -91,7 +91,8 @@ def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
     page.wait_for_function("() => window.__explorer.getState().origin === 'beam'")
     page.wait_for_selector("#attn-plot[data-step='1']", state="attached")
     forced = state(page)["forcedPrefix"]
-    assert forced == tree["hypotheses"][last]["ids"] and before is None
+    # the viewer leaves the sentence it showed (the example a first visit opens on) for the hypothesis
+    assert forced == tree["hypotheses"][last]["ids"] and before != SENTENCE == state(page)["sentence"]
     assert f"beam hypothesis {last + 1} of {len(tree['hypotheses'])}" in page.inner_text("#translation")
     assert page.input_value("#translation textarea") == tree["hypotheses"][last]["text"]
     assert page.inner_text("#viewer-forced").startswith("Beam-search hypothesis")

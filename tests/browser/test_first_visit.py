@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers import DEVICES, device_page, go_to_step, state, translate
+from tests.helpers import DEVICES, device_page, go_to_step, painted, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -99,29 +99,38 @@ def test_the_first_desktop_screen_shows_translation_steps_prefix_candidates_and_
     translate(page, SENTENCE, step=None)
     page.evaluate("() => window.scrollTo(0, 0)")
     assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
-    for sel in ("#translation", "#step-slider", "#next-btn", "#prefix-chips", "#attn-caption"):
+    # the prefix is the picture's rows ("12: a → Mary"): the current row says what the step writes
+    for sel in ("#translation", "#step-slider", "#next-btn", "#attn-plot .ax-rowlabel.current", "#attn-caption"):
         r = box(page, sel)
         assert 0 <= r["top"] and r["bottom"] <= DESKTOP["height"] and r["right"] <= DESKTOP["width"], (sel, r)
         assert page.locator(sel).first.is_visible(), sel
-    # the picture (sized for a projector) and the candidates beside it start on the first screen
-    # and fit on one screen of their own: one scroll shows the whole picture
+    # the picture (sized for a projector) and the candidates beside it are wholly on the first screen
     for sel in ("#topk canvas", "#attn-plot canvas"):
         r = box(page, sel)
-        assert 0 <= r["top"] < DESKTOP["height"] and r["bottom"] - r["top"] <= DESKTOP["height"], (sel, r)
+        assert 0 <= r["top"] and r["bottom"] <= DESKTOP["height"], (sel, r)
 
 
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_translate_on_a_fresh_page_translates_the_sentence_it_shows(browser, app_server, device):
     ctx, page = open_page(browser, app_server, device)
     box_ = page.locator("#src-text textarea")
+    painted(page)
+    # the page opens on an example, in the box and drawn
+    assert box_.input_value() == state(page)["sentence"] == state(page)["trace"]["srcText"]
+    # emptied, the box shows a grey example sentence (its placeholder), which looks typed
+    box_.fill("")
     shown = box_.get_attribute("placeholder")
-    assert shown and box_.input_value() == ""  # grey text that looks typed
+    assert shown and shown != state(page)["sentence"], shown
+    serial = state(page)["sentenceId"]
     if device == "desktop":
         page.click("#translate-btn")
     else:
         box_.tap()
         box_.press("Enter")
-    page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=shown)
+    page.wait_for_function(
+        "([t, n]) => window.__explorer.getState().sentence === t && window.__explorer.getState().sentenceId > n",
+        arg=[shown, serial],
+    )
     assert box_.input_value() == shown  # now really in the box
     assert "Please type" not in page.inner_text("#notice")
     assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
@@ -214,9 +223,10 @@ def in_viewport(page, r: dict) -> bool:
 @pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(browser, app_server, device):
     ctx, page = open_page(browser, app_server, device)
-    assert page.is_disabled("#tour-btn")  # it needs a sentence of the visitor's own
-    translate(page, SENTENCE, step=None)
-    page.wait_for_selector("#tour-offer", state="visible")  # offered after the first translation
+    # offered at once: a first visit opens on an example already drawn, which the tour can walk
+    page.wait_for_selector("#tour-offer", state="visible")
+    assert not page.is_disabled("#tour-btn")
+    translate(page, SENTENCE, step=None)  # the visitor's own sentence, which the tour then walks
     page.click("#tour-btn")
     tr = state(page)["trace"]
     seen_text, shown = [], {}

@@ -246,13 +246,13 @@ def test_the_main_view_fills_the_width_with_large_labels_and_the_legend_beside(b
             translate(page, text, step=None)
             m = page.evaluate(MAIN_VIEW)
             cells[text] = m["grid"]["cell"]
-            # the main view spans the content width: the map at its left, the candidates at its right
-            assert m["main"]["width"] >= m["root"]["width"] - 4, m
+            # the main view takes the content width right of the rail, where the candidates stand
+            assert m["main"]["right"] >= m["root"]["right"] - 4 and m["main"]["width"] >= 0.6 * m["root"]["width"], m
+            assert m["side"]["right"] <= m["main"]["left"] and m["side"]["top"] < m["canvas"]["bottom"], m
             assert m["canvas"]["left"] - m["main"]["left"] <= 0.4 * m["main"]["width"], m
-            assert m["main"]["right"] - m["side"]["right"] <= 24, m
-            # the map and its legend fill the room up to the candidates (columns widen where the
+            # the map and its legend fill the room up to the right edge (columns widen where the
             # height binds), not a third of it
-            assert m["side"]["left"] - m["legend"]["right"] <= 0.1 * m["main"]["width"], m
+            assert m["main"]["right"] - m["legend"]["right"] <= 0.1 * m["main"]["width"], m
             assert m["grid"]["cell"] <= m["grid"]["cellW"] <= 2 * m["grid"]["cell"], m
             # labels a projector can carry: at least 14 px, 2 % of the screen's height
             assert min(m["labelPx"], m["grid"]["font"]) >= max(14, 0.016 * size[1]), m

@@ -28,7 +28,11 @@ def test_every_control_draws_in_the_browser_without_server_requests(server, page
     url, _ = server
     page.goto(url)
     page.wait_for_selector("#viewer .ax-root")
-    # before the first translation: stepping controls disabled, empty hint box hidden
+    painted(page)  # a first visit opens on an example already drawn
+    # a refused sentence empties the viewer: stepping controls disabled, empty hint box hidden
+    page.locator("#src-text textarea").fill("   ")
+    page.click("#translate-btn")
+    page.wait_for_selector("#attn-plot:not([data-step])", state="attached")
     for control in (
         "#prev-btn",
         "#next-btn",
