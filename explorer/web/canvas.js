@@ -3,7 +3,7 @@
 // builders of HTML and SVG elements. Charts are drawn on <canvas> so they are fast, work
 // offline and in notebooks, and export to PNG with labels included.
 
-import { currentTheme, readPalette, hexRgb } from "./theme.js";
+import { currentTheme, readPalette, hexRgb, watchTheme } from "./theme.js";
 
 export const FONT = "11px 'DejaVu Sans', system-ui, sans-serif";
 /** The charts' font at `px` css pixels (FONT is 11 px; the main view draws larger). */
@@ -22,10 +22,19 @@ export let BLUES_LUT, RDBU_LUT;
 /** The weight scale as a CSS gradient, left (low) to right (high), for HTML colour legends. */
 export let BLUES_CSS;
 
+// the theme the page is in, followed by watching for Gradio's class (theme.js watchTheme), so a
+// drawing need not ask the page's styles each time: reading them after a view has changed the
+// page would make the browser lay it out again before every drawing
+let pageTheme = null;
+
 /** Take the page's palette if its theme has changed since the last drawing (cheap otherwise). */
 export function usePalette() {
   if (typeof getComputedStyle !== "function") return; // Node: the data modules' tests draw nothing
-  if (currentTheme() === THEME) return;
+  if (pageTheme === null) {
+    pageTheme = currentTheme();
+    watchTheme((theme) => { pageTheme = theme; });
+  }
+  if (pageTheme === THEME) return;
   const p = readPalette();
   THEME = p.theme;
   ({ background: BACKGROUND, text: TEXT, muted: MUTED, highlight: HIGHLIGHT, currentBg: CURRENT_BG, masked: MASKED,

@@ -129,11 +129,25 @@ export class MainView {
   size(s) {
     const narrow = (window.innerWidth || 1000) < 600;
     const font = mainFont(s.presenting, narrow), vh = window.innerHeight || 800;
-    const width = Math.max(260, (this.col.clientWidth || this.el.clientWidth || 800) - 4);
-    const height = narrow && !s.presenting ? Math.round(vh * 0.38)
-      : Math.max(8 * font, vh - this.gridTop(s) - (this.below || Math.round(6 * font)) - 10);
-    return { width, height, font, narrow,
-      touch: window.matchMedia ? window.matchMedia("(hover: none)").matches : false };
+    if (this.fitted !== this.fitKey(s)) { // measured once per sentence, view and screen (see draw)
+      const width = Math.max(260, (this.col.clientWidth || this.el.clientWidth || 800) - 4);
+      const height = narrow && !s.presenting ? Math.round(vh * 0.38)
+        : Math.max(8 * font, vh - this.gridTop(s) - (this.below || Math.round(6 * font)) - 10);
+      this.room = { width, height };
+    }
+    const touch = window.matchMedia ? window.matchMedia("(hover: none)").matches : false;
+    return { ...this.room, font, narrow, touch };
+  }
+
+  /** What the picture's fit to the window depends on. A step leaves it as it is, so stepping
+   * never measures the page: measuring a page a step has just changed would make the browser
+   * lay it out again at every click. The viewer calls refit() when the page's layout changed. */
+  fitKey(s) {
+    return [s.sentenceId, s.presenting, s.picture, s.view, s.hide, window.innerWidth, window.innerHeight].join("|");
+  }
+
+  refit() {
+    this.fitted = null;
   }
 
   /** Where the picture's grid starts, in css px from the top of the page (of the presentation
@@ -158,15 +172,18 @@ export class MainView {
     if (!s.presenting) this.drawTopk(s, tr);
     const lay = layout(tr, s);
     picture.draw(s, tr, lay, this.size(s));
-    // the drawing measured what stands under the grid: draw again until the whole map fits (a
-    // new sentence, a new screen or presentation mode changes it; a step does not)
-    for (let i = 0; name === "map" && i < 3 && this.learnBelow(s); i++) picture.draw(s, tr, lay, this.size(s));
+    if (this.fitted !== this.fitKey(s)) {
+      // the drawing measured what stands under the grid: draw again until the whole map fits (a
+      // new sentence, view, screen or presentation mode changes it; a step does not)
+      for (let i = 0; name === "map" && i < 3 && this.learnBelow(s); i++) picture.draw(s, tr, lay, this.size(s));
+      this.fitted = this.fitKey(s);
+    }
     this.el.dataset.picture = name;
   }
 
-  /** The height under the map's grid (its column labels), from the last drawing; true when it
-   * changed enough, or the map still runs past the bottom of the window, that the map should be
-   * drawn again. */
+  /** The height under the map's grid (its column labels), from the last drawing; true when the
+   * map runs past the bottom of the window, or leaves room unused, so that it should be drawn
+   * again. */
   learnBelow(s) {
     const fig = this.pictures.map.fig, hit = this.ctx.hits.get("attn-plot"), g = hit && hit.geometry;
     const rect = fig.canvas.getBoundingClientRect();
@@ -177,8 +194,10 @@ export class MainView {
     const vh = window.innerHeight || 800, narrow = (window.innerWidth || 1000) < 600;
     const scrolled = s.presenting ? this.el.closest(".ax-root").scrollTop : window.scrollY;
     const over = narrow && !s.presenting ? 0 : Math.max(0, Math.ceil(end.bottom + scrolled - (vh - 4)));
-    const changed = Math.abs(below - (this.below || 0)) > 4 || over > 0;
+    // drawn again only when the map runs past the window, or leaves a strip of it unused
+    const changed = over > 0 || (this.below || 0) - below > 24;
     this.below = below + over;
+    this.fitted = null; // measure the room again for the next drawing
     return changed;
   }
 

@@ -252,6 +252,7 @@ export class Viewer {
   render(full = false) {
     const s = this.store.get(), tr = s.trace;
     if (!tr) return;
+    if (full) this.main.refit(); // the page's layout may have changed: the picture measures its room again
     this.player.follow(s, tr);
     this.views.follow(s, tr);
     this.picker.follow(s, tr);
