@@ -340,11 +340,11 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
 
 
 def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):
-    import transformer.training.loop
+    import transformer.training.optim
 
     tiny = cli_train.PRESETS["tiny"]
     monkeypatch.setitem(cli_train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
-    monkeypatch.setattr(transformer.training.loop, "bf16_is_fast", lambda device: False)
+    monkeypatch.setattr(transformer.training.optim, "bf16_is_fast", lambda device: False)
     capfd.readouterr()
     assert tiny_main(data_dir, tmp_path / "o", "--epochs", "1", "--snapshots", "none") == 0
     err = lines_of(capfd.readouterr().err)
@@ -469,7 +469,7 @@ def test_run_json_keeps_every_recorded_option_and_the_preset(data_dir, tmp_path)
     from dataclasses import fields
 
     from transformer.cli.run_options import RECORDED, RunOptions
-    from transformer.training.loop import RUN_FILE
+    from transformer.training.run_folder import RUN_FILE
 
     left_out = {f.name for f in fields(RunOptions)} - set(RECORDED)
     assert left_out == {"out", "resume", "overwrite", "device", "keep_epochs", "push_to_hub"}

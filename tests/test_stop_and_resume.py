@@ -23,7 +23,8 @@ import torch.distributed as dist
 import train
 from transformer.cli import training_run as cli_train
 from transformer.training import progress
-from transformer.training.loop import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
+from transformer.training.loop import FitResult, Trainer
+from transformer.training.run_folder import MID_EPOCH_DIR, RUN_FILE, STATE_FILE
 
 from tests.helpers import tiny_main, write_jsonl
 

@@ -37,20 +37,11 @@ from transformer.training.distributed import (
     plan_processes,
 )
 from transformer.cli.run_options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RECORDED, RunOptions
-from transformer.training.presets import PRESETS, Preset, TrainSettings
+from transformer.training.loop import Trainer
+from transformer.training.presets import PRESETS, Preset, TrainingError, TrainSettings
 from transformer.training.progress import RunStart
-from transformer.training.loop import (
-    Trainer,
-    TrainingError,
-    build_fresh,
-    check_out_dir,
-    clear_run,
-    load_run_data,
-    read_run_record,
-    run_items,
-    run_tags_synthetic,
-    write_run_record,
-)
+from transformer.training.run_folder import check_out_dir, clear_run, read_run_record, run_items, write_run_record
+from transformer.training.setup import build_fresh, load_run_data, run_tags_synthetic
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
