@@ -465,6 +465,8 @@ def test_help_shows_preset_values_not_none(capsys, monkeypatch):
     assert f"(preset: {epochs})" in text
     assert f"(preset: {minutes})" in text
     assert "(default: 1,4,8)" in text
+    # the library's config says what h is; the command line adds what it does to the viewer
+    assert "--heads HEADS attention heads h (8 or fewer keeps the viewer readable) (preset: base 8," in text
 
 
 @pytest.mark.parametrize(

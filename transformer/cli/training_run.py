@@ -64,6 +64,8 @@ PRESET_FLAGS = [
 ]
 # what --resume may change: it extends the run and sets a new budget
 EXTENDS_RUN = {"epochs", "max_minutes", "save_every_minutes"}
+# what a flag's value does to the explorer, said beside its help
+VIEWER_ADVICE = {"heads": "8 or fewer keeps the viewer readable"}
 
 
 def build_parser() -> ArgumentParser:
@@ -79,8 +81,13 @@ def build_parser() -> ArgumentParser:
 
 
 def _preset_note(flag) -> str:
-    """'(preset: base 36, real-only 31, tiny 2)' for one flag, read from every preset."""
-    return "(preset: " + ", ".join(f"{name} {_shown(value_of(p, flag))}" for name, p in sorted(PRESETS.items())) + ")"
+    """'(preset: base 36, real-only 31, tiny 2)' for one flag, read from every preset, after
+    what its value does to the viewer when that matters."""
+    presets = (
+        "(preset: " + ", ".join(f"{name} {_shown(value_of(p, flag))}" for name, p in sorted(PRESETS.items())) + ")"
+    )
+    advice = VIEWER_ADVICE.get(flag.dest)
+    return f"({advice}) {presets}" if advice else presets
 
 
 def parse_args(argv=None) -> argparse.Namespace:
