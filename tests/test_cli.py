@@ -21,14 +21,12 @@ import pytest
 import app as app_module
 import train
 from transformer.cli import training_run as cli_train
-from tests.helpers import PAIRS, exit_2, lines_of, load_script, tiny_main, write_jsonl
+from tests.helpers import PAIRS, ROOT, exit_2, lines_of, load_script, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
 from transformer.cli import evaluate
 from transformer.core import tokenizer
 from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)

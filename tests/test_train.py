@@ -3,16 +3,15 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from transformer import load_translator
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 # the tiny preset cut to the fixture corpus (96 pairs), so an epoch has several batches
 FIXTURE = ["--batch-tokens", "600", "--vocab-size", "200"]
 
