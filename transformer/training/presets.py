@@ -1,7 +1,7 @@
 """What a run is asked to do: the presets (model shape, vocabulary, optimisation settings),
-the checks that refuse settings no run could go far with, and how the settings carry over
-to a resumed run. ``transformer.training.loop.Trainer`` runs them; ``train.py`` makes them
-from its flags (``transformer.cli.flags``)."""
+the checks that refuse settings no run could go far with (``TrainingError``), and how the
+settings carry over to a resumed run. ``transformer.training.loop.Trainer`` runs them;
+``train.py`` makes them from its flags (``transformer.cli.flags``)."""
 
 from __future__ import annotations
 

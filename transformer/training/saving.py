@@ -68,9 +68,9 @@ def stored_as(model: Transformer, storage_dtype: str):
 
 
 def load_resume_point(directory: Path) -> tuple[Transformer, Tokenizer, Tokenizer, dict]:
-    """The model, tokenizers and training state saved in checkpoint ``directory``, with the
-    float32 weights a run stored in a lower precision kept beside them; ``TrainingError``
-    when any of it cannot be read."""
+    """The model, tokenizers and training state saved in checkpoint ``directory``; a model
+    stored in a lower precision gets back the exact float32 weights its state keeps.
+    ``TrainingError`` when any of it cannot be read."""
     try:
         model, src_tok, tgt_tok, _ = load_checkpoint(directory)
         state = torch.load(directory / STATE_FILE, weights_only=True)
