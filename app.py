@@ -17,8 +17,7 @@ import os
 import socket
 import sys
 
-from transformer.core.checkpoint import DEFAULT_CHECKPOINT
-from transformer.cli import ArgumentParser, fail, load_translator_or_exit, port_number, whole_number
+from transformer.cli import DEFAULT_CHECKPOINT, ArgumentParser, fail, load_translator_or_exit, port_number, whole_number
 
 __all__ = ["main", "parse_args"]
 log = logging.getLogger("app")

@@ -48,7 +48,8 @@ from transformer.training.data import DataError
 from transformer.training.distill import DistillError
 from transformer.training.distributed import DistributedError, Stopped, StopSignals, leave_to_rank_0, rank
 from transformer.training.progress import stop_line
-from transformer.training.loop import TrainingError, TrainingStopped, TrainingWarning
+from transformer.training.loop import TrainingStopped
+from transformer.training.presets import TrainingError, TrainingWarning
 
 
 def main(argv=None) -> int:

@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from transformer.core.beam import beam_tree, translate_beam  # noqa: E402
+from transformer.core.beam import translate_beam  # noqa: E402
+from transformer.interpret.beam_tree import beam_tree  # noqa: E402
 from transformer.cli import data_split_or_exit, load_translator_or_exit  # noqa: E402
 from transformer.training.data import DataError, load_split  # noqa: E402
 from transformer.cli.evaluate import translate_all  # noqa: E402

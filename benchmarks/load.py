@@ -45,7 +45,7 @@ from ui_latency import app_server as start_app  # benchmarks/ is on sys.path whe
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from transformer.core.checkpoint import DEFAULT_CHECKPOINT  # noqa: E402
+from transformer.cli import DEFAULT_CHECKPOINT  # noqa: E402
 from transformer.core.wire import unpack_arrays  # noqa: E402
 
 TEST_SET = ROOT / "data" / "tatoeba-en-it" / "test.jsonl"

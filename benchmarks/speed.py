@@ -42,14 +42,8 @@ from transformer.cli import fail, load_translator_or_exit  # noqa: E402
 from transformer.training.data import DataError, Batch, encode_pairs, load_split, make_batch, token_budget_batches  # noqa: E402
 from transformer.core.decoding import naive_greedy_decode  # noqa: E402
 from transformer.core.model import build_model, sinusoidal_table  # noqa: E402
-from transformer.training.presets import (  # noqa: E402
-    TrainSettings,
-    autocast,
-    bf16_is_fast,
-    make_optimizer,
-    make_scheduler,
-    train_step,
-)
+from transformer.training.optim import autocast, bf16_is_fast, make_optimizer, make_scheduler, train_step  # noqa: E402
+from transformer.training.presets import TrainSettings  # noqa: E402
 
 DEFAULT_CHECKPOINT = ROOT / "checkpoints" / "en-it"
 DEFAULT_DATA = ROOT / "data" / "tatoeba-en-it" / "train.jsonl"

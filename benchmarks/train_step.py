@@ -33,8 +33,9 @@ from speed import side_by_side  # noqa: E402
 from transformer.cli import fail  # noqa: E402
 from transformer.training.data import DataError, encode_pairs, load_parallel, make_batch, token_budget_batches  # noqa: E402
 from transformer.core.model import Dropout, build_model  # noqa: E402
-from transformer.training.loop import build_fresh  # noqa: E402
-from transformer.training.presets import PRESETS, make_optimizer, make_scheduler, seed_everything, train_step  # noqa: E402
+from transformer.training.optim import make_optimizer, make_scheduler, seed_everything, train_step  # noqa: E402
+from transformer.training.presets import PRESETS  # noqa: E402
+from transformer.training.setup import build_fresh  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

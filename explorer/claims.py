@@ -309,7 +309,7 @@ def for_checkpoint(directory: str | Path | None) -> Claims:
 @functools.lru_cache(maxsize=1)
 def default() -> Claims:
     """The claims of the checkpoint ``python app.py`` serves when given none (the shipped model)."""
-    from transformer.core.checkpoint import DEFAULT_CHECKPOINT, REPO_ROOT  # torch: only when asked
+    from transformer.cli import DEFAULT_CHECKPOINT, REPO_ROOT
 
     return for_checkpoint(REPO_ROOT / DEFAULT_CHECKPOINT)
 

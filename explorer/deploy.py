@@ -26,8 +26,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer.core.checkpoint import DEFAULT_CHECKPOINT, CheckpointError, load_checkpoint
-from transformer.cli import ArgumentParser, fail, one_line
+from transformer.cli import DEFAULT_CHECKPOINT, ArgumentParser, fail, one_line
+from transformer.core.checkpoint import CheckpointError, load_checkpoint
 from transformer.core.hub import (
     IGNORE_PATTERNS,
     HubError,

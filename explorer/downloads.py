@@ -15,15 +15,20 @@ import time
 from pathlib import Path
 
 from transformer.core.checkpoint import write_file_atomic
+from transformer.interpret.habits import with_habits
 
 TRACE_DIR = Path(tempfile.gettempdir()) / "attention-explorer-traces"
 TRACE_MAX_AGE_S = 24 * 3600  # pruned at start-up only, when no visitor can be waiting for a file
 
 
 def write_trace_file(trace, directory: Path | None = None) -> str:
-    """The trace's JSON (``Trace.to_dict()``) in ``directory`` (default :data:`TRACE_DIR`); its path."""
+    """The trace's JSON (``Trace.to_dict()``, its heads named by their habits as the viewer
+    shows them) in ``directory`` (default :data:`TRACE_DIR`); its path."""
     directory = TRACE_DIR if directory is None else directory
-    data = json.dumps(trace.to_dict(), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    content = trace.to_dict()
+    if content.get("head_stats") is not None:
+        content["head_stats"] = with_habits(content["head_stats"])
+    data = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     path = directory / f"trace-{hashlib.sha256(data).hexdigest()[:24]}.json"
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from transformer.core.wire import decode_array, encode_f32, encode_ids, encode_linear, encode_rows, encode_tril
+from transformer.interpret.habits import with_habits
 
 SCHEMA = "attention-explorer-payload/2"
 MIN_PE_POSITIONS = 16
@@ -89,13 +90,14 @@ def has_logit_lens(trace) -> bool:
 
 
 def focus_head(stats: dict | None) -> dict | None:
-    """The cross-attention head that aligns best by a head-stats dict (``analysis.head_stats``
-    of one sentence, or their test-set average): the one whose attention is both sharp (low
-    normalised entropy) and on words rather than on [SOS], [EOS] or punctuation (low sink
-    share), i.e. the largest (1 − entropy)·(1 − sink). When the stats name habits, only the
-    monotonic aligners compete (if there are any): a sharp head that does not follow the
-    source in order (a "focused" head of layer 1, say) draws no alignment to read. Layers and
-    heads 1-based; None without cross-attention stats."""
+    """The cross-attention head that aligns best by a head-stats dict (one sentence's, as
+    ``transformer.core.readings.head_stats`` measures it, or the test set's average): the one
+    whose attention is both sharp (low normalised entropy) and on words rather than on [SOS],
+    [EOS] or punctuation (low sink share), i.e. the largest (1 − entropy)·(1 − sink). When the
+    stats name habits (``transformer.interpret.habits``), only the monotonic aligners compete
+    (if there are any): a sharp head that does not follow the source in order (a "focused"
+    head of layer 1, say) draws no alignment to read. Layers and heads 1-based; None without
+    cross-attention stats."""
     cross = ((stats or {}).get("kinds") or {}).get("cross") or {}
     entropy, sink = cross.get("entropy"), cross.get("sink")
     if not entropy or not sink:
@@ -153,7 +155,7 @@ def encode_trace(trace, origin: str = "translate", test_stats: dict | None = Non
             out[name] = encode_rows(np.asarray(value))
     head_stats = getattr(trace, "head_stats", None)
     if head_stats is not None:
-        out["head_stats"] = head_stats
+        out["head_stats"] = head_stats = with_habits(head_stats)  # the viewer shows each head's habit
     from_test = focus_head(test_stats)
     focus = from_test or focus_head(head_stats)
     if focus is not None:

@@ -1,5 +1,5 @@
-"""Fixtures the tests make themselves: a tiny parallel corpus and a random-weight checkpoint
-(the plain helpers they are made with are in tests/helpers.py)."""
+"""Fixtures the tests share: a tiny parallel corpus, a random-weight checkpoint, and the
+shipped model (the plain helpers they are made with are in tests/helpers.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import PAIRS, single_thread, tiny_config, write_jsonl
+from tests.helpers import PAIRS, SHIPPED, single_thread, tiny_config, write_jsonl
 from transformer.core.checkpoint import save_checkpoint
 from transformer.core.model import build_model
 from transformer.core.tokenizer import train_tokenizer
@@ -50,6 +50,15 @@ def translator(tiny_checkpoint):
     from transformer import load_translator
 
     return load_translator(tiny_checkpoint)
+
+
+@pytest.fixture(scope="session")
+def shipped():
+    """The shipped checkpoint's translator (checkpoints/en-it), loaded once for every test that
+    measures the real model. Tests read it and never change it."""
+    from transformer import load_translator
+
+    return load_translator(SHIPPED)
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,7 @@ import torch
 from transformer.core import readings
 from transformer.interpret import knockout as knockouts
 from transformer.core.readings import aggregate_head_stats, encoder_rollout, head_stats, source_relevance
+from transformer.interpret.habits import HABIT_RULE, with_habits
 from transformer.interpret.knockout import head_importance, knockout, parse_heads
 from transformer.cli.head_stats import main as analyze_main
 from transformer.core.decoding import greedy_decode
@@ -299,8 +300,9 @@ def synthetic_trace() -> Trace:
 
 
 def test_head_diagnostics_on_synthetic_attention():
-    stats = head_stats(synthetic_trace())
+    stats = with_habits(head_stats(synthetic_trace()))
     json.dumps(stats)
+    assert stats["habit_rule"] == HABIT_RULE
     enc, dec, cross = (stats["kinds"][k] for k in ("encoder", "decoder_self", "cross"))
     row = lambda d, name: d[name][0]  # noqa: E731  (layer 0, the four heads)
     approx = lambda got, want: all(g == pytest.approx(w, abs=1e-4) for g, w in zip(got, want))  # noqa: E731
@@ -333,7 +335,7 @@ def test_head_diagnostics_on_synthetic_attention():
 
 
 def test_aggregate_head_stats_averages_head_by_head():
-    one = head_stats(synthetic_trace())
+    one = with_habits(head_stats(synthetic_trace()))
     two = json.loads(json.dumps(one))
     two["kinds"]["encoder"]["entropy"][0][0] = 0.5
     two["kinds"]["cross"]["monotonicity"][0][0] = None  # undefined in one sentence: ignored
@@ -342,7 +344,8 @@ def test_aggregate_head_stats_averages_head_by_head():
     assert agg["kinds"]["encoder"]["entropy"][0][0] == pytest.approx(0.25)
     assert agg["kinds"]["cross"]["monotonicity"][0][0] == pytest.approx(1.0)
     assert agg["kinds"]["cross"]["monotonicity"][0][1] is None  # undefined everywhere stays null
-    assert agg["kinds"]["encoder"]["habit"] == one["kinds"]["encoder"]["habit"]
+    assert "habit" not in agg["kinds"]["encoder"]  # names of the inputs are not averaged
+    assert with_habits(agg)["kinds"]["encoder"]["habit"] == one["kinds"]["encoder"]["habit"]
     with pytest.raises(ValueError, match="no head stats"):
         aggregate_head_stats([])
 
@@ -433,6 +436,8 @@ def test_analyze_cli_writes_aggregated_head_stats(tiny_checkpoint, data_dir, tmp
     stats = json.loads(out.read_text())
     assert stats["n_sentences"] == 4 and stats["schema"] == "head-stats/1"
     assert set(stats["kinds"]) == {"encoder", "decoder_self", "cross"}
+    cross = stats["kinds"]["cross"]  # each head named from the averages, as the viewer shows them
+    assert stats["habit_rule"] == HABIT_RULE and len(cross["habit"]) == cross["layers"] == 2
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["n"] == 4
 
 
@@ -475,7 +480,7 @@ def test_a_habit_agrees_with_the_figures_shown():
 
     labels = set()
     for eos in (0.49996 - 1e-7, 0.49996, 0.49996 + 1e-7):
-        entry = readings._stats_dict(measures(eos), 1)["kinds"]["cross"]
+        entry = with_habits(readings._stats_dict(measures(eos), 1))["kinds"]["cross"]
         assert entry["sink_eos"] == [[0.5]]
         labels.add(entry["habit"][0][0])
     assert labels == {"[EOS] sink"}

@@ -12,7 +12,6 @@ import pytest
 
 from tests.helpers import serve_app
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "the black cat sleeps."
 pytestmark = pytest.mark.slow  # starts a server
 

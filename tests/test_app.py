@@ -17,6 +17,7 @@ from explorer import page as explorer_page
 from explorer import downloads
 from explorer.payload import decode_payload
 from transformer.core.wire import unpack_arrays
+from tests.helpers import SHIPPED
 
 
 def value(update):
@@ -78,7 +79,7 @@ def test_a_new_sentence_opens_on_the_checkpoints_test_set_head(app, monkeypatch)
 def test_the_shipped_app_loads_its_test_set_head_diagnostics():
     from transformer import load_translator
 
-    shipped = explorer_page.App(load_translator(Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"))
+    shipped = explorer_page.App(load_translator(SHIPPED))
     assert shipped.test_stats["n_sentences"] == 1000
 
 
@@ -263,6 +264,8 @@ def test_trace_files_are_content_addressed_and_only_pruned_at_startup(app, tmp_p
     trace = app.translate("the black cat sleeps.")[app.trace_state]
     first = downloads.write_trace_file(trace, tmp_path)
     assert downloads.write_trace_file(trace, tmp_path) == first  # same content, same file
+    saved = json.loads(Path(first).read_text(encoding="utf-8"))  # its heads named as the viewer names them
+    assert saved["head_stats"]["kinds"]["cross"]["habit"] and saved["head_stats"]["habit_rule"]
     other = downloads.write_trace_file(app.translate("where is the station?")[app.trace_state], tmp_path)
     assert other != first
     old = time.time() - 2 * downloads.TRACE_MAX_AGE_S

@@ -6,7 +6,6 @@ import dataclasses
 import json
 import math
 import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ from transformer.core.decoding import greedy_decode
 from transformer.core.model import build_model
 from transformer.core.translator import Translator
 
-ROOT = Path(__file__).resolve().parent.parent
 TEXT = "the black cat sleeps."
 TOL = 1e-5
 KINDS = ("encoder", "decoder_self", "cross")
@@ -319,14 +317,8 @@ def test_capture_ignores_other_threads(translator):
 
 # ----------------------------------------------------------------------------- the shipped model
 @pytest.fixture(scope="module")
-def shipped():
-    from transformer import load_translator
-
-    path = ROOT / "checkpoints" / "en-it"
-    if not (path / "model.safetensors").exists():
-        pytest.skip("the shipped checkpoint is not in this checkout")
-    tr = load_translator(path)
-    return tr, tr.trace("The black cat sleeps on the red sofa near the window.")
+def sofa(shipped):
+    return shipped.trace("The black cat sleeps on the red sofa near the window.")
 
 
 @pytest.mark.parametrize(
@@ -340,8 +332,8 @@ def shipped():
         ("cross", 2, 6),
     ],
 )
-def test_shipped_checkpoint(shipped, kind, layer, head):
-    tr, trace = shipped
+def test_shipped_checkpoint(shipped, sofa, kind, layer, head):
+    tr, trace = shipped, sofa
     outputs = head_outputs(tr.model, trace, kind, layer)
     d_k = tr.cfg.d_model // tr.cfg.h
     for query in range(n_queries(trace, kind)):

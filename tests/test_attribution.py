@@ -9,14 +9,12 @@ Patched rows are also checked against an independent patch made with PyTorch hoo
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
 
-from transformer import load_translator
 from transformer.interpret.attribution import (
     LN_NOTE,
     activation_patching,
@@ -33,16 +31,10 @@ from transformer.core.translator import Translator
 # one thread (conftest): the same kernels on every run, so the tolerances below hold run after run
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"
 TEXT = "the black cat sleeps."
 OTHER = "the white dog eats."
 TOM = "Tom gave Mary a beautiful present for her birthday."
 JOHN = "Tom gave John a beautiful present for his birthday."
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    return load_translator(SHIPPED)
 
 
 def teacher_forced_logits(translator, text: str, target_ids: list[int]) -> torch.Tensor:

@@ -12,24 +12,21 @@ import torch
 
 from tests.helpers import PAIRS, load_script, tiny_config
 from transformer.core.beam import (
-    TREE_SCHEMA,
     Candidate,
     Hypothesis,
     SearchRecord,
     SearchSettings,
     beam_search,
-    beam_tree,
-    build_tree,
     candidate_statuses,
     gnmt_length_penalty,
     hypothesis_score,
     translate_beam,
 )
+from transformer.interpret.beam_tree import TREE_SCHEMA, beam_tree, build_tree, tree_of
 from transformer.core.decoding import greedy_decode
 from transformer.core.model import build_model
-from transformer.core.translator import Translator, load_translator
+from transformer.core.translator import Translator
 
-ROOT = Path(__file__).resolve().parent.parent
 SENTENCES = [s for s, _ in PAIRS[:8]]
 
 
@@ -51,11 +48,6 @@ def tiny(tokenizers_pair):
         model.proj.weight[cfg.tgt_sos_id] = 0.0
         model.proj.weight[cfg.tgt_eos_id] *= 3.0
     return Translator(model, src_tok, tgt_tok)
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    return load_translator(ROOT / "checkpoints" / "en-it")
 
 
 def src_ids(tr, text):
@@ -245,11 +237,12 @@ def test_translator_translate_dispatches_to_beam_search(tiny):
 def test_tree_schema(tiny, k):
     texts = SENTENCES[:3]
     src = padded(tiny, texts)
-    res = beam_search(tiny.model, src, k, return_tree=True, tokenizer=tiny.tgt_tok)
+    res = beam_search(tiny.model, src, k, return_records=True)
+    trees = [tree_of(tiny.model, src, res, b, tiny.tgt_tok) for b in range(len(texts))]
     greedy = greedy_decode(tiny.model, src).ids
     if k > 1:  # greedy leaves the beam somewhere: the tree then holds greedy-only nodes
-        assert any(n["source"] == "greedy" for tree in res.trees for n in tree["nodes"])
-    for b, tree in enumerate(res.trees):
+        assert any(n["source"] == "greedy" for tree in trees for n in tree["nodes"])
+    for b, tree in enumerate(trees):
         json.dumps(tree)
         assert tree["schema"] == TREE_SCHEMA and tree["beam_size"] == k
         nodes = tree["nodes"]

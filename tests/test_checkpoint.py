@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from tests.helpers import tiny_config
+import transformer.cli as cli
 from transformer.core import checkpoint as ckpt
 from transformer import load_translator
 from transformer.core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
@@ -222,16 +223,16 @@ def test_default_checkpoint_works_from_another_directory(monkeypatch, tmp_path, 
     fail_if_hub_is_called(monkeypatch)
     repo = tmp_path / "repo"
     copy_ckpt(tiny_checkpoint, repo / "checkpoints" / "en-it")
-    monkeypatch.setattr(ckpt, "REPO_ROOT", repo)
+    monkeypatch.setattr(cli, "REPO_ROOT", repo)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert ckpt.locate_checkpoint("checkpoints/en-it") == repo / "checkpoints" / "en-it"
-    assert ckpt.locate_checkpoint(None) == repo / "checkpoints" / "en-it"
+    assert cli.locate_checkpoint("checkpoints/en-it") == repo / "checkpoints" / "en-it"
+    assert cli.locate_checkpoint(None) == repo / "checkpoints" / "en-it"
     assert load_translator().trace(SENTENCE).tgt_ids == translator.trace(SENTENCE).tgt_ids
     # a checkpoints/en-it in the working directory wins over the repository's
     local = copy_ckpt(tiny_checkpoint, elsewhere / "checkpoints" / "en-it")
-    assert ckpt.locate_checkpoint("checkpoints/en-it").resolve() == local.resolve()
+    assert cli.locate_checkpoint("checkpoints/en-it").resolve() == local.resolve()
 
 
 def test_hub_repo_id_goes_through_snapshot_download(monkeypatch, tmp_path, tiny_checkpoint, translator):
@@ -317,7 +318,7 @@ def test_default_checkpoint_missing_everywhere_is_one_line_and_never_the_hub(mon
     directory has none either: the default is a path, so the hub is never asked, and the
     error says in one line where it looked and what to pass instead."""
     calls = record_hub_calls(monkeypatch)
-    monkeypatch.setattr(ckpt, "REPO_ROOT", tmp_path / "site-packages")
+    monkeypatch.setattr(cli, "REPO_ROOT", tmp_path / "site-packages")
     cwd = tmp_path / "somewhere"
     cwd.mkdir()
     monkeypatch.chdir(cwd)
@@ -328,7 +329,7 @@ def test_default_checkpoint_missing_everywhere_is_one_line_and_never_the_hub(mon
     assert "\n" not in message
     assert message.startswith(f"no checkpoint at checkpoints/en-it (relative to {cwd})")
     assert "load_translator('path/to/checkpoint')" in message and "'owner/name'" in message
-    assert not ckpt.is_hub_id("checkpoints/en-it")
+    assert cli.is_default_checkpoint("checkpoints/en-it")  # a folder, so never a hub id
 
 
 @pytest.mark.parametrize(

@@ -17,9 +17,8 @@ import pytest
 
 from explorer import claims
 from explorer.claims import FILE, GENERIC, ClaimsError, for_checkpoint, load, main, render_section, rendered_readme
+from tests.helpers import ROOT, SHIPPED
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "checkpoints" / "en-it"
 BEGIN = "<!-- claims:begin claims.json (edit that file) -->"
 
 

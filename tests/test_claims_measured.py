@@ -17,13 +17,13 @@ the tests below with them), then ``python -m explorer.claims --write README.md``
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
 from explorer import texts as viewer
+from transformer.interpret.habits import with_habits
 from explorer.claims import FILE, load
 from explorer.measure import (
     BOOK,
@@ -58,11 +58,9 @@ from explorer.measure import (
     top,
     words,
 )
-from transformer import load_translator
 from transformer.core import readings
+from tests.helpers import ROOT, SHIPPED
 
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED = ROOT / "checkpoints" / "en-it"
 CLAIMS = load(SHIPPED / FILE)
 
 
@@ -77,13 +75,8 @@ def one_thread():
 
 
 @pytest.fixture(scope="module")
-def tr(one_thread):
-    return load_translator(SHIPPED)
-
-
-@pytest.fixture(scope="module")
-def m(tr):
-    return Measured(tr, SHIPPED)
+def m(one_thread, shipped):
+    return Measured(shipped, SHIPPED)
 
 
 # ----------------------------------------------------------------------------- every value, every quote
@@ -188,7 +181,7 @@ def test_same_token_heads_over_the_test_set(m):
 def test_same_token_heads_on_red_car(m):
     """Example red car: "layer 1, heads 2, 6 and 8 look mostly at the token just read (same-token
     heads)"; README: "on 'I have a red car.' layer 1 head 6 puts [its most] there"."""
-    dec = m.trace(RED_CAR).head_stats["kinds"]["decoder_self"]
+    dec = with_habits(m.trace(RED_CAR).head_stats)["kinds"]["decoder_self"]
     assert [h + 1 for h, habit in enumerate(dec["habit"][0]) if habit == "same-token head"] == [2, 6, 8]
     assert max(dec["same"][0]) == dec["same"][0][5]
     assert "layer 1, heads 2, 6 and 8" in example_hint(RED_CAR)

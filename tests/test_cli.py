@@ -21,14 +21,12 @@ import pytest
 import app as app_module
 import train
 from transformer.cli import training_run as cli_train
-from tests.helpers import PAIRS, exit_2, lines_of, load_script, tiny_main, write_jsonl
+from tests.helpers import PAIRS, ROOT, exit_2, lines_of, load_script, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
 from transformer.cli import evaluate
 from transformer.core import tokenizer
 from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -340,11 +338,11 @@ def test_train_says_what_it_resumed_and_whether_the_average_was_kept(capfd, data
 
 
 def test_the_bf16_fallback_is_one_plain_line(capfd, monkeypatch, data_dir, tmp_path):
-    import transformer.training.loop
+    import transformer.training.optim
 
     tiny = cli_train.PRESETS["tiny"]
     monkeypatch.setitem(cli_train.PRESETS, "tiny", replace(tiny, train=replace(tiny.train, bf16=True)))
-    monkeypatch.setattr(transformer.training.loop, "bf16_is_fast", lambda device: False)
+    monkeypatch.setattr(transformer.training.optim, "bf16_is_fast", lambda device: False)
     capfd.readouterr()
     assert tiny_main(data_dir, tmp_path / "o", "--epochs", "1", "--snapshots", "none") == 0
     err = lines_of(capfd.readouterr().err)
@@ -469,7 +467,7 @@ def test_run_json_keeps_every_recorded_option_and_the_preset(data_dir, tmp_path)
     from dataclasses import fields
 
     from transformer.cli.run_options import RECORDED, RunOptions
-    from transformer.training.loop import RUN_FILE
+    from transformer.training.run_folder import RUN_FILE
 
     left_out = {f.name for f in fields(RunOptions)} - set(RECORDED)
     assert left_out == {"out", "resume", "overwrite", "device", "keep_epochs", "push_to_hub"}

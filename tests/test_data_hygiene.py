@@ -28,8 +28,9 @@ from pathlib import Path
 import pytest
 
 from transformer.training.synthetic import FINGERPRINT_HEX, fingerprint, normalize, read_fingerprints
+from tests.helpers import ROOT
 
-DATA = Path(__file__).resolve().parent.parent / "data"
+DATA = ROOT / "data"
 PAIR_SUFFIXES = (".jsonl", ".jsonl.gz")
 MONOLINGUAL_SUFFIX = ".txt.gz"
 EVALUATION_STEMS = ("validation", "test")

@@ -22,8 +22,8 @@ from huggingface_hub.errors import HfHubHTTPError
 
 from explorer import deploy
 from transformer.core.checkpoint import load_checkpoint, save_checkpoint
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PROG = "python -m explorer.deploy"
 BIG = 10 * 1024 * 1024 + 1  # one byte over the Hub's limit for a plain git blob
 FILE_LINE = re.compile(r"^ *([\d,]+)  (large|     )  (\S+)$")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import torch
 import torch.distributed as dist
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 EPOCHS = 8
 COMMON = ["--preset", "tiny", "--device", "cpu", "--snapshots", "none", "--batch-tokens", "600", "--vocab-size", "200"]
 

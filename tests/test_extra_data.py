@@ -11,7 +11,8 @@ import pytest
 from tests.helpers import PAIRS, tiny_main, write_jsonl
 from transformer.training.data import load_extra_train, noised_source
 from transformer.core.tokenizer import SYNTHETIC_TAG, UNK, train_tokenizer
-from transformer.training.loop import forecast, load_run_data, run_tags_synthetic
+from transformer.training.progress import forecast
+from transformer.training.setup import load_run_data, run_tags_synthetic
 
 
 def write_rows(path, rows):

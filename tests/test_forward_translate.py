@@ -11,9 +11,7 @@ import json
 import random
 from pathlib import Path
 
-from tests.helpers import load_script
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.helpers import ROOT, load_script
 
 
 def first_pair(path: Path) -> dict:

@@ -22,6 +22,7 @@ from transformer.core.checkpoint import CHECKPOINT_PATTERNS, load_checkpoint, sa
 from transformer.core.config import TransformerConfig
 from transformer.core.hub import HubError, push_checkpoint
 from transformer.cli.modelcard import beam_section, build_model_card, model_card, with_section
+from tests.helpers import ROOT
 
 SENTENCE = "the black cat sleeps."
 METRICS = {
@@ -211,7 +212,7 @@ def test_model_card_parses_with_huggingface_hub_and_carries_the_metadata():
         HISTORY,
         METRICS,
         SAMPLES,
-        str(Path(__file__).resolve().parent.parent / "data" / "tatoeba-en-it"),
+        str(ROOT / "data" / "tatoeba-en-it"),
     )
     card = ModelCard(text)  # raises on invalid metadata / model-index
     data = card.data
@@ -243,7 +244,7 @@ def test_model_card_parses_with_huggingface_hub_and_carries_the_metadata():
         "| 1 | 320 | 2.77 |",
     ):
         assert needle in body, needle
-    assert str(Path(__file__).resolve().parent.parent) not in text  # no machine-specific absolute path
+    assert str(ROOT) not in text  # no machine-specific absolute path
 
 
 def test_model_card_without_test_scores_and_from_a_hub_dataset():

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ast
 import importlib
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "transformer"
 # bottom to top: a module may import its own layer and the layers before it
 LAYERS = ("core", "interpret", "training", "cli")
@@ -84,22 +86,55 @@ def test_the_library_never_imports_the_app():
     assert found == []
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "load_translator",
-        "Translator",
-        "Trace",
-        "StepView",
-        "Transformer",
-        "TransformerConfig",
-        "build_model",
-        "CheckpointError",
-        "DataError",
-    ],
-)
+# what the package exports (README, docs/python-api.md)
+EXPORTED = [
+    "load_translator",
+    "Translator",
+    "Trace",
+    "StepView",
+    "Transformer",
+    "TransformerConfig",
+    "build_model",
+    "CheckpointError",
+    "DataError",
+]
+
+
+@pytest.mark.parametrize("name", EXPORTED)
 def test_public_names_stay_importable_from_the_package(name):
     assert getattr(importlib.import_module("transformer"), name) is not None
+
+
+def fresh_python(code: str) -> str:
+    """What ``code`` prints in a new interpreter run from the repository root (nothing imported yet)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+
+
+def test_reading_a_trace_loads_no_torch():
+    """A saved trace is read with numpy alone: importing the trace module, and on the way the
+    package and each layer's own module, loads no torch (which costs seconds a process)."""
+    code = (
+        "import sys, transformer, transformer.core.trace, transformer.core.wire, "
+        "transformer.interpret, transformer.training, transformer.cli; print('torch' in sys.modules)"
+    )
+    assert fresh_python(code).split() == ["False"]
+
+
+def test_the_package_loads_each_public_name_on_first_use():
+    """``from transformer import X`` loads X's module then, and gives the object that module
+    defines; ``load_translator`` is the one that knows the shipped checkpoint."""
+    code = (
+        "import sys, transformer\n"
+        "from transformer import *\n"
+        "import transformer.cli, transformer.core.trace, transformer.training.data\n"
+        "assert load_translator is transformer.cli.load_translator\n"
+        "assert Trace is transformer.core.trace.Trace and DataError is transformer.training.data.DataError\n"
+        "assert set(transformer.__all__) <= set(dir(transformer))\n"
+        "print(sorted(transformer.__all__))"
+    )
+    assert fresh_python(code).split("\n")[0] == str(sorted(EXPORTED))
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        importlib.import_module("transformer").nothing_here
 
 
 def long_functions(paths, root: Path = ROOT) -> list[str]:

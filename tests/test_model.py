@@ -1,14 +1,14 @@
 import math
 import re
-from pathlib import Path
 
 import pytest
 import torch
 
 from transformer.core.config import TransformerConfig
 from transformer.core.model import Dropout, LayerNorm, build_model, causal_mask, dropout, sinusoidal_table
+from tests.helpers import ROOT
 
-PKG = Path(__file__).resolve().parent.parent / "transformer"
+PKG = ROOT / "transformer"
 
 
 def small_cfg(**kw) -> TransformerConfig:

@@ -4,7 +4,6 @@ that embeds it."""
 
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +13,11 @@ from explorer.assets import WEB
 from explorer.notebook import modules, show_trace, viewer_html
 from transformer.core import wire as W
 from transformer.core.trace import Trace
+from transformer.interpret.habits import with_habits
+from tests.helpers import ROOT, SHIPPED
 
 RNG = np.random.default_rng(0)
-ROOT = Path(__file__).resolve().parent.parent
-SHIPPED, DATA = ROOT / "checkpoints" / "en-it", ROOT / "data" / "tatoeba-en-it"
+DATA = ROOT / "data" / "tatoeba-en-it"
 
 
 def softmax_rows(shape, causal=False):
@@ -132,7 +132,7 @@ def test_optional_analysis_fields_travel_when_present():
     p = P.encode_trace(tr)
     d = P.decode_payload(p)
     tokens = P.decode_tokens(json.loads(json.dumps(p)))
-    assert tokens["logit_lens_tokens"] == tr.logit_lens_tokens and p["head_stats"] == tr.head_stats
+    assert tokens["logit_lens_tokens"] == tr.logit_lens_tokens and p["head_stats"] == with_habits(tr.head_stats)
     assert tokens["topk_tokens"] == tr.topk_tokens
     np.testing.assert_allclose(d["logit_lens_probs"], tr.logit_lens_probs)
     assert np.abs(d["rollout"] - tr.rollout).max() <= 1 / 255

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import serve_app
+from tests.helpers import ROOT, serve_app
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 PYTHON = {"python", "python3", "py"}
 APP_URL = "http://127.0.0.1:7860"  # where the README's gradio_client examples find the app

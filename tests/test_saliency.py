@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import copy
 import json
-from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
 
-from transformer import load_translator
 from transformer.interpret.attribution import greedy_targets
 from transformer.interpret.saliency import BASELINE, saliency
 from transformer.core.translator import Translator
@@ -25,15 +23,9 @@ from transformer.core.translator import Translator
 # one thread (conftest): the same kernels on every run, so the tolerances below hold run after run
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"
 TEXT = "the black cat sleeps."
 TARGET = [9, 5, 7, 11, 3]
 TOM = "Tom gave Mary a beautiful present for her birthday."
-
-
-@pytest.fixture(scope="module")
-def shipped():
-    return load_translator(SHIPPED)
 
 
 @pytest.fixture(scope="module")

@@ -13,12 +13,11 @@ from __future__ import annotations
 import importlib.metadata
 import re
 import unicodedata
-from pathlib import Path
 
 import pytest
 from huggingface_hub import SpaceCard, SpaceCardData, metadata_load
+from tests.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 
 COLORS = {"red", "yellow", "green", "blue", "indigo", "purple", "pink", "gray"}

@@ -23,11 +23,11 @@ import torch.distributed as dist
 import train
 from transformer.cli import training_run as cli_train
 from transformer.training import progress
-from transformer.training.loop import MID_EPOCH_DIR, RUN_FILE, STATE_FILE, FitResult, Trainer
+from transformer.training.loop import FitResult, Trainer
+from transformer.training.run_folder import MID_EPOCH_DIR, RUN_FILE, STATE_FILE
 
-from tests.helpers import tiny_main, write_jsonl
+from tests.helpers import ROOT, tiny_main, write_jsonl
 
-ROOT = Path(__file__).resolve().parent.parent
 # the tiny preset on the fixture corpus (96 pairs) in small batches: 14 steps per epoch
 # (7 per process with 2), so that a stop lands within an epoch
 RUN = ["--preset", "tiny", "--batch-tokens", "150", "--vocab-size", "200", "--epochs", "2", "--snapshots", "none"]

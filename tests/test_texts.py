@@ -4,6 +4,7 @@ is drawn in the browser (tests/browser/)."""
 import pytest
 
 from explorer import texts as viewer
+from tests.helpers import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -109,9 +110,8 @@ def test_text_that_is_mostly_not_words_is_told_its_translation_is_meaningless(tr
 
 def test_no_english_sentence_of_the_test_set_is_told_it_is_not_words():
     import json
-    from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "data" / "tatoeba-en-it" / "test.jsonl"
+    path = ROOT / "data" / "tatoeba-en-it" / "test.jsonl"
     lines = [json.loads(line)["translation"]["en"] for line in path.open(encoding="utf-8")]
     assert len(lines) >= 100
     assert [t for t in lines if viewer.word_share(t) < viewer.MOSTLY_NOT_WORDS] == []

@@ -3,16 +3,15 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
 from transformer import load_translator
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parent.parent
 # the tiny preset cut to the fixture corpus (96 pairs), so an epoch has several batches
 FIXTURE = ["--batch-tokens", "600", "--vocab-size", "200"]
 
@@ -259,7 +258,7 @@ def test_train_step_benchmark_prints_its_ratios(data_dir):
 def test_speed_benchmark_headlines_the_dtype_the_trainer_would_choose(tiny_checkpoint, data_dir, monkeypatch, fast):
     """The headline ratios are those of the dtype the trainer picks (its own bf16_is_fast),
     and both dtypes are reported side by side."""
-    from transformer.training import presets as training
+    from transformer.training import optim as training
     from transformer.training.data import encode_pairs, load_split
 
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))

@@ -17,21 +17,16 @@ from safetensors.torch import load_file
 
 from transformer.cli import training_run as cli_train
 from transformer.training import distributed
+from transformer.training import evaluation, optim, saving
 from transformer.training import loop as trainer_mod
 from transformer.core.checkpoint import list_snapshots, load_checkpoint, weights_state_dict
 from transformer.training.data import load_parallel
 from transformer.training.distributed import DistContext, Stopped, StopSignals, shard_batches
-from transformer.training.loop import (
-    MID_EPOCH_DIR,
-    STATE_FILE,
-    Trainer,
-    TrainingError,
-    TrainingStopped,
-    build_fresh,
-    is_snapshot_epoch,
-    parse_snapshots,
-)
-from transformer.training.presets import PRESETS, average_checkpoints
+from transformer.training.loop import Trainer, TrainingStopped
+from transformer.training.presets import PRESETS, TrainingError
+from transformer.training.run_folder import MID_EPOCH_DIR, STATE_FILE, is_snapshot_epoch, parse_snapshots
+from transformer.training.saving import average_checkpoints
+from transformer.training.setup import build_fresh
 
 from tests.helpers import tiny_main
 
@@ -101,8 +96,8 @@ def stop_in_epoch_2(t: Trainer, how: str, monkeypatch) -> tuple[type, list[str],
             t.stop.request(signal.SIGINT)
         return real_validation_loss(*args, **kwargs)
 
-    real_validation_loss = trainer_mod.validation_loss
-    monkeypatch.setattr(trainer_mod, "validation_loss", validation_loss)
+    real_validation_loss = evaluation.validation_loss
+    monkeypatch.setattr(evaluation, "validation_loss", validation_loss)
     return TrainingStopped, ["epoch-001"], (1, n)
 
 
@@ -187,7 +182,7 @@ def test_averaging_averages_the_last_epochs_on_disk(data, straight_run):
 def scripted_scores(monkeypatch, chrfs):
     """Replace the scorer so that evaluation k gets chrF ``chrfs[k]``."""
     it = iter(chrfs)
-    monkeypatch.setattr(trainer_mod, "corpus_scores", lambda hyps, refs: {"bleu": 0.0, "chrf": next(it)})
+    monkeypatch.setattr(evaluation, "corpus_scores", lambda hyps, refs: {"bleu": 0.0, "chrf": next(it)})
 
 
 @pytest.mark.parametrize(
@@ -391,7 +386,7 @@ def test_stop_signals_raise_before_training_and_are_only_noted_during_it():
 def test_timing_an_evaluation_changes_nothing(data, tmp_path):
     t = make_trainer(data, tmp_path)
     weights_before, rng_before = weights_state_dict(t.model), torch.get_rng_state()
-    assert 0 < t.time_evaluation() < 60
+    assert 0 < t.validation.seconds(t.model) < 60
     assert same_weights(weights_before, weights_state_dict(t.model)) and torch.equal(rng_before, torch.get_rng_state())
     assert DistContext().maximum(0, 2, 1) == [0, 2, 1] and DistContext().gather("x") == ["x"]
 
@@ -470,6 +465,8 @@ def test_help_shows_preset_values_not_none(capsys, monkeypatch):
     assert f"(preset: {epochs})" in text
     assert f"(preset: {minutes})" in text
     assert "(default: 1,4,8)" in text
+    # the library's config says what h is; the command line adds what it does to the viewer
+    assert "--heads HEADS attention heads h (8 or fewer keeps the viewer readable) (preset: base 8," in text
 
 
 @pytest.mark.parametrize(
@@ -544,7 +541,7 @@ def test_push_to_hub_success(data_dir, tmp_path, monkeypatch, capsys):
 
 def test_word_dropout_replaces_only_real_source_tokens():
     from transformer.core.config import TransformerConfig
-    from transformer.training.presets import drop_source_words
+    from transformer.training.optim import drop_source_words
 
     cfg = TransformerConfig(
         src_vocab_size=50,
@@ -580,7 +577,7 @@ def test_word_dropout_changes_training_and_is_checked(data, tmp_path):
 def test_bf16_is_fast_keeps_bf16_only_where_it_is_not_emulated(monkeypatch, bf16_s, fp32_s, expected):
     """An AVX2-only CPU emulates bf16 matmuls (measured on an AVX2-only EPYC: 35 ms vs 0.65 ms in float32),
     which made the base run 25x slower; a CPU with bf16 arithmetic keeps it."""
-    from transformer.training import presets as training
+    from transformer.training import optim as training
 
     monkeypatch.setattr(training, "_matmul_seconds", lambda dtype, **kw: bf16_s if dtype == torch.bfloat16 else fp32_s)
     assert training.bf16_is_fast("cpu") is expected
@@ -588,17 +585,17 @@ def test_bf16_is_fast_keeps_bf16_only_where_it_is_not_emulated(monkeypatch, bf16
 
 
 def test_matmul_timing_is_a_real_measurement():
-    from transformer.training.presets import _matmul_seconds
+    from transformer.training.optim import _matmul_seconds
 
     assert 0 < _matmul_seconds(torch.float32, n=32, repeat=2) < 5
 
 
 def test_trainer_falls_back_to_float32_with_a_warning_where_bf16_is_emulated(data, tmp_path, monkeypatch):
-    monkeypatch.setattr(trainer_mod, "bf16_is_fast", lambda device: False)
+    monkeypatch.setattr(optim, "bf16_is_fast", lambda device: False)
     with pytest.warns(UserWarning, match="emulated"):
         t = make_trainer(data, tmp_path, settings=replace(SETTINGS, bf16=True))
     assert t.settings.bf16 is False
-    monkeypatch.setattr(trainer_mod, "bf16_is_fast", lambda device: True)
+    monkeypatch.setattr(optim, "bf16_is_fast", lambda device: True)
     assert make_trainer(data, tmp_path / "fast", settings=replace(SETTINGS, bf16=True)).settings.bf16 is True
 
 
@@ -608,7 +605,7 @@ def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(mon
     once, and the loss is the one a single batch of every pair gives."""
     import torch.nn.functional as F
 
-    from transformer.training import presets as training
+    from transformer.training import evaluation as training
     from transformer.core.config import TransformerConfig
     from transformer.training.data import make_batch
     from transformer.core.model import build_model
@@ -667,14 +664,12 @@ def test_validation_batches_keep_to_the_token_budget_and_use_every_pair_once(mon
 def test_best_carries_the_snapshots_up_to_its_own_epoch(tmp_path, best, kept):
     """A best/ chosen at epoch 3 of 5 carries the snapshots of epochs 1 and 3, not the final
     epoch 5 trained after it; an average of the last epochs comes after all of them."""
-    import types
-
-    run = types.SimpleNamespace(snapshots_dir=tmp_path / "snapshots", best_dir=tmp_path / "best")
+    snapshots_dir, best_dir = tmp_path / "snapshots", tmp_path / "best"
     for name in ("epoch-001", "epoch-003", "epoch-005"):
-        (run.snapshots_dir / name).mkdir(parents=True)
-        (run.snapshots_dir / name / "metrics.json").write_text("{}")
-    run.best_dir.mkdir()
-    (run.best_dir / "metrics.json").write_text(json.dumps(best))
-    Trainer.copy_snapshots_to_best(run)
-    assert sorted(p.name for p in (run.best_dir / "snapshots").iterdir()) == kept
-    assert (run.best_dir / "snapshots" / "epoch-001" / "metrics.json").is_file()
+        (snapshots_dir / name).mkdir(parents=True)
+        (snapshots_dir / name / "metrics.json").write_text("{}")
+    best_dir.mkdir()
+    (best_dir / "metrics.json").write_text(json.dumps(best))
+    saving.copy_snapshots_to_best(snapshots_dir, best_dir)
+    assert sorted(p.name for p in (best_dir / "snapshots").iterdir()) == kept
+    assert (best_dir / "snapshots" / "epoch-001" / "metrics.json").is_file()

@@ -1,20 +1,41 @@
-"""A from-scratch encoder-decoder Transformer for translation, built to be looked inside."""
+"""A from-scratch encoder-decoder Transformer for translation, built to be looked inside.
 
-from transformer.core.config import TransformerConfig
-from transformer.core.trace import StepView, Trace
-from transformer.core.model import Transformer, build_model
-from transformer.core.checkpoint import CheckpointError
-from transformer.training.data import DataError
-from transformer.core.translator import Translator, load_translator
+    from transformer import load_translator
+    tr = load_translator()              # the shipped checkpoint, or a folder or hub id
 
-__all__ = [
-    "TransformerConfig",
-    "Transformer",
-    "build_model",
-    "Translator",
-    "load_translator",
-    "Trace",
-    "StepView",
-    "CheckpointError",
-    "DataError",
-]
+The public names below load on first use (PEP 562 ``__getattr__``): importing the package, or
+a module that needs no model code such as ``transformer.core.trace`` (a saved trace read with
+numpy alone), does not load torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "TransformerConfig": "transformer.core.config",
+    "Transformer": "transformer.core.model",
+    "build_model": "transformer.core.model",
+    "Translator": "transformer.core.translator",
+    # the command-line layer's: it knows which checkpoint "none given" means
+    "load_translator": "transformer.cli",
+    "Trace": "transformer.core.trace",
+    "StepView": "transformer.core.trace",
+    "CheckpointError": "transformer.core.checkpoint",
+    "DataError": "transformer.training.data",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

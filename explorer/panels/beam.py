@@ -1,7 +1,7 @@
 """Beam search with a beam tree: what else the decoder considered.
 
-``/beam`` runs :func:`transformer.core.beam.beam_tree` once and sends the whole tree (schema
-``"transformer-beam-tree/1"``, documented in ``transformer/core/beam.py``) to the browser view
+``/beam`` runs :func:`transformer.interpret.beam_tree.beam_tree` once and sends the whole tree (schema
+``"transformer-beam-tree/1"``, documented in ``transformer/interpret/beam_tree.py``) to the browser view
 ``explorer/web/beam-tree.js``, which draws it; zoom, hiding pruned branches and hover
 never call the server. Choosing a finished hypothesis re-traces the sentence with that
 hypothesis forced (``Translator.trace(text, forced_prefix=ids)``), so every attention view
@@ -16,7 +16,7 @@ import time
 
 import gradio as gr
 
-from transformer.core.beam import MAX_TREE_BEAM, beam_tree
+from transformer.interpret.beam_tree import MAX_TREE_BEAM, beam_tree
 
 from ..errors import answer
 from ..blocks import message, view_host
@@ -86,7 +86,7 @@ class BeamPanel(Panel):
 
     def api_beam(self, text: str, k: int = DEFAULT_BEAM) -> tuple[str, dict]:
         """Beam search on one English sentence with beam size k (1-8); returns (best translation,
-        beam tree as JSON, schema "transformer-beam-tree/1" documented in transformer/core/beam.py).
+        beam tree as JSON, schema "transformer-beam-tree/1" documented in transformer/interpret/beam_tree.py).
         Bad input (text, or k outside 1-8): ``gr.Error`` (:func:`explorer.serving.api_answer`)."""
         return api_answer(log, "/beam", lambda: self.run_beam(text, k, clamp=False))
 

@@ -1,7 +1,7 @@
 """What every command-line entry point shares: one-line errors and exit code 2.
 
     from transformer.cli import ArgumentParser, fail, load_translator_or_exit, whole_number
-    p = ArgumentParser(prog="python -m transformer.x")
+    p = ArgumentParser(prog="python -m transformer.cli.evaluate")
     p.add_argument("--limit", type=whole_number(1))
     check_output_or_exit(args.output, "--output")      # before the slow part
     tr = load_translator_or_exit(args.checkpoint)
@@ -10,6 +10,10 @@ Library code raises (``CheckpointError``, ``DataError``...); only entry points t
 exception into a message on stderr and an exit code, through these helpers. Bad input is
 one line, never a traceback or a usage block, so that it reads the same in a terminal, a
 log file or a Space's build log.
+
+This layer is also the one that knows the repository the package came with: its shipped
+checkpoint is what "no checkpoint given" means (:func:`load_translator`,
+:func:`locate_checkpoint`), found in the working directory or beside the package.
 """
 
 from __future__ import annotations
@@ -102,8 +106,6 @@ class DataSplit(NamedTuple):
 def add_checkpoint_and_data(p: argparse.ArgumentParser, verb: str, data_note: str = "") -> None:
     """``--checkpoint``, ``--data`` and ``--split`` as every command that reads a model and a
     held-out split takes them (``data_split_or_exit`` reads the last two)."""
-    from transformer.core.checkpoint import DEFAULT_CHECKPOINT
-
     p.add_argument("--checkpoint", default=DEFAULT_CHECKPOINT, help="checkpoint directory or hub repo id")
     p.add_argument(
         "--data",
@@ -158,6 +160,53 @@ def check_output_or_exit(path: str | Path | None, flag: str) -> None:
 
 # ---------------------------------------------------------------- checkpoints
 
+# the checkpoint the app and the commands load when given none; from another working
+# directory it is found beside the package, in the repository it came with
+DEFAULT_CHECKPOINT = "checkpoints/en-it"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def is_default_checkpoint(name_or_path: str | Path | None) -> bool:
+    """None or ``checkpoints/en-it``: the shipped checkpoint, which is a folder, never a hub id
+    (it is shaped like 'owner/name', so it has to be told apart by name)."""
+    return name_or_path is None or Path(name_or_path) == Path(DEFAULT_CHECKPOINT)
+
+
+def default_checkpoint() -> Path:
+    """The shipped checkpoint's folder: ``checkpoints/en-it`` in the working directory if there
+    is one, else the repository's copy beside the package (so it works from any directory).
+    Raises a one-line ``CheckpointError`` naming both places when neither has it, as after a
+    plain ``pip install .``, which installs the package away from the repository."""
+    from transformer.core.checkpoint import CheckpointError, resolve_checkpoint_dir
+
+    for candidate in (Path(DEFAULT_CHECKPOINT), REPO_ROOT / DEFAULT_CHECKPOINT):
+        found = resolve_checkpoint_dir(candidate)
+        if found.is_dir():
+            return found
+    raise CheckpointError(
+        f"no checkpoint at {DEFAULT_CHECKPOINT} (relative to {Path.cwd()}) nor beside the "
+        f"package ({REPO_ROOT / DEFAULT_CHECKPOINT}): pass load_translator('path/to/checkpoint') "
+        f"or a hub id 'owner/name'"
+    )
+
+
+def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
+    """``transformer.core.checkpoint.locate_checkpoint``, where None (or ``checkpoints/en-it``)
+    is the shipped checkpoint (:func:`default_checkpoint`), never looked up on the hub."""
+    from transformer.core import checkpoint
+
+    return default_checkpoint() if is_default_checkpoint(name_or_path) else checkpoint.locate_checkpoint(name_or_path)
+
+
+def load_translator(name_or_path: str | Path | None = None):
+    """Load a checkpoint from a local directory or a hub repo id ('owner/name') as a
+    ``Translator``. None is the shipped checkpoint, ``checkpoints/en-it`` in the working
+    directory or beside the package; it is a folder, so it is never looked up on the hub, and
+    when it is in neither place the ``CheckpointError`` says what to pass instead."""
+    from transformer.core import translator
+
+    return translator.load_translator(locate_checkpoint(name_or_path))
+
 
 def _hub_reason(exc: BaseException) -> str:
     """Why the hub did not give a checkpoint or dataset, in words (its own messages are
@@ -184,7 +233,7 @@ def locate_checkpoint_or_exit(name_or_path: str | Path, flag: str | None = None)
     """The local checkpoint folder for a path or hub id (downloaded if need be), or a
     one-line message and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the
     message when the checkpoint is not the command's main one."""
-    from transformer.core.checkpoint import CheckpointError, is_hub_id, locate_checkpoint
+    from transformer.core.checkpoint import CheckpointError, is_hub_id
 
     prefix = f"{flag}: " if flag else ""
     try:
@@ -200,12 +249,12 @@ def load_translator_or_exit(name_or_path: str | Path, flag: str | None = None):
     """``load_translator(name_or_path)``, or a one-line message and exit code 2 when the
     checkpoint is missing, corrupt, or cannot be fetched from the hub (``flag``: see
     :func:`locate_checkpoint_or_exit`)."""
+    from transformer.core import translator
     from transformer.core.checkpoint import CheckpointError
-    from transformer.core.translator import load_translator
 
     directory = locate_checkpoint_or_exit(name_or_path, flag)
     try:
-        return load_translator(directory)
+        return translator.load_translator(directory)
     except (CheckpointError, OSError, ValueError) as exc:
         # OSError covers unreadable files
         fail(f"{flag + ': ' if flag else ''}{exc or type(exc).__name__}")

@@ -3,8 +3,9 @@
     python -m transformer.cli.head_stats --checkpoint checkpoints/en-it \
         --data data/tatoeba-en-it [--split test] [--limit N] [--out FILE]
 
-Every source sentence is decoded greedily with the full trace; ``analysis.head_stats``
-measures each head on it and ``analysis.aggregate_head_stats`` averages head by head.
+Every source sentence is decoded greedily with the full trace, which measures each head on
+it (``transformer.core.readings.head_stats``); ``aggregate_head_stats`` averages them head by
+head, and ``transformer.interpret.habits.with_habits`` names each head's habit from the averages.
 The JSON goes to ``<checkpoint>/head_stats.json`` unless ``--out`` says otherwise, so it
 ships with the model. Progress goes to stderr; the last stdout line is one JSON object
 with ``n``, ``seconds`` and ``out``. Bad paths or flags: a message and exit code 2.
@@ -20,6 +21,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from transformer.core.readings import aggregate_head_stats
+from transformer.interpret.habits import with_habits
 from transformer.cli import (
     ArgumentParser,
     add_checkpoint_and_data,
@@ -66,10 +68,10 @@ def main(argv=None) -> int:
     stats = []
     for i, text in enumerate(tqdm(sentences, desc="analysing", unit="sent", file=sys.stderr)):
         try:
-            stats.append(tr.trace(text).head_stats)  # analysis.head_stats of the trace
+            stats.append(tr.trace(text).head_stats)  # readings.head_stats of the sentence
         except ValueError as exc:  # e.g. a source that is only control characters
             fail(f"{path}: sentence {i + 1}: {exc}")
-    result = aggregate_head_stats(stats)
+    result = with_habits(aggregate_head_stats(stats))
     result.update({"checkpoint": str(args.checkpoint), "data": str(data_file)})
     try:
         out.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

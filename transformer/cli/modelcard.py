@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from transformer.core.checkpoint import REPO_ROOT
+from transformer.cli import REPO_ROOT
 from transformer.core.config import TransformerConfig
 
 TATOEBA_CREDIT = "Tatoeba (tatoeba.org), CC-BY 2.0 FR"

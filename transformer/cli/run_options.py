@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from transformer.training.presets import PRESETS
-from transformer.training.loop import DEFAULT_SNAPSHOTS, parse_snapshots
+from transformer.training.run_folder import DEFAULT_SNAPSHOTS, parse_snapshots
 
 # the repository's own corpus: the command line is the layer that knows the repository
 DATA = Path(__file__).resolve().parents[2] / "data"

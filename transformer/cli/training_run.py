@@ -37,20 +37,11 @@ from transformer.training.distributed import (
     plan_processes,
 )
 from transformer.cli.run_options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RECORDED, RunOptions
-from transformer.training.presets import PRESETS, Preset, TrainSettings
+from transformer.training.loop import Trainer
+from transformer.training.presets import PRESETS, Preset, TrainingError, TrainSettings
 from transformer.training.progress import RunStart
-from transformer.training.loop import (
-    Trainer,
-    TrainingError,
-    build_fresh,
-    check_out_dir,
-    clear_run,
-    load_run_data,
-    read_run_record,
-    run_items,
-    run_tags_synthetic,
-    write_run_record,
-)
+from transformer.training.run_folder import check_out_dir, clear_run, read_run_record, run_items, write_run_record
+from transformer.training.setup import build_fresh, load_run_data, run_tags_synthetic
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -73,6 +64,8 @@ PRESET_FLAGS = [
 ]
 # what --resume may change: it extends the run and sets a new budget
 EXTENDS_RUN = {"epochs", "max_minutes", "save_every_minutes"}
+# what a flag's value does to the explorer, said beside its help
+VIEWER_ADVICE = {"heads": "8 or fewer keeps the viewer readable"}
 
 
 def build_parser() -> ArgumentParser:
@@ -88,8 +81,13 @@ def build_parser() -> ArgumentParser:
 
 
 def _preset_note(flag) -> str:
-    """'(preset: base 36, real-only 31, tiny 2)' for one flag, read from every preset."""
-    return "(preset: " + ", ".join(f"{name} {_shown(value_of(p, flag))}" for name, p in sorted(PRESETS.items())) + ")"
+    """'(preset: base 36, real-only 31, tiny 2)' for one flag, read from every preset, after
+    what its value does to the viewer when that matters."""
+    presets = (
+        "(preset: " + ", ".join(f"{name} {_shown(value_of(p, flag))}" for name, p in sorted(PRESETS.items())) + ")"
+    )
+    advice = VIEWER_ADVICE.get(flag.dest)
+    return f"({advice}) {presets}" if advice else presets
 
 
 def parse_args(argv=None) -> argparse.Namespace:

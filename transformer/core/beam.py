@@ -1,4 +1,4 @@
-"""Batched beam search with a KV cache, and the beam tree the app draws.
+"""Batched beam search with a KV cache.
 
 Why beam search: greedy decoding commits to the single most likely token at every step,
 so one early, locally good choice can force a worse sentence. Beam search keeps the
@@ -43,56 +43,10 @@ the same for every hypothesis of a sentence, so they are only gathered when the 
 of sentences changes: once when step 0 expands 1 row to ``k``, and when a sentence
 finishes and leaves the batch (finished sentences stop costing compute).
 
-The search and the tree are kept apart. With ``return_tree=True`` the search keeps a
-:class:`SearchRecord` per sentence: every candidate it ranked, with a backpointer to the
-hypothesis it extends, and the greedy next token of every hypothesis it expanded. Once the
-search is over, :func:`build_tree` turns one record into the tree a viewer draws.
-
-The beam tree, schema ``"transformer-beam-tree/1"``, one JSON-ready dict per sentence::
-
-    {
-      "schema": "transformer-beam-tree/1",
-      "beam_size": k, "length_penalty": alpha, "early_stopping": bool,
-      "max_steps": int,              # the sentence's limit on emitted tokens
-      "candidates_per_step": 2k,     # candidates recorded per step (fewer if the vocab is tiny)
-      "steps": int,                  # steps decoded for this sentence (= deepest node step)
-      "score_formula": "logprob / ((5 + length) / 6) ** length_penalty",
-      "nodes": [                     # in creation order: parents come before children
-        {"id": int,                  # == index in "nodes"; the root ([SOS]) is 0
-         "parent": int | None,       # None only for the root
-         "step": int,                # position of the token in the output; root 0.
-                                     # Decoding step s-1 (0-based, as in the trace) emits step s
-         "token_id": int,
-         "token": str | None,        # tokenizer string when a tokenizer was given
-         "logprob": float,           # cumulative log P(prefix up to this token)
-         "prob": float,              # P(this token | parent prefix) under the model
-         "rank": int | None,         # rank among the step's candidates (0 = best);
-                                     # None for the root and for greedy-only nodes
-         "status": "kept" | "pruned" | "finished",
-                                     # kept: alive in the beam after its step (the root too);
-                                     # pruned: a candidate that did not make the beam, or a
-                                     #   greedy-only node the beam never expanded;
-                                     # finished: ends a hypothesis ([EOS], or cut at max_steps)
-         "score": float | None,      # the length-normalised score, for finished nodes
-         "eos": bool,                # the token is [EOS]
-         "source": "beam" | "greedy",# greedy: on the greedy path but never a beam candidate
-         "on_best": bool, "on_greedy": bool},
-        ...
-      ],
-      "best": int,                   # node that ends the best hypothesis
-      "best_path": [int, ...],       # root .. best
-      "greedy": int,                 # node that ends the greedy decoding
-      "greedy_path": [int, ...],     # root .. greedy
-      "greedy_logprob": float, "greedy_score": float,
-      "hypotheses": [                # the k kept finished hypotheses, best first
-        {"node": int, "ids": [int], "logprob": float, "score": float, "length": int, "eos": bool}, ...
-      ]
-    }
-
-:func:`beam_tree` (one sentence, for the app) adds ``src_text``, ``src_tokens``,
-``truncated``, ``translation``, ``greedy_translation`` and a ``text`` per hypothesis.
-Log-probs and scores in the tree are rounded to 6 decimals, probabilities to 6 significant
-digits; :class:`BeamResult` keeps full precision.
+The search keeps what a picture of it needs only when asked: with ``return_records=True`` it
+keeps a :class:`SearchRecord` per sentence (every candidate it ranked, with a backpointer to
+the hypothesis it extends, and the greedy next token of every hypothesis it expanded), which
+``transformer.interpret.beam_tree`` turns into the tree a viewer draws.
 """
 
 from __future__ import annotations
@@ -102,13 +56,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from transformer.core.decoding import greedy_decode, max_new_tokens
+from transformer.core.decoding import max_new_tokens
 from transformer.core.model import Transformer, select_cache_rows
-
-TREE_SCHEMA = "transformer-beam-tree/1"
-# a tree records every ranked candidate (2k per alive hypothesis and step); past k = 8 it is
-# too large to read as a picture or to send to a browser
-MAX_TREE_BEAM = 8
 
 
 @dataclass
@@ -119,7 +68,7 @@ class Hypothesis:
     logprob: float  # log P(ids | source), summed over the emitted tokens
     score: float  # logprob / lp(len(ids))
     eos: bool  # False: cut at the maximum length
-    node: int | None = None  # tree node ending it (return_tree only)
+    node: int | None = None  # its hypothesis id in the search record, its node in a tree (return_records only)
 
 
 @dataclass
@@ -127,7 +76,8 @@ class BeamResult:
     ids: list[list[int]]  # best hypothesis per sentence (no [SOS]; ends with [EOS] when finished)
     scores: list[float]  # its score
     hypotheses: list[list[Hypothesis]]  # up to k per sentence, best first
-    trees: list[dict] | None = None  # one "transformer-beam-tree/1" dict per sentence
+    settings: SearchSettings | None = None  # the checked arguments of the search
+    records: list[SearchRecord] | None = None  # one per sentence (return_records only)
 
 
 def gnmt_length_penalty(length: int, alpha: float) -> float:
@@ -140,7 +90,7 @@ def hypothesis_score(logprob: float, length: int, alpha: float) -> float:
     return logprob / gnmt_length_penalty(length, alpha)
 
 
-def _check_beam_size(beam_size, upper: int | None = None) -> int:
+def check_beam_size(beam_size, upper: int | None = None) -> int:
     if isinstance(beam_size, bool) or not isinstance(beam_size, (int, float)):
         raise ValueError(f"beam size must be a whole number, got {beam_size!r}")
     if isinstance(beam_size, float):
@@ -178,7 +128,7 @@ class Candidate:
 
 @dataclass
 class SearchRecord:
-    """What the search saw of one sentence, kept when a tree is asked for: every candidate in
+    """What the search saw of one sentence, kept with ``return_records``: every candidate in
     the order it was ranked (step by step, best first, so parents come before children), and
     for every hypothesis it expanded the greedy (argmax) next token and its log-prob, which
     places the greedy path in the tree for free while greedy stays inside the beam."""
@@ -201,29 +151,22 @@ def beam_search(
     max_steps: int | None = None,
     length_penalty: float = 0.6,
     early_stopping: bool = True,
-    return_tree: bool = False,
-    tokenizer=None,
+    return_records: bool = False,
 ) -> BeamResult:
     """Beam search over a padded batch ``src`` (B, S) of source ids (see the module docstring).
 
     ``max_steps``: cap on emitted tokens for every sentence (default: per row,
     :func:`~transformer.core.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
-    alpha >= 0. ``return_tree``: also build one beam tree per sentence, with the greedy
-    path placed in it (free while greedy stays inside the beam, else one extra greedy
-    decoding). ``tokenizer``: the target tokenizer, for token strings in the tree.
-    The model must be in eval mode: dropout would make the search random.
+    alpha >= 0. ``return_records``: also keep one :class:`SearchRecord` per sentence (what
+    ``transformer.interpret.beam_tree`` draws). The model must be in eval mode: dropout
+    would make the search random.
     """
     settings = _check_search(model, src, beam_size, max_steps, length_penalty, early_stopping)
     limits = _limits(model, src, max_steps)
-    records = [SearchRecord(limit) for limit in limits] if return_tree else None
+    records = [SearchRecord(limit) for limit in limits] if return_records else None
     finished = _search(model, src, settings, limits, records)
-    result = BeamResult(ids=[f[0].ids for f in finished], scores=[f[0].score for f in finished], hypotheses=finished)
-    if records is not None:
-        result.trees = [
-            build_tree(model, src[b : b + 1], record, finished[b], settings, tokenizer)
-            for b, record in enumerate(records)
-        ]
-    return result
+    ids, scores = [f[0].ids for f in finished], [f[0].score for f in finished]
+    return BeamResult(ids, scores, finished, settings, records)
 
 
 def _check_search(model, src, beam_size, max_steps, length_penalty, early_stopping) -> SearchSettings:
@@ -233,7 +176,7 @@ def _check_search(model, src, beam_size, max_steps, length_penalty, early_stoppi
         raise ValueError("beam_search needs model.eval(): dropout would make the search random")
     if src.dim() != 2 or src.shape[0] == 0 or src.shape[1] == 0:
         raise ValueError(f"src must be a non-empty (B, S) batch of ids, got shape {tuple(src.shape)}")
-    k = _check_beam_size(beam_size)
+    k = check_beam_size(beam_size)
     alpha = float(length_penalty)
     if not math.isfinite(alpha) or alpha < 0:
         raise ValueError(f"length_penalty must be a finite number >= 0, got {length_penalty!r}")
@@ -450,158 +393,6 @@ def _offer(pool: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
     del pool[k:]
 
 
-class _Tree:
-    """Nodes of one sentence's tree while it is built."""
-
-    def __init__(self, root_token: int, tokenizer) -> None:
-        self.tokenizer = tokenizer
-        self.nodes: list[dict] = []
-        self.children: dict[tuple[int, int], int] = {}
-        self.add(None, 0, root_token, 0.0, 1.0, None, "kept")
-
-    def add(self, parent, step, token_id, logprob, prob, rank, status, eos=False, source="beam") -> int:
-        nid = len(self.nodes)
-        self.nodes.append(
-            {
-                "id": nid,
-                "parent": parent,
-                "step": step,
-                "token_id": int(token_id),
-                "token": self.tokenizer.id_to_token(int(token_id)) if self.tokenizer is not None else None,
-                "logprob": round(float(logprob), 6),
-                "prob": float(f"{float(prob):.6g}"),
-                "rank": rank,
-                "status": status,
-                "score": None,
-                "eos": bool(eos),
-                "source": source,
-                "on_best": False,
-                "on_greedy": False,
-            }
-        )
-        if parent is not None:
-            self.children.setdefault((parent, int(token_id)), nid)
-        return nid
-
-    def path(self, nid: int) -> list[int]:
-        out = []
-        while nid is not None:
-            out.append(nid)
-            nid = self.nodes[nid]["parent"]
-        return out[::-1]
-
-
-def build_tree(
-    model, src_row, record: SearchRecord, hypotheses: list[Hypothesis], settings: SearchSettings, tokenizer=None
-) -> dict:
-    """One sentence's ``"transformer-beam-tree/1"`` dict (module docstring) from what its
-    search recorded: node i is the record's hypothesis id i, then the greedy path is placed,
-    and the best and greedy paths are marked. ``src_row`` (1, S) is the sentence, needed
-    only if greedy leaves the beam."""
-    eos_id = model.cfg.tgt_eos_id
-    tree = _Tree(model.cfg.tgt_sos_id, tokenizer)
-    for c in record.candidates:
-        tree.add(
-            c.parent,
-            c.step,
-            c.token_id,
-            c.logprob,
-            math.exp(c.token_logprob),
-            c.rank,
-            c.status,
-            eos=c.token_id == eos_id,
-        )
-    greedy_ids, greedy_node, greedy_logprob = _greedy_path(model, src_row, tree, record, settings.max_steps)
-    best = hypotheses[0].node
-    best_path, greedy_path = tree.path(best), tree.path(greedy_node)
-    _mark_tree(tree, best_path, greedy_path, hypotheses, settings.length_penalty)
-    k, alpha = settings.beam_size, settings.length_penalty
-    return {
-        "schema": TREE_SCHEMA,
-        "beam_size": k,
-        "length_penalty": alpha,
-        "early_stopping": bool(settings.early_stopping),
-        "max_steps": int(record.limit),
-        "candidates_per_step": 2 * k,
-        "steps": max(n["step"] for n in tree.nodes),
-        "score_formula": "logprob / ((5 + length) / 6) ** length_penalty",
-        "nodes": tree.nodes,
-        "best": best,
-        "best_path": best_path,
-        "greedy": greedy_node,
-        "greedy_path": greedy_path,
-        "greedy_logprob": round(greedy_logprob, 6),
-        "greedy_score": round(hypothesis_score(greedy_logprob, max(1, len(greedy_ids)), alpha), 6),
-        "hypotheses": [
-            {
-                "node": f.node,
-                "ids": f.ids,
-                "logprob": round(f.logprob, 6),
-                "score": round(f.score, 6),
-                "length": len(f.ids),
-                "eos": f.eos,
-            }
-            for f in hypotheses
-        ],
-    }
-
-
-def _mark_tree(tree: _Tree, best_path, greedy_path, hypotheses: list[Hypothesis], alpha: float) -> None:
-    """Flag the nodes on the best and greedy paths, and score every finished node."""
-    for n in best_path:
-        tree.nodes[n]["on_best"] = True
-    for n in greedy_path:
-        tree.nodes[n]["on_greedy"] = True
-    for f in hypotheses:
-        tree.nodes[f.node]["score"] = round(f.score, 6)
-    for n in tree.nodes:
-        if n["status"] == "finished" and n["score"] is None:  # finished, later outranked
-            n["score"] = round(hypothesis_score(n["logprob"], n["step"], alpha), 6)
-
-
-def _greedy_path(model, src_row, tree: _Tree, record: SearchRecord, max_steps) -> tuple[list[int], int, float]:
-    """Place the greedy decoding in ``tree``: (ids, last node, log-prob).
-
-    While greedy stays on nodes the beam expanded, its next token is the argmax the search
-    recorded at that node, so it costs nothing. Once it leaves them, one greedy decoding
-    forced through the prefix and one teacher-forced pass finish it. Greedy-only nodes are
-    added with status "pruned" and source "greedy".
-    """
-    cfg = model.cfg
-    ids: list[int] = []
-    node, cum = 0, 0.0
-    rest: list[tuple[int, float]] = []
-    while len(ids) < record.limit:
-        if node in record.greedy_next:
-            tok, lp = record.greedy_next[node]
-        else:
-            full = greedy_decode(model, src_row, max_steps=max_steps, forced_prefix=ids).ids[0]
-            if len(full) > len(ids):
-                tgt_in = torch.tensor([[cfg.tgt_sos_id, *full[:-1]]], device=src_row.device)
-                logp = model(src_row, tgt_in).logits[0].float().log_softmax(dim=-1)  # (T, V)
-                rest = [(tok, float(logp[t, tok])) for t, tok in enumerate(full) if t >= len(ids)]
-            break
-        if tok == cfg.tgt_pad_id:  # greedy_decode ends its output at a [PAD]
-            break
-        cum += lp
-        ids.append(tok)
-        node = _greedy_child(tree, node, len(ids), tok, cum, lp, cfg)
-        if tok == cfg.tgt_eos_id:
-            break
-    for tok, lp in rest:
-        cum += lp
-        ids.append(tok)
-        node = _greedy_child(tree, node, len(ids), tok, cum, lp, cfg)
-    return ids, node, cum
-
-
-def _greedy_child(tree: _Tree, node: int, step: int, tok: int, cum: float, lp: float, cfg) -> int:
-    child = tree.children.get((node, tok))
-    if child is None:  # the beam never considered this branch
-        child = tree.add(node, step, tok, cum, math.exp(lp), None, "pruned", eos=tok == cfg.tgt_eos_id, source="greedy")
-    return child
-
-
 def _batches(translator, sentences: list[str], batch_size: int):
     """Encode, sort by length (little padding), and yield (input indices, padded src)."""
     encoded = []
@@ -634,7 +425,7 @@ def translate_beam(
     calls this when ``beam_size > 1``). Empty sentences raise ``ValueError``."""
     if isinstance(sentences, str):
         sentences = [sentences]
-    k = _check_beam_size(beam_size)
+    k = check_beam_size(beam_size)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     results = [""] * len(sentences)
@@ -643,46 +434,3 @@ def translate_beam(
         for row, i in enumerate(idx):
             results[i] = translator._decode_text(out.ids[row])
     return results
-
-
-@torch.no_grad()
-def beam_tree(
-    translator, text: str, beam_size: int, length_penalty: float = 0.6, early_stopping: bool = True
-) -> tuple[str, dict]:
-    """Beam search on one sentence for the app's ``/beam`` endpoint.
-
-    Returns the best translation and the tree (schema ``"transformer-beam-tree/1"``, see
-    the module docstring) with token strings, the source tokens and the text of every
-    kept hypothesis, so the browser can draw and switch views without a server call.
-    Bad input raises ``ValueError`` with a message fit for the user.
-    """
-    if not isinstance(text, str):
-        raise ValueError(f"expected text, got {type(text).__name__}")
-    if not text.strip():
-        raise ValueError("empty sentence: type some text to translate")
-    k = _check_beam_size(beam_size, MAX_TREE_BEAM)
-    src = translator.encode_source(text)
-    res = beam_search(
-        translator.model,
-        torch.tensor([src.ids]),
-        k,
-        length_penalty=length_penalty,
-        early_stopping=early_stopping,
-        return_tree=True,
-        tokenizer=translator.tgt_tok,
-    )
-    tree = res.trees[0]
-    greedy_ids = [tree["nodes"][n]["token_id"] for n in tree["greedy_path"][1:]]
-    for h in tree["hypotheses"]:
-        h["text"] = translator._decode_text(h["ids"])
-    translation = translator._decode_text(res.ids[0])
-    tree.update(
-        {
-            "src_text": text,
-            "src_tokens": [translator.src_tok.id_to_token(i) for i in src.ids],
-            "truncated": src.truncated,
-            "translation": translation,
-            "greedy_translation": translator._decode_text(greedy_ids),
-        }
-    )
-    return translation, tree

@@ -35,10 +35,6 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 METRICS_FILE = "metrics.json"
 SNAPSHOTS_DIR = "snapshots"
-# the checkpoint the app and the CLIs load when given none; when the package runs from
-# another directory it is found beside the package (the repository's copy)
-DEFAULT_CHECKPOINT = "checkpoints/en-it"
-REPO_ROOT = Path(__file__).resolve().parents[2]
 # files a hub download needs (the model card and metrics are nice to have)
 CHECKPOINT_PATTERNS = ["*.json", "*.safetensors", "README.md"]
 
@@ -217,48 +213,24 @@ def download_checkpoint(repo_id: str, revision: str | None = None) -> Path:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def is_default_checkpoint(name_or_path: str | Path | None) -> bool:
-    """None or ``checkpoints/en-it``: the shipped checkpoint, which is a folder, never a hub id
-    (it is shaped like 'owner/name', so it has to be told apart by name)."""
-    return name_or_path is None or Path(name_or_path) == Path(DEFAULT_CHECKPOINT)
-
-
 def is_hub_id(name: str) -> bool:
     """'owner/name' shaped (hub naming rules) and not an existing local path. Anything that
-    reads as a path (``./x``, ``/x``, ``~/x``, ``a/b/c``, a backslash) or the default
-    checkpoint's name is not: such a name never goes to the hub."""
+    reads as a path (``./x``, ``/x``, ``~/x``, ``a/b/c``, a backslash) is not: such a name
+    never goes to the hub."""
     name = str(name)
     if not _HUB_ID.match(name) or ".." in name or "--" in name or name.endswith((".", "-")):
         return False
-    return not is_default_checkpoint(name) and not Path(name).expanduser().exists()
+    return not Path(name).expanduser().exists()
 
 
-def default_checkpoint() -> Path:
-    """The shipped checkpoint's folder: ``checkpoints/en-it`` in the working directory if there
-    is one, else the repository's copy beside the package (so it works from any directory).
-    Raises a one-line :class:`CheckpointError` naming both places when neither has it, as
-    after a plain ``pip install .``, which installs the package away from the repository."""
-    for candidate in (Path(DEFAULT_CHECKPOINT), REPO_ROOT / DEFAULT_CHECKPOINT):
-        found = resolve_checkpoint_dir(candidate)
-        if found.is_dir():
-            return found
-    raise CheckpointError(
-        f"no checkpoint at {DEFAULT_CHECKPOINT} (relative to {Path.cwd()}) nor beside the "
-        f"package ({REPO_ROOT / DEFAULT_CHECKPOINT}): pass load_translator('path/to/checkpoint') "
-        f"or a hub id 'owner/name'"
-    )
-
-
-def locate_checkpoint(name_or_path: str | Path | None = None) -> Path:
+def locate_checkpoint(name_or_path: str | Path) -> Path:
     """A local checkpoint directory, downloading it first if ``name_or_path`` is a hub id.
 
-    None (or ``checkpoints/en-it``) is the shipped checkpoint (:func:`default_checkpoint`).
     Local paths come first. The hub is only tried for an ``owner/name`` that is not a local
     path, so a mistyped local path says "does not exist" instead of a network error; when
-    the hub fails too, the message gives both reasons, on one line.
+    the hub fails too, the message gives both reasons, on one line. (Which checkpoint "none
+    given" means is the command line's to say: ``transformer.cli.locate_checkpoint``.)
     """
-    if is_default_checkpoint(name_or_path):
-        return default_checkpoint()
     path = Path(name_or_path).expanduser()
     if path.exists():
         path = resolve_checkpoint_dir(path)
@@ -372,7 +344,7 @@ def tokenizer_path(directory: Path, name: str) -> Path:
     return own
 
 
-def load_checkpoint(name_or_path: str | Path | None = None) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
+def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
     """(model in eval mode, source tokenizer, target tokenizer, local directory)."""
     directory = locate_checkpoint(name_or_path)
     cfg = read_config(directory)

@@ -18,9 +18,7 @@ class TransformerConfig:
     # sizes (paper names); a field whose metadata has "help" is a flag of `python train.py`
     # ("flag" names it when the paper name would read badly on a command line)
     d_model: int = field(default=256, metadata={"help": "model width d_model"})
-    h: int = field(
-        default=8, metadata={"flag": "heads", "help": "attention heads h (8 or fewer keeps the viewer readable)"}
-    )
+    h: int = field(default=8, metadata={"flag": "heads", "help": "attention heads h"})
     d_ff: int = field(default=1024, metadata={"help": "feed-forward inner width d_ff"})
     # one --layers flag sets both stacks
     n_encoder_layers: int = field(default=3, metadata={"flag": "layers", "help": "encoder layers = decoder layers"})

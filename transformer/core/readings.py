@@ -104,17 +104,8 @@ def source_relevance(encoder_attn: np.ndarray, decoder_self_attn: np.ndarray, cr
 
 
 # --------------------------------------------------------------------------- head diagnostics
-HABIT_RULE = (
-    "First match wins. (1) Self-attention heads: share on the previous, same or next token >= 0.5 -> "
-    "'previous-token head' / 'same-token head' / 'next-token head' (in decoder self-attention the 'same' "
-    "token is the one the step just read, i.e. the last word emitted). (2) Any head: share on [SOS] + [EOS] + "
-    "punctuation >= 0.5 -> '[SOS] sink' / '[EOS] sink' / 'punctuation sink' (the largest of the three). "
-    "(3) Cross-attention: monotonicity >= 0.7 -> 'monotonic aligner'. (4) Normalised entropy >= 0.75 -> "
-    "'broad'. (5) Self-attention: previous + same + next share >= 0.5 -> 'local head'. (6) Confidence >= 0.5 "
-    "-> 'focused'. (7) Otherwise 'mixed'."
-)
-POSITIONAL = {"prev": "previous-token head", "same": "same-token head", "next": "next-token head"}
-SINKS = {"sink_sos": "[SOS] sink", "sink_eos": "[EOS] sink", "sink_punct": "punctuation sink"}
+# the key classes a sink is measured on (a head's share of weight on them)
+SINK_CLASSES = ("sink_sos", "sink_eos", "sink_punct")
 
 
 def is_punctuation(token: str) -> bool:
@@ -157,7 +148,7 @@ def _attention_measures(A: np.ndarray, key_tokens: list[str], causal: bool, self
     out: dict[str, np.ndarray] = {}
     nan = np.full((L, H), np.nan)
     if not rows.any():
-        for name in ("entropy", "confidence", "sink", *SINKS):
+        for name in ("entropy", "confidence", "sink", *SINK_CLASSES):
             out[name] = nan.copy()
         return out
     Ar = A[:, :, rows]  # (L, H, Qr, K)
@@ -189,44 +180,20 @@ def _monotonicity(cross: np.ndarray, src_tokens: list[str], tgt_tokens: list[str
     return _spearman(np.arange(int(steps.sum())), masked.argmax(-1))
 
 
-def _habit(kind: str, m: dict[str, float]) -> str:
-    def val(name):
-        v = m.get(name)
-        return -np.inf if v is None or np.isnan(v) else v
-
-    if kind != "cross":
-        best = max((n for n in POSITIONAL if n in m), key=val)
-        if val(best) >= 0.5:
-            return POSITIONAL[best]
-    if val("sink") >= 0.5:
-        return SINKS[max(SINKS, key=val)]
-    if kind == "cross" and val("monotonicity") >= 0.7:
-        return "monotonic aligner"
-    if val("entropy") >= 0.75:
-        return "broad"
-    if kind != "cross" and sum(max(val(n), 0.0) for n in POSITIONAL) >= 0.5:
-        return "local head"
-    if val("confidence") >= 0.5:
-        return "focused"
-    return "mixed"
-
-
 def _stats_dict(measures: dict[str, dict[str, np.ndarray]], n_sentences: int) -> dict:
     kinds = {}
     for kind, m in measures.items():
         L, H = next(iter(m.values())).shape
         entry: dict = {"layers": L, "heads": H}
-        # the habit is read from the numbers as shown (4 decimals), so a label always agrees
-        # with its figures, and float noise (a sentence traced alone or in a padded batch sums
-        # in another order) cannot tip a head that sits on a threshold
+        # rounded as shown (4 decimals), so that what is read from the figures (the habit a
+        # head is named by, transformer.interpret.habits) agrees with them, and float noise (a
+        # sentence traced alone or in a padded batch sums in another order) cannot tip a head
+        # that sits on a threshold
         shown = {name: np.round(arr.astype(np.float64), 4) for name, arr in m.items()}
         for name, r in shown.items():
             entry[name] = [[None if np.isnan(v) else v for v in row] for row in r.tolist()]
-        entry["habit"] = [
-            [_habit(kind, {n: float(a[l, h]) for n, a in shown.items()}) for h in range(H)] for l in range(L)
-        ]
         kinds[kind] = entry
-    return {"schema": "head-stats/1", "n_sentences": n_sentences, "habit_rule": HABIT_RULE, "kinds": kinds}
+    return {"schema": "head-stats/1", "n_sentences": n_sentences, "kinds": kinds}
 
 
 def head_measures(trace: Trace) -> dict[str, dict[str, np.ndarray]]:
@@ -261,16 +228,17 @@ def head_stats(trace: Trace) -> dict:
       than 3 such steps or a constant argmax. 1 = reads the source left to right.
 
     Rows of length 1 (decoder step 0, which can only see [SOS]) are excluded from every
-    measure: that weight is forced, not chosen. ``habit`` names each head by
-    ``HABIT_RULE`` (also in the dict as ``habit_rule``).
+    measure: that weight is forced, not chosen. ``transformer.interpret.habits.with_habits``
+    names each head by what these figures say it habitually does.
     """
     return _stats_dict(head_measures(trace), 1)
 
 
 def aggregate_head_stats(stats: list[dict]) -> dict:
     """Average several :func:`head_stats` dicts (e.g. over a test set) head by head,
-    ignoring sentences where a measure is undefined, then name the habits again from the
-    averages. The result has the same layout; ``n_sentences`` adds up the inputs' counts."""
+    ignoring sentences where a measure is undefined (habit names the inputs carry are left
+    out: name the averages again). The result has the same layout; ``n_sentences`` adds up
+    the inputs' counts."""
     if not stats:
         raise ValueError("no head stats to aggregate")
     measures: dict[str, dict[str, np.ndarray]] = {}

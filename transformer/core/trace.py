@@ -13,8 +13,9 @@ input token t and emits ``y(t+1)``.
 - ``logit_lens_*`` (T, L_dec, 5): at step t, the top-5 of decoder layer l's output passed
   through the final norm and the output projection (the last layer's equals ``topk[:, :5]``);
 - ``encoder_rollout`` (S, S) and ``rollout`` (T, S): attention rollout and the source
-  relevance of each step, rows sum to 1 (formulas in ``analysis.py``);
-- ``head_stats``: per-head diagnostics of this sentence (``analysis.head_stats``).
+  relevance of each step, rows sum to 1 (formulas in ``transformer.core.readings``);
+- ``head_stats``: per-head diagnostics of this sentence (``transformer.core.readings.head_stats``;
+  ``transformer.interpret.habits`` names each head's habit from them).
 
 The analysis fields default to ``None`` so code that builds a bare Trace keeps working.
 """

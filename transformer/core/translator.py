@@ -177,11 +177,8 @@ class Translator:
         return trace
 
 
-def load_translator(name_or_path: str | Path | None = None) -> Translator:
-    """Load a checkpoint from a local directory or a hub repo id ('owner/name').
-
-    None is the shipped checkpoint, ``checkpoints/en-it`` in the working directory or beside
-    the package; it is a folder, so it is never looked up on the hub, and when it is in
-    neither place the :class:`CheckpointError` says what to pass instead."""
+def load_translator(name_or_path: str | Path) -> Translator:
+    """Load a checkpoint from a local directory or a hub repo id ('owner/name')
+    (``transformer.load_translator``, the package's, also takes None for the shipped one)."""
     model, src_tok, tgt_tok, directory = load_checkpoint(name_or_path)
     return Translator(model, src_tok, tgt_tok, directory)

@@ -16,7 +16,7 @@ Step t is 0-based, as in :meth:`Trace.step <transformer.core.trace.Trace.step>`:
 ``[SOS] y1 ... yt`` and emits ``y(t+1)`` (the app calls it step t + 1). A translation is the
 greedy one unless ``target_ids`` (the output ids ``y1 ... yn`` without [SOS], e.g.
 ``trace.tgt_ids[1:]`` of a forced trace) are given. The decoder's components, named as
-in ``analysis.py`` (layers and heads 0-based in results, 1-based in figures):
+in ``transformer.interpret.knockout`` (layers and heads 0-based in results, 1-based in figures):
 
 - ``embedding``: the target token's embedding plus its positional encoding;
 - ``decoder_self`` / ``cross``: one decoder layer's self- or cross-attention head h, i.e.

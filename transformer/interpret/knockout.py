@@ -1,10 +1,11 @@
-"""Why did it say that? Head knock-out, head importance, attention rollout and head diagnostics.
+"""Why did it say that? Head knock-out and head importance: the model run again with heads
+silenced, and what changes.
 
-Pure functions of a :class:`~transformer.core.translator.Translator` (for the ones that run the
-model) or of a :class:`~transformer.core.trace.Trace` (for the ones that only read attention).
-No Gradio, no printing, no files: every result is a JSON-ready dict or a numpy array, so
-the server computes once and the browser draws. The logit lens is recorded during the
-traced greedy decode itself (``decoding.greedy_decode``), not here.
+Pure functions of a :class:`~transformer.core.translator.Translator`. No Gradio, no printing,
+no files: every result is a JSON-ready dict or a numpy array, so the server computes once and
+the browser draws. What only reads a trace's attention (rollout, head diagnostics, the logit
+lens's settling layer) is in ``transformer.core.readings``; the logit lens itself is recorded
+during the traced greedy decode (``transformer.core.decoding.greedy_decode``).
 
 Heads format
 ------------

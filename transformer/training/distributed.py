@@ -94,6 +94,17 @@ class DistContext:
         dist.broadcast_object_list(box, src=0)
         return box[0]
 
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The module training steps run: ``model`` itself, or wrapped in DistributedDataParallel,
+        whose backward pass averages the gradients over the ranks."""
+        if not self.enabled:
+            return model
+        from torch.nn.parallel import DistributedDataParallel
+
+        ids = [self.local_rank] if torch.device(self.device).type == "cuda" else None
+        # the positional table is a constant buffer: synced once at init, not every step
+        return DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False)
+
     def close(self) -> None:
         if self.enabled and dist.is_initialized():
             dist.destroy_process_group()

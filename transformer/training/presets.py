@@ -1,23 +1,22 @@
-"""Training pieces: presets, the optimiser and schedule, one training step, validation,
-and checkpoint averaging. ``trainer.Trainer`` puts them together into a run;
-``train.py`` parses the command line and prints."""
+"""What a run is asked to do: the presets (model shape, vocabulary, optimisation settings),
+the checks that refuse settings no run could go far with (``TrainingError``), and how the
+settings carry over to a resumed run. ``transformer.training.loop.Trainer`` runs them;
+``train.py`` makes them from its flags (``transformer.cli.flags``)."""
 
 from __future__ import annotations
 
-import contextlib
-import math
-import random
-import time
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-from safetensors.torch import load_file
-
 from transformer.core.config import TransformerConfig
-from transformer.training.data import Batch, make_batch, token_budget_batches
-from transformer.core.model import Transformer
+
+
+class TrainingError(ValueError):
+    """A run cannot start or continue as asked (bad settings, nothing to resume...)."""
+
+
+class TrainingWarning(UserWarning):
+    """A run goes ahead differently from what was asked (e.g. float32 instead of bf16);
+    its own category so that a command line can print it as one plain line."""
 
 
 @dataclass(frozen=True)
@@ -194,187 +193,32 @@ PRESETS["real-only"] = replace(
 )
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
+def check_settings(s: TrainSettings) -> None:
+    """Reject settings that would crash later or silently do nothing."""
+    for name in ("epochs", "batch_tokens", "warmup_steps"):
+        if getattr(s, name) <= 0:
+            raise TrainingError(f"{name.replace('_', '-')} must be positive, got {getattr(s, name)}")
+    if s.lr <= 0:
+        raise TrainingError(f"lr must be positive, got {s.lr}")
+    if s.max_minutes is not None and s.max_minutes <= 0:
+        raise TrainingError(f"max-minutes must be positive, got {s.max_minutes}")
+    if not 0 <= s.label_smoothing < 1:
+        raise TrainingError(f"label-smoothing must be in [0, 1), got {s.label_smoothing}")
+    if not 0 <= s.word_dropout < 1:
+        raise TrainingError(f"word-dropout must be in [0, 1), got {s.word_dropout}")
+    if s.average_last < 0:
+        raise TrainingError(f"average-last must be 0 or more, got {s.average_last}")
 
 
-def rng_state(device: str = "cpu") -> dict:
-    """Every random-number stream training draws from (dropout, word dropout), in types
-    that ``torch.load(weights_only=True)`` reads back: a resumed run draws the same numbers
-    as one that never stopped."""
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    state = {
-        "python": random.getstate(),
-        "torch": torch.get_rng_state(),
-        "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), pos, has_gauss, gauss],
-    }
-    if torch.device(device).type == "cuda":
-        state["cuda"] = torch.cuda.get_rng_state(device)
-    return state
-
-
-def set_rng_state(state: dict, device: str = "cpu") -> None:
-    """Put back what :func:`rng_state` saved."""
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    kind, keys, pos, has_gauss, cached = state["numpy"]
-    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.device(device).type == "cuda":
-        torch.cuda.set_rng_state(state["cuda"], device)
-
-
-def make_optimizer(model: Transformer, s: TrainSettings) -> torch.optim.Optimizer:
-    """AdamW with the paper's betas; no weight decay on biases, norms or embeddings."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        (decay if p.dim() == 2 and "embed" not in name else no_decay).append(p)
-    groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=s.lr, betas=(0.9, 0.98), eps=1e-9)
-
-
-def make_scheduler(opt, s: TrainSettings, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
-    """Linear warmup, then cosine decay to ``min_lr_ratio * lr`` at ``total_steps``."""
-
-    def factor(step: int) -> float:
-        if step < s.warmup_steps:
-            return (step + 1) / s.warmup_steps
-        progress = min(1.0, (step - s.warmup_steps) / max(1, total_steps - s.warmup_steps))
-        return s.min_lr_ratio + (1 - s.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return torch.optim.lr_scheduler.LambdaLR(opt, factor)
-
-
-def _matmul_seconds(dtype: torch.dtype, n: int = 256, repeat: int = 3) -> float:
-    """Fastest of ``repeat`` (n, n) @ (n, n) products in ``dtype`` on the CPU, after one warm-up."""
-    a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
-    a @ b
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        a @ b
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
-def bf16_is_fast(device: str) -> bool:
-    """Whether bf16 autocast is worth using for training on ``device``.
-
-    bf16 halves the cost of a matmul only where the hardware has bf16 arithmetic (CUDA
-    from Ampere, CPUs with AVX512-BF16 or AMX). Elsewhere PyTorch emulates it in
-    software: on an AVX2-only AMD EPYC a 256x256 bf16 matmul took 35 ms against
-    0.65 ms in float32, and the ``base`` run went from 0.45 s to 12 s per batch. CPU
-    flags are not exposed publicly and differ by architecture (x86, ARM), so on the CPU
-    this times one small matmul each way (a few ms, or about 0.1 s where bf16 is
-    emulated) and keeps bf16 only if it is not slower by more than half.
-    """
-    kind = torch.device(device).type
-    if kind == "cuda":
-        return torch.cuda.is_bf16_supported()
-    if kind != "cpu":  # MPS: autocast to bf16 is not reliably supported there
-        return False
-    return _matmul_seconds(torch.bfloat16) <= 1.5 * _matmul_seconds(torch.float32)
-
-
-def autocast(enabled: bool, device: str):
-    if not enabled:
-        return contextlib.nullcontext()
-    # torch.autocast wants the device *type* ("cuda"), not "cuda:1"
-    return torch.autocast(device_type=torch.device(device).type, dtype=torch.bfloat16)
-
-
-def unwrap(model: torch.nn.Module) -> Transformer:
-    """The Transformer inside a DistributedDataParallel wrapper (or the model itself)."""
-    return getattr(model, "module", model)
-
-
-def batch_loss(model: Transformer, batch: Batch, label_smoothing: float) -> torch.Tensor:
-    """Mean label-smoothed cross-entropy over real target tokens (the *target* pad id is
-    ignored, never the source's). ``model`` may be wrapped in DistributedDataParallel:
-    calling the wrapper is what synchronises the gradients."""
-    out = model(batch.src, batch.tgt_in)
-    return F.cross_entropy(
-        out.logits.float().reshape(-1, out.logits.shape[-1]),
-        batch.tgt_out.reshape(-1),
-        ignore_index=unwrap(model).cfg.tgt_pad_id,
-        label_smoothing=label_smoothing,
+def resume_settings(saved: TrainSettings, requested: TrainSettings, epochs_done: int) -> TrainSettings:
+    """A resumed run keeps the settings it started with (same batches, same schedule), but
+    may be given more epochs, a new time budget and a new interval between mid-epoch saves.
+    A falsy ``requested.epochs``, ``requested.max_minutes`` or ``save_every_minutes`` keeps
+    the run's own: a bare ``--resume`` must not take the preset's epoch count, which would
+    stretch the LR schedule of a run started with ``--epochs``."""
+    return replace(
+        saved,
+        epochs=max(requested.epochs or saved.epochs, epochs_done),
+        max_minutes=requested.max_minutes or saved.max_minutes,
+        save_every_minutes=requested.save_every_minutes or saved.save_every_minutes,
     )
-
-
-def train_step(model, batch: Batch, opt, sched, s: TrainSettings, device: str) -> tuple[float, float]:
-    """One optimiser step; returns (loss, grad norm). Under DistributedDataParallel the
-    backward pass averages the gradients over ranks before they are clipped."""
-    model.train()
-    batch = to_device(batch, device)
-    if s.word_dropout > 0:
-        batch = replace(batch, src=drop_source_words(batch.src, unwrap(model).cfg, s.word_dropout))
-    with autocast(s.bf16, device):
-        loss = batch_loss(model, batch, s.label_smoothing)
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    norm = torch.nn.utils.clip_grad_norm_(model.parameters(), s.clip_norm)
-    opt.step()
-    sched.step()
-    return loss.item(), norm.item()
-
-
-def drop_source_words(src: torch.Tensor, cfg, p: float) -> torch.Tensor:
-    """Word dropout (Sennrich & Zhang 2019, section 3): each real source token becomes
-    the *source* unknown id with probability ``p``, so the decoder cannot lean on any one
-    source word and learns more from a small corpus. Padding, <s> and </s> are kept.
-    Draws from torch's global RNG, which the run seeds."""
-    special = (src == cfg.src_pad_id) | (src == cfg.src_sos_id) | (src == cfg.src_eos_id)
-    drop = (torch.rand(src.shape, device=src.device) < p) & ~special  # (B, S)
-    return src.masked_fill(drop, cfg.src_unk_id)
-
-
-def to_device(batch: Batch, device: str) -> Batch:
-    if torch.device(device).type == "cpu":
-        return batch
-    return Batch(
-        batch.src.to(device), batch.tgt_in.to(device), batch.tgt_out.to(device), batch.n_tgt_tokens, batch.n_src_tokens
-    )
-
-
-@torch.no_grad()
-def validation_loss(model, encoded, cfg, batch_tokens: int, device: str) -> float:
-    """Token-averaged cross-entropy (no label smoothing) over a whole split, in the same
-    token-budget batches as training. The sum over tokens does not depend on how the pairs
-    are grouped, so any fixed seed gives the same loss (up to float rounding)."""
-    model.eval()
-    total, count = 0.0, 0
-    for idx in token_budget_batches(encoded, batch_tokens, seed=0, epoch=0):
-        batch = to_device(make_batch([encoded[i] for i in idx], cfg), device)
-        logits = model(batch.src, batch.tgt_in).logits
-        loss = F.cross_entropy(
-            logits.float().reshape(-1, logits.shape[-1]),
-            batch.tgt_out.reshape(-1),
-            ignore_index=cfg.tgt_pad_id,
-            reduction="sum",
-        )
-        total += float(loss)
-        count += batch.n_tgt_tokens
-    return total / max(1, count)
-
-
-def average_checkpoints(paths: list) -> dict[str, torch.Tensor]:
-    """Element-wise mean of several safetensors weight files (float32)."""
-    avg: dict[str, torch.Tensor] = {}
-    for p in paths:
-        for k, v in load_file(str(p)).items():
-            v = v.float()
-            avg[k] = avg[k] + v if k in avg else v.clone()
-    return {k: v / len(paths) for k, v in avg.items()}
-
-
-class Stopwatch:
-    """Wall-clock budget that survives --resume (elapsed time is carried over)."""
-
-    def __init__(self, already: float = 0.0) -> None:
-        self.start = time.monotonic() - already
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start

@@ -21,11 +21,42 @@ from tqdm import tqdm
 
 from transformer.core.tokenizer import SYNTHETIC_TAG
 from transformer.training.data import ParallelData, ParallelDatasets
-from transformer.training.loop import Trainer, TrainingStopped, forecast, resume_dir
+from transformer.training.loop import Trainer, TrainingStopped
+from transformer.training.run_folder import resume_dir
 
 # steps timed (after the first, which warms up) for the forecast of a run that has no
 # finished epoch to go by
 FORECAST_AFTER_STEPS = 20
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """When a run will end, from the time its epochs take."""
+
+    seconds_left: float  # from now to the end of the run, last evaluation and average included
+    last_epoch: int  # the epoch the run will end after (or during, when the budget cuts it)
+    cut_by_budget: bool  # --max-minutes ends the run before its last epoch
+
+
+def forecast(
+    elapsed: float,
+    epochs_done: float,
+    epochs: int,
+    seconds_per_epoch: float,
+    max_minutes: float | None,
+    finish_seconds: float = 0.0,
+) -> Forecast:
+    """Forecast the end of a run that has trained ``epochs_done`` of ``epochs`` epochs in
+    ``elapsed`` seconds, if each remaining epoch takes ``seconds_per_epoch`` and the end
+    (last evaluation and checkpoint average) ``finish_seconds``. A budget of
+    ``max_minutes`` stops training early enough for that end (as ``Trainer.fit`` does).
+    ``epochs_done`` may be fractional: a run resumed within an epoch."""
+    left = (epochs - epochs_done) * seconds_per_epoch + finish_seconds
+    if max_minutes is None or elapsed + left <= max_minutes * 60:
+        return Forecast(left, epochs, False)
+    room = max(0.0, max_minutes * 60 - elapsed - finish_seconds)
+    last = min(epochs, int(epochs_done) + 1 + int(room // seconds_per_epoch))
+    return Forecast(max(0.0, max_minutes * 60 - elapsed), last, True)
 
 
 def output_line(out: Path, command: str, resumed: bool, replaced: bool) -> str:
@@ -187,7 +218,7 @@ class ProgressPrinter:
             self.write(forecast_line(trainer, measured[0], f"from the run's {measured[1]} epoch(s) so far"))
             self.told = True
         else:
-            self.eval_seconds = trainer.time_evaluation()
+            self.eval_seconds = trainer.validation.seconds(trainer.model)
         for event in ("on_epoch_start", "on_batch_end", "on_evaluate", "on_time_budget", "on_stop", "on_end"):
             trainer.add_callback(event, getattr(self, event))
 
