@@ -23,6 +23,7 @@ import time
 import gradio as gr
 
 from transformer.core.translator import Translator
+from transformer.interpret.habits import with_habits
 
 from . import texts
 from .assets import WEB
@@ -173,7 +174,10 @@ class App:
 
         def run() -> tuple[str, dict]:
             trace = self.batcher.trace(self.check_text(text))
-            return trace.translation, trace.to_dict(packed=True)
+            content = trace.to_dict(packed=True)
+            if content.get("head_stats") is not None:  # each head named by its habit, as the viewer shows it
+                content["head_stats"] = with_habits(content["head_stats"])
+            return trace.translation, content
 
         return api_answer(log, "/translate", run)
 

@@ -1,5 +1,5 @@
 // The beam tree: every hypothesis beam search weighed, drawn as SVG from one
-// "transformer-beam-tree/1" object (schema in transformer/core/beam.py), the store's `beam`.
+// "transformer-beam-tree/1" object (schema in transformer/interpret/beam_tree.py), the store's `beam`.
 // One column per output position, nodes labelled with their token, edges as thick as
 // P(token | prefix). The best beam is orange, the greedy path blue and dashed, pruned
 // candidates grey, finished hypotheses boxed in green. Zoom, show/hide pruned and hover are

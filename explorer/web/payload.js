@@ -123,7 +123,7 @@ export class Trace {
     this.encoderRollout = p.encoder_rollout ? decodeArray(p.encoder_rollout) : null; // (S, S)
     this.lensTokens = p.logit_lens ? tokenNames(p.logit_lens.ids, p.vocab) : null; // [step][layer][rank]
     this.lensProbs = p.logit_lens ? decodeArray(p.logit_lens.probs) : null; // (T, L_dec, 5)
-    this.headStats = p.head_stats || null; // analysis.head_stats of this sentence (JSON)
+    this.headStats = p.head_stats || null; // the readings of this sentence, heads named by habit (explorer/payload.py)
     this.focus = p.focus || null; // the cross-attention head a new sentence opens on (explorer/payload.py focus_head)
   }
 
