@@ -146,7 +146,6 @@ def test_the_app_warns_beside_a_long_translation(translator):
 
 # --- junk: text most of whose words are not English --------------------------------------------
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 JUNK_NOTICE = "most words of this text are not English"  # the notice's own words
 # keyboard mashing, random letters, repeated syllables, consonant runs, letters typed one by one
 JUNK = [
