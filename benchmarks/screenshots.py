@@ -1,13 +1,14 @@
 """Screenshots of every view of the explorer at the three screens it is made for.
 
     python benchmarks/screenshots.py [--checkpoint checkpoints/en-it] [--out figures/screens]
-                                     [--url http://127.0.0.1:7860/]
+                                     [--url http://127.0.0.1:7860/] [--schemes light dark]
 
 Starts ``python app.py`` on a free port (or uses --url) and, in Debian's chromium, translates
 one sentence at 1366×900 (a laptop), 1920×1080 (a projector) and 390×844 (a phone). For each
-screen it saves one PNG per view, named ``{screen}-{view}.png``: the page as a first visit
-meets it, the main view as a map and as lines, presentation mode, the explanation beside the
-map, the viewer's closed sections, and every panel opened and run. The images are for a person
+screen and colour scheme the browser prefers it saves one PNG per view, named ``{screen}-{view}.png``
+(``{screen}-dark-{view}.png`` in the dark scheme): the page as a first visit meets it, the main
+view as a map and as lines, presentation mode, the explanation beside the map, the viewer's
+closed sections, and every panel opened and run. The images are for a person
 to look at (docs/maintaining.md says when); the script prints each file and checks nothing.
 Exit code 0 when every screenshot was taken, 2 on bad flags or an app that does not start.
 """
@@ -105,22 +106,24 @@ def views(page, out: Path, screen: str) -> None:
     shoot(page, out, screen, "page-full")
 
 
-def run(url: str, out: Path, only: list[str]) -> None:
+def run(url: str, out: Path, only: list[str], schemes: tuple[str, ...] = ("light",)) -> None:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROME_ARGS, headless=True)
-        for screen in only:
-            phone = screen == "phone"
-            ctx = browser.new_context(viewport=SCREENS[screen], device_scale_factor=1, is_mobile=phone, has_touch=phone)
-            ctx.add_init_script(NO_TOUR)
-            page = ctx.new_page()
-            page.set_default_timeout(60_000)
-            page.goto(url)
-            page.wait_for_selector("#viewer .ax-root")
-            views(page, out, screen)
-            ctx.close()
+        for scheme in schemes:
+            for screen in only:
+                phone = screen == "phone"
+                device = dict(viewport=SCREENS[screen], device_scale_factor=1, is_mobile=phone, has_touch=phone)
+                ctx = browser.new_context(**device, color_scheme=scheme)
+                ctx.add_init_script(NO_TOUR)
+                page = ctx.new_page()
+                page.set_default_timeout(60_000)
+                page.goto(url)
+                page.wait_for_selector("#viewer .ax-root")
+                views(page, out, screen if scheme == "light" else f"{screen}-{scheme}")
+                ctx.close()
         browser.close()
 
 
@@ -130,16 +133,23 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "figures" / "screens", help="folder for the PNG files")
     ap.add_argument("--url", help="use an app already running at this address instead of starting one")
     ap.add_argument("--screens", nargs="+", choices=list(SCREENS), default=list(SCREENS), help="which screens")
+    ap.add_argument(
+        "--schemes",
+        nargs="+",
+        choices=["light", "dark"],
+        default=["light", "dark"],
+        help="the colour schemes the browser prefers (dark files are named {screen}-dark-{view}.png)",
+    )
     args = ap.parse_args(argv)
     if not Path("/usr/bin/chromium").exists():
         print("error: /usr/bin/chromium not found: apt-get install chromium", file=sys.stderr)
         return 2
     if args.url:
-        run(args.url, args.out, args.screens)
+        run(args.url, args.out, args.screens, tuple(args.schemes))
         return 0
     try:
         with app_server(args.checkpoint, [], timeout=180) as (url, _):
-            run(url, args.out, args.screens)
+            run(url, args.out, args.screens, tuple(args.schemes))
     except RuntimeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
