@@ -26,7 +26,8 @@ BARE_EXTENSIONS = ("py", "md", "js", "mjs", "css")
 NOT_FILES = {"Node.js"}  # the JavaScript runtime
 
 DOTTED = re.compile(rf"(?<![\w./-])(?:{'|'.join(PACKAGES)})(?:\.[A-Za-z_]\w*)+")
-FILE = re.compile(rf"(?<![\w./~-])(?:[\w.-]+/)*[\w.-]+\.(?:{'|'.join(EXTENSIONS)})(?![\w/-])")
+# a compressed file keeps its whole name ("words.txt.gz"), and "x.txt.bak" is not "x.txt"
+FILE = re.compile(rf"(?<![\w./~-])(?:[\w.-]+/)*[\w.-]+\.(?:{'|'.join(EXTENSIONS)})(?:\.gz)?(?![\w/-]|\.\w)")
 
 
 def documents() -> list[Path]:
