@@ -100,8 +100,10 @@ export class Epochs {
       final: a.final,
       ms: a.snapshots.reduce((sum, x) => sum + (x.trace_ms || 0), 0),
     });
-    // a question asked for another sentence while this answer was inflating stays pending
-    this.store.set({ epochs: { ...e, data, pending: e.pending === key ? null : e.pending, error: null } });
+    // nothing stays pending: a question asked for another sentence while this one ran may have
+    // been dropped (Gradio runs one request of an event at a time and lets the next one go), so
+    // the next update asks again for a sentence with no answer yet (the server caches its traces)
+    this.store.set({ epochs: { ...e, data, pending: null, error: null } });
   }
 
   /** Redraw once per animation frame at most, however many store changes come in. */

@@ -75,6 +75,7 @@ def test_explain_a_row_on_a_phone_flows_under_the_map_and_keeps_weight_and_heatm
     # it sits under the map, in the page
     assert box(page, "#arith-table")["top"] > box(page, "#attn-plot canvas")["top"]
     # another section scrolled into view: nothing fixed to the screen covers it
+    page.mouse.move(1, 1)  # translate() clicked with a mouse: no word's hover tip under it when the page scrolls
     for sel in ("#why-tools", "#sec-lens"):
         page.locator(sel).scroll_into_view_if_needed()
         page.wait_for_timeout(200)
