@@ -69,7 +69,7 @@ def views(page, out: Path, screen: str) -> None:
     shoot(page, out, screen, "lines")
     page.click("#picture-map")
     page.click("#explain-btn")
-    page.wait_for_selector("#arithmetic .ar-root[data-state='done']", state="attached")
+    page.wait_for_selector(".ar-root[data-state='done']", state="attached")  # beside the map, or under it on a phone
     page.wait_for_timeout(300)
     shoot(page, out, screen, "explain")
     page.click("#explain-btn")

@@ -143,7 +143,8 @@ export class MainView {
    * never measures the page: measuring a page a step has just changed would make the browser
    * lay it out again at every click. The viewer calls refit() when the page's layout changed. */
   fitKey(s) {
-    return [s.sentenceId, s.presenting, s.picture, s.view, s.hide, window.innerWidth, window.innerHeight].join("|");
+    return [s.sentenceId, s.presenting, s.explain, s.picture, s.view, s.hide, window.innerWidth, window.innerHeight]
+      .join("|");
   }
 
   refit() {
@@ -155,10 +156,19 @@ export class MainView {
   gridTop(s) {
     const fig = this.pictures.map.fig, shown = !fig.el.hidden && fig.canvas.getBoundingClientRect().height > 0;
     const scroller = s.presenting ? this.el.closest(".ax-root") : null;
-    const scrolled = scroller ? scroller.scrollTop : window.scrollY;
+    const scrolled = this.origin(s, scroller);
     // the map's own canvas, or (while another picture shows) the column it stands in and a caption's height
     const top = shown ? fig.canvas.getBoundingClientRect().top : this.col.getBoundingClientRect().top + 30;
     return top + scrolled + 4;
+  }
+
+  /** What turns a top on screen into the top the fit counts from: the page's (or the
+   * presentation screen's) scroll, as if scrolled to the top; while the explanation stands
+   * beside the picture, the main view's own top, which the page scrolls to (followExplain). */
+  origin(s, scroller) {
+    if (!s.presenting && document.documentElement.classList.contains("ax-explaining")
+      && (window.innerWidth || 1000) >= 600) return -this.el.getBoundingClientRect().top;
+    return scroller ? scroller.scrollTop : window.scrollY;
   }
 
   draw(s, tr) {
@@ -192,7 +202,7 @@ export class MainView {
     const end = g.pinned ? fig.cols.getBoundingClientRect() : rect;
     const below = g.pinned ? end.height + 8 : Math.ceil(rect.height - g.top - g.rows * g.cell);
     const vh = window.innerHeight || 800, narrow = (window.innerWidth || 1000) < 600;
-    const scrolled = s.presenting ? this.el.closest(".ax-root").scrollTop : window.scrollY;
+    const scrolled = this.origin(s, s.presenting ? this.el.closest(".ax-root") : null);
     const over = narrow && !s.presenting ? 0 : Math.max(0, Math.ceil(end.bottom + scrolled - (vh - 4)));
     // drawn again only when the map runs past the window, or leaves a strip of it unused
     const changed = over > 0 || (this.below || 0) - below > 24;
