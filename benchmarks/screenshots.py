@@ -3,7 +3,7 @@
     python benchmarks/screenshots.py [--checkpoint checkpoints/en-it] [--out figures/screens]
                                      [--url http://127.0.0.1:7860/] [--schemes light dark]
 
-Starts ``python app.py`` on a free port (or uses --url) and, in Debian's chromium, translates
+Starts ``python app.py`` on a free port (or uses --url) and, in a headless Chromium, translates
 one sentence at 1366×900 (a laptop), 1920×1080 (a projector) and 390×844 (a phone). For each
 screen and colour scheme the browser prefers it saves one PNG per view, named ``{screen}-{view}.png``
 (``{screen}-dark-{view}.png`` in the dark scheme): the page as a first visit meets it, the main
@@ -109,9 +109,11 @@ def views(page, out: Path, screen: str) -> None:
 def run(url: str, out: Path, only: list[str], schemes: tuple[str, ...] = ("light",)) -> None:
     from playwright.sync_api import sync_playwright
 
+    from explorer.launch import find_chromium
+
     out.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROME_ARGS, headless=True)
+        browser = p.chromium.launch(executable_path=find_chromium(), args=CHROME_ARGS, headless=True)
         for scheme in schemes:
             for screen in only:
                 phone = screen == "phone"
@@ -141,8 +143,10 @@ def main(argv=None) -> int:
         help="the colour schemes the browser prefers (dark files are named {screen}-dark-{view}.png)",
     )
     args = ap.parse_args(argv)
-    if not Path("/usr/bin/chromium").exists():
-        print("error: /usr/bin/chromium not found: apt-get install chromium", file=sys.stderr)
+    from explorer.launch import NO_CHROMIUM, find_chromium
+
+    if find_chromium() is None:
+        print(f"error: {NO_CHROMIUM}", file=sys.stderr)
         return 2
     if args.url:
         run(args.url, args.out, args.screens, tuple(args.schemes))

@@ -2,7 +2,7 @@
 
     python benchmarks/ui_latency.py [--checkpoint checkpoints/en-it] [--url http://127.0.0.1:7860/]
 
-Starts ``python app.py`` on a free port (or uses --url), drives Debian's chromium through
+Starts ``python app.py`` on a free port (or uses --url), drives a headless Chromium through
 Playwright at 1440x900 and prints each figure, then one JSON line with every figure and a
 pass/fail per target (docs/benchmarks.md). Times come from performance.now() inside the page
 (benchmarks/ui_probe.js), so Playwright's own round trips never count:
@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import os
 import random
 import statistics
 import sys
@@ -589,7 +588,7 @@ def main(argv=None) -> int:
         metavar="ARG",
         help="extra argument for app.py (repeat it), e.g. --app-arg=--concurrency --app-arg=2",
     )
-    p.add_argument("--chromium", default=os.environ.get("CHROMIUM", "/usr/bin/chromium"), help="chromium binary")
+    p.add_argument("--chromium", default=None, help="chromium binary (default: $CHROMIUM, system, Playwright)")
     p.add_argument("--rounds", type=int, default=2, help="rounds over every stepping/view control")
     p.add_argument("--translate-repeats", type=int, default=5, help="timed Translates of 10-word sentences")
     p.add_argument("--page-repeats", type=int, default=3, help="fresh page loads per link kind (median kept)")
@@ -605,8 +604,11 @@ def main(argv=None) -> int:
     p.add_argument("--click-timeout-ms", type=int, default=5000, help="ms to wait for a click to paint")
     p.add_argument("--seed", type=int, default=0, help="seed of the slider positions")
     args = p.parse_args(argv)
-    if not Path(args.chromium).exists():
-        print(f"error: {args.chromium} not found: apt-get install -y chromium fonts-dejavu-core", file=sys.stderr)
+    from explorer.launch import NO_CHROMIUM, find_chromium
+
+    args.chromium = args.chromium or find_chromium()
+    if not args.chromium or not Path(args.chromium).is_file():
+        print(f"error: {NO_CHROMIUM}", file=sys.stderr)
         return 2
     if (
         not args.url

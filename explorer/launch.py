@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -22,6 +23,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# what to do when find_chromium finds nothing (the browser tests skip with this line)
+NO_CHROMIUM = (
+    "no Chromium found: install one (Debian/Ubuntu: apt-get install chromium; anywhere: "
+    "playwright install chromium) or point CHROMIUM=/path/to/chrome at one"
+)
+
+
+def find_chromium() -> str | None:
+    """The Chromium the browser tests and benchmarks drive: ``$CHROMIUM`` when set (None if it
+    is not a file), else the system's (Debian's ``chromium``, Ubuntu's ``chromium-browser``,
+    Google Chrome), else Playwright's own after ``playwright install chromium``; None if none."""
+    if os.environ.get("CHROMIUM"):
+        return os.environ["CHROMIUM"] if Path(os.environ["CHROMIUM"]).is_file() else None
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if found := shutil.which(name):
+            return found
+    try:  # Playwright knows where its own download goes, whether or not it is there
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as p:
+            path = p.chromium.executable_path
+    except Exception:  # no playwright package, or its driver cannot start
+        return None
+    return path if Path(path).is_file() else None
 
 
 class AppDidNotStart(RuntimeError):

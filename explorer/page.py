@@ -35,6 +35,7 @@ from .panels import PANELS
 from .panels.analysis import load_test_stats
 from .payload import encode_trace
 from .serving import TraceBatcher, api_answer
+from .panels.base import Asked
 
 log = logging.getLogger("app")
 # Text longer than this is refused outright (tokenising it would cost more than it can be
@@ -181,15 +182,15 @@ class App:
 
         return api_answer(log, "/translate", run)
 
-    def run_example(self, evt: gr.EventData) -> dict:
+    def run_example(self, evt: Asked) -> dict:
         """An example clicked in the browser (``web/hint.js``: ``{"text"}``): translate it at once."""
-        text = (getattr(evt, "_data", None) or {}).get("text")
+        text = evt.fields.get("text")
         return self.translate(text if isinstance(text, str) else "")
 
-    def open_link(self, evt: gr.EventData) -> dict:
+    def open_link(self, evt: Asked) -> dict:
         """A shared link (read in the browser, web/url.js): ``{"text", "forced", "origin"}``.
         A link to a What-if or beam version traces that version again."""
-        link = getattr(evt, "_data", None) or {}
+        link = evt.fields
         text = link.get("text")
         return {
             self.src_text: text if isinstance(text, str) else "",

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -170,7 +169,6 @@ def exit_2(capfd, main, *args) -> str:
 
 # --- the browser ---------------------------------------------------------------------------------
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROME_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -3,9 +3,9 @@ What-if, links, panels that follow the sentence, and the download files."""
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import gradio as gr
 import numpy as np
@@ -18,6 +18,7 @@ from explorer import downloads
 from explorer.payload import decode_payload
 from transformer.core.wire import unpack_arrays
 from tests.helpers import SHIPPED
+from explorer.panels.base import Asked
 
 
 def value(update):
@@ -35,8 +36,8 @@ def payload(out, app):
 
 
 def event(**data):
-    """What a view's request looks like to its callback (gr.EventData keeps the data in ``_data``)."""
-    return SimpleNamespace(_data=data, **data)
+    """What a view's request looks like to its callback (an ``Asked`` made from the dict the view sends)."""
+    return Asked(None, data)
 
 
 def test_translate_returns_outputs_keyed_by_component(app):
@@ -176,11 +177,42 @@ def test_keyboard_mashing_is_translated_with_a_notice_that_the_output_is_meaning
     assert "meaningless" not in app.translate("the black cat sleeps.")[app.notice]
 
 
-def test_two_users_never_see_each_others_results(app):
-    a = app.translate("the black cat sleeps.")
-    b = app.translate("where is the station?")
-    assert payload(a, app)["src_text"] != payload(b, app)["src_text"]
-    assert a[app.trace_state] is not b[app.trace_state]
+def test_two_users_translating_at_once_share_a_batch_and_each_get_their_own_result(app, monkeypatch):
+    """Two visitors press Translate while the model is busy with a third: their sentences go
+    through the model in one batch, and each page gets the picture of its own sentence, as it
+    would alone."""
+    translator = app.batcher.translator
+    texts = ["the black cat sleeps.", "where is the station?"]
+    alone = {text: translator.trace(text) for text in texts}
+    busy, release = threading.Event(), threading.Event()
+    real = translator.trace_batch
+
+    def held_first(batch):  # the third visitor's batch holds the model until both have queued
+        if not busy.is_set():
+            busy.set()
+            release.wait(30)
+        return real(batch)
+
+    monkeypatch.setattr(translator, "trace_batch", held_first)
+    sizes_before = len(app.batcher.batch_sizes)
+    third = threading.Thread(target=app.translate, args=("a red cat.",))
+    third.start()
+    assert busy.wait(30)
+    got: dict = {}
+    users = [threading.Thread(target=lambda t=t: got.__setitem__(t, app.translate(t))) for t in texts]
+    for user in users:
+        user.start()
+    while app.batcher._queue.qsize() < 2:
+        time.sleep(0.01)
+    release.set()
+    for th in [third, *users]:
+        th.join(timeout=60)
+    assert list(app.batcher.batch_sizes)[sizes_before:] == [1, 2]  # the two shared one batch
+    for text in texts:
+        trace, shown = got[text][app.trace_state], payload(got[text], app)
+        assert trace.src_text == shown["src_text"] == text and value(got[text][app.translation]) == trace.translation
+        assert trace.translation == alone[text].translation
+        np.testing.assert_allclose(trace.cross_attn, alone[text].cross_attn, atol=1e-5)
 
 
 def test_whatif_forces_a_candidate_at_a_one_based_step(app):

@@ -5,7 +5,6 @@ requests, the test-set stats."""
 import json
 import logging
 import shutil
-from types import SimpleNamespace
 
 import gradio as gr
 import pytest
@@ -15,6 +14,7 @@ from explorer.panels.analysis import AnalysisPanel, load_test_stats
 from transformer.core import readings
 from transformer.interpret import knockout
 from transformer import load_translator
+from explorer.panels.base import Asked
 
 TEXT = "the black cat sleeps."
 
@@ -25,7 +25,7 @@ def panel(app):
 
 
 def request(**data):
-    return SimpleNamespace(_data=data, **data)
+    return Asked(None, data)
 
 
 def test_knockout_returns_translation_and_per_step_data(panel, translator):

@@ -4,7 +4,6 @@ of the answer is the trace's own row, and a bad request gets one plain sentence.
 
 import json
 import logging
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from explorer.errors import GENERIC_ERROR
 from explorer.panels import PANELS
 from explorer.panels.arithmetic import PICK_HEAD, ArithmeticPanel
 from transformer.interpret.arithmetic import attention_arithmetic
+from explorer.panels.base import Asked
 
 TEXT = "the black cat sleeps."
 TOL = 1e-5
@@ -32,7 +32,7 @@ def trace(translator):
 
 def ask(panel, trace, **data) -> dict:
     """The panel's answer to the page's request ``data`` (what the block's submit event carries)."""
-    return json.loads(panel.request(trace, SimpleNamespace(_data=data)))
+    return json.loads(panel.request(trace, Asked(None, data)))
 
 
 def test_the_panel_is_a_closed_section_of_the_page(app, panel):
@@ -126,7 +126,7 @@ def test_no_sentence_and_odd_keys(panel, trace):
     assert got["error"] == "Translate a sentence first." and got["sentenceId"] == 4
     got = ask(panel, trace, sentenceId=4, key=["not", "a", "string"], view="cross", layer=1, head=1, step=1)
     assert got["key"] is None and "weights" in got  # the answer still comes; the page ignores it
-    got = json.loads(panel.request(trace, SimpleNamespace()))  # an event without data
+    got = json.loads(panel.request(trace, Asked(None, None)))  # an event without data
     assert "Pick an attention view" in got["error"]
 
 

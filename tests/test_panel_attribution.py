@@ -5,7 +5,6 @@ input is refused with one clear message (``gr.Error`` for the API, ``{"error"}``
 
 import json
 import logging
-from types import SimpleNamespace
 
 import gradio as gr
 import numpy as np
@@ -17,6 +16,7 @@ from explorer.panels import PANELS
 from explorer.panels.attribution import MAX_N_STEPS, AttributionPanel
 from transformer.interpret.attribution import activation_patching, direct_logit_attribution, greedy_targets
 from transformer.interpret.saliency import saliency
+from explorer.panels.base import Asked
 
 TEXT = "the black cat sleeps."
 # candidates for B: the test takes the first whose greedy translation differs from TEXT's at some step
@@ -45,7 +45,7 @@ def pair(translator):
 
 
 def request(**data):
-    return SimpleNamespace(_data=data)
+    return Asked(None, data)
 
 
 def ask(panel, trace, **data) -> dict:

@@ -4,7 +4,6 @@ snapshots, and the epoch trace cache."""
 
 import json
 import shutil
-from types import SimpleNamespace
 
 import gradio as gr
 import pytest
@@ -14,6 +13,7 @@ from explorer.panels import epochs as epoch_panel
 from explorer.payload import decode_payload
 from tests.helpers import make_snapshots
 from transformer.core.translator import load_translator
+from explorer.panels.base import Asked
 
 SENTENCE = "the black cat sleeps."
 
@@ -40,7 +40,7 @@ def label(update):
 
 def chosen(hyp):
     """The beam view's request to open hypothesis ``hyp``, as its callback sees it."""
-    return SimpleNamespace(_data={"hyp": hyp}, hyp=hyp)
+    return Asked(None, {"hyp": hyp})
 
 
 # --- /beam ---------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ payloads."""
 import json
 import shutil
 import subprocess
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,6 +17,7 @@ from explorer.panels import PANELS
 from explorer.panels.pairs import PAIRS, PairsPanel
 from explorer.payload import SCHEMA, decode_payload, encode_trace
 from tests.helpers import lcs_length
+from explorer.panels.base import Asked
 
 A = "the black cat sleeps."
 B = "the white dog eats."
@@ -31,7 +31,7 @@ def panel(app):
 
 
 def request(**data):
-    return SimpleNamespace(_data=data, **data)
+    return Asked(None, data)
 
 
 def answer_of(panel, out) -> dict:

@@ -58,7 +58,7 @@ from transformer.interpret import knockout
 from ..errors import GENERIC_ERROR, answer
 from ..blocks import message, view_host
 from ..serving import api_answer
-from .base import Panel
+from .base import Asked, Panel
 
 log = logging.getLogger("app.analysis")
 HEADS_HELP = (
@@ -132,11 +132,11 @@ class AnalysisPanel(Panel):
         return {"text": self._text(text), **knockout.head_importance(self.app.tr, text)}
 
     # --- the page -------------------------------------------------------------------------------
-    def request(self, trace, evt: gr.EventData) -> str:
+    def request(self, trace, evt: Asked) -> str:
         """A request of the browser view, for the sentence in the viewer: ``{"action":
         "knockout", "heads": [{kind, layer, head}] (0-based)}`` or ``{"action": "importance"}``.
         The answer names the action and the sentence it belongs to (``sentenceId``)."""
-        asked = getattr(evt, "_data", None) or {}
+        asked = evt.fields
         action = asked.get("action")
         head = {"action": action, "sentenceId": asked.get("sentenceId")}
         if trace is None:

@@ -29,7 +29,7 @@ from transformer.interpret.arithmetic import attention_arithmetic
 
 from ..errors import answer
 from ..blocks import message, view_host
-from .base import Panel
+from .base import Asked, Panel
 
 log = logging.getLogger("app.arithmetic")
 # the viewer's view names (web/attention.js VIEW_KIND) and the library's kinds
@@ -67,10 +67,10 @@ class ArithmeticPanel(Panel):
         )
 
     # --- callbacks ------------------------------------------------------------------------
-    def request(self, trace, evt: gr.EventData) -> str:
+    def request(self, trace, evt: Asked) -> str:
         """One row of the sentence in the viewer (the module docstring gives the request);
         the answer names the sentence and the key it was asked with."""
-        asked = getattr(evt, "_data", None) or {}
+        asked = evt.fields
         key = asked.get("key")
         head = {"sentenceId": asked.get("sentenceId"), "key": key if isinstance(key, str) and len(key) <= 64 else None}
         if trace is None:

@@ -49,7 +49,7 @@ from ..errors import GENERIC_ERROR, answer
 from ..blocks import message, view_host
 from ..serving import api_answer
 from .arithmetic import count
-from .base import Panel
+from .base import Asked, Panel
 
 log = logging.getLogger("app.attribution")
 ACTIONS = ("attribution", "patching", "saliency")
@@ -148,10 +148,10 @@ class AttributionPanel(Panel):
         return api_answer(log, "/saliency", lambda: self.saliency_data(text, step, n_steps))
 
     # --- the page ---------------------------------------------------------------------------------
-    def request(self, trace, evt: gr.EventData) -> str:
+    def request(self, trace, evt: Asked) -> str:
         """One analysis of the viewer's sentence, on the translation it shows (the module
         docstring gives the request); the answer names the action, key and sentence asked."""
-        asked = getattr(evt, "_data", None) or {}
+        asked = evt.fields
         action, key = asked.get("action"), asked.get("key")
         head = {
             "action": action,

@@ -2,6 +2,20 @@
 
 from __future__ import annotations
 
+import gradio as gr
+
+
+class Asked(gr.EventData):
+    """What a browser view asked for: the dict its module passed with the event (``fields``).
+
+    Type a callback's argument as ``evt: Asked`` and Gradio builds one per event, as it builds
+    ``gr.SelectData``; the fields are whatever the view sent (a non-dict request reads as
+    empty), so each panel still checks the ones it uses."""
+
+    def __init__(self, target, data) -> None:
+        super().__init__(target, data)
+        self.fields: dict = data if isinstance(data, dict) else {}
+
 
 class Panel:
     """The server side of one browser view (``view``, a name in ``web/views.js``).

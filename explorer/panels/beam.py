@@ -21,7 +21,7 @@ from transformer.interpret.beam_tree import MAX_TREE_BEAM, beam_tree
 from ..errors import answer
 from ..blocks import message, view_host
 from ..serving import api_answer
-from .base import Panel
+from .base import Asked, Panel
 
 log = logging.getLogger("app.beam")
 APP_MAX_BEAM = MAX_TREE_BEAM  # the beam-size slider goes 1..8: every size the tree can draw
@@ -90,10 +90,10 @@ class BeamPanel(Panel):
         Bad input (text, or k outside 1-8): ``gr.Error`` (:func:`explorer.serving.api_answer`)."""
         return api_answer(log, "/beam", lambda: self.run_beam(text, k, clamp=False))
 
-    def open_hypothesis(self, state, evt: gr.EventData) -> dict:
+    def open_hypothesis(self, state, evt: Asked) -> dict:
         """Open kept hypothesis ``evt.hyp`` (0 = best) in the viewer: the sentence is traced
         with the whole hypothesis forced, so its every step can be inspected."""
-        return self.open_index(state, (getattr(evt, "_data", None) or {}).get("hyp"))
+        return self.open_index(state, evt.fields.get("hyp"))
 
     def open_index(self, state, index) -> dict:
         app = self.app

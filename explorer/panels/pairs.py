@@ -27,7 +27,7 @@ from ..claims import default as default_claims
 from ..errors import answer
 from ..blocks import message, view_host
 from ..payload import encode_trace
-from .base import Panel
+from .base import Asked, Panel
 
 log = logging.getLogger("app.pairs")
 
@@ -57,10 +57,10 @@ class PairsPanel(Panel):
         )
 
     # --- callbacks ------------------------------------------------------------------------
-    def compare(self, evt: gr.EventData) -> dict:
+    def compare(self, evt: Asked) -> dict:
         """The view's request ``{sentenceId, text}``: B's trace, for the sentence (A) it was
         asked beside, or one plain message when B cannot be read."""
-        asked = getattr(evt, "_data", None) or {}
+        asked = evt.fields
         return {self.host: message(self.traced(asked.get("text"), asked.get("sentenceId")))}
 
     def traced(self, text, sentence) -> dict:
@@ -87,10 +87,10 @@ class PairsPanel(Panel):
             lambda msg: {"sentenceId": sentence, "text": text if isinstance(text, str) else "", "error": msg},
         )
 
-    def open_pair(self, evt: gr.EventData) -> dict:
+    def open_pair(self, evt: Asked) -> dict:
         """A click on curated pair ``evt.pair`` (0-based): its first sentence goes into the
         viewer, as a Translate would put it; the view then compares the second."""
-        index = (getattr(evt, "_data", None) or {}).get("pair")
+        index = evt.fields.get("pair")
         if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(self.pairs):
             return {self.app.notice: f"⚠️ There is no curated pair {index!r}."}
         text = self.pairs[index]["a"]

@@ -15,7 +15,7 @@ import gradio as gr
 from .. import texts
 from ..errors import answer
 from ..blocks import message, view_host
-from .base import Panel
+from .base import Asked, Panel
 
 log = logging.getLogger("app.whatif")
 
@@ -40,10 +40,10 @@ class WhatIfPanel(Panel):
         return {self.alt_state: None}  # a What-if of the old sentence cannot be explored any more
 
     # --- callbacks ------------------------------------------------------------------------
-    def decode(self, trace, evt: gr.EventData) -> dict:
+    def decode(self, trace, evt: Asked) -> dict:
         """Decode again with candidate ``evt.rank`` (0 = most likely) forced at ``evt.step``
         (1-based); the answer names the sentence it belongs to (``evt.sentenceId``)."""
-        asked = getattr(evt, "_data", None) or {}
+        asked = evt.fields
         sentence = asked.get("sentenceId")
 
         def failed(msg: str) -> dict:

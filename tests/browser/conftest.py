@@ -4,17 +4,55 @@ The app is ``python app.py`` on the shipped checkpoint (or the tiny test one whe
 model is absent), started by the same launcher the benchmarks use (``explorer.launch``). It
 keeps no state between visitors, so every browser test module shares it; a module that needs
 another checkpoint starts its own (tests/browser/test_beam.py). The page helpers are in
-tests/helpers.py. Needs Debian's chromium at /usr/bin/chromium (or CHROMIUM=path) and the
-``playwright`` pip package (``playwright install`` is not needed).
+tests/helpers.py.
+
+They need a Chromium (``explorer.launch.find_chromium``: ``$CHROMIUM``, the system's, or
+Playwright's own after ``playwright install chromium``). Where there is none, every test under
+tests/browser is skipped with one line saying how to get one, and the summary counts them.
+With ``REQUIRE_BROWSER=1`` (CI sets it) a skipped browser test fails the run instead.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import CHROME_ARGS, CHROMIUM, NO_TOUR, SHIPPED, opened_page, serve_app
+from explorer.launch import NO_CHROMIUM, find_chromium
+from tests.helpers import CHROME_ARGS, NO_TOUR, SHIPPED, opened_page, serve_app
+
+HERE = Path(__file__).parent
+CHROMIUM = find_chromium()
+skipped_browser_tests: list[str] = []
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/browser is a browser test; skip them all when there is no Chromium."""
+    for item in items:
+        if HERE in Path(item.path).parents:
+            item.add_marker(pytest.mark.browser)
+            if CHROMIUM is None:
+                item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and "browser" in report.keywords:
+        skipped_browser_tests.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if skipped_browser_tests:
+        n = len(skipped_browser_tests)
+        how = NO_CHROMIUM if CHROMIUM is None else "see the skip reasons above (pytest -ra)"
+        terminalreporter.write_line(f"{n} browser test{'s' * (n != 1)} skipped: {how}", yellow=True, bold=True)
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            terminalreporter.write_line("REQUIRE_BROWSER=1: a skipped browser test fails the run", red=True, bold=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if skipped_browser_tests and os.environ.get("REQUIRE_BROWSER") == "1" and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")
@@ -33,8 +71,6 @@ def server(app_server):
 
 @pytest.fixture(scope="session")
 def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:

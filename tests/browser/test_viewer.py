@@ -1,7 +1,6 @@
 """The app as a person uses it: a real `python app.py`, driven in headless Chromium.
 
-Run alone with `python -m pytest -m browser`. Needs Debian's chromium at /usr/bin/chromium
-(or CHROMIUM=path) and the `playwright` pip package; `playwright install` is not needed.
+Run alone with `python -m pytest -m browser`; tests/browser/conftest.py says which Chromium.
 Checks are structural (element ids, data-* attributes set after each paint, the store as
 the page's test handle `window.__explorer.getState()` shows it), so a retrained checkpoint
 with other translations still passes.
