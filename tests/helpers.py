@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -329,3 +330,26 @@ def load_script(path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+# --- the explorer's own browser modules, run under Node.js --------------------------------------
+
+NODE = shutil.which("node")
+needs_node = pytest.mark.skipif(NODE is None, reason="needs Node.js (apt-get install nodejs) for the web modules")
+
+
+def run_node(tmp_path: Path, entries: tuple[str, ...], script: str, data=None):
+    """Run ``script`` (an ES module that prints one JSON value) beside the explorer's ``entries``
+    and every module they import; return the printed value. ``data`` goes in on stdin as JSON."""
+    from explorer.assets import module_sources
+
+    for entry in entries:
+        for name, text in module_sources(entry).items():
+            (tmp_path / name).write_text(text, encoding="utf-8")
+    (tmp_path / "package.json").write_text('{"type": "module"}')
+    (tmp_path / "run.mjs").write_text(script, encoding="utf-8")
+    r = subprocess.run(
+        [NODE, "run.mjs"], cwd=tmp_path, input=json.dumps(data), capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout)

@@ -20,6 +20,14 @@ import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
 import { share } from "./numbers.js";
 
+/** This view's store keys (store.js registerState); the knock-out selection is the store's own. */
+export const STATE = {
+  sentence: {
+    knockout: null, // {status, ...the /knockout data}
+    importance: null, // {status, ...the /head_importance data}
+  },
+};
+
 const KINDS = ["encoder", "decoder_self", "cross"];
 const TITLES = { encoder: "Encoder self-attention", decoder_self: "Decoder self-attention", cross: "Cross-attention" };
 // measure -> [title, lo, hi, signed, what it says]; a kind without a measure gets no map for it

@@ -24,6 +24,10 @@ import { el, setup, paintMatrix, RDBU_LUT } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
 
+/** This view's store key (store.js registerState): the rows asked for the sentence, by
+ * "view:layer:head:query": {status, ...attention-row/1 | error}. */
+export const STATE = { sentence: { arithmetic: null } };
+
 const WAIT_MS = 150; // settings must rest this long before a row is asked for
 const PLAY_WAIT_MS = 700; // longer than a Play tick: no request per step while it plays
 const STRIP_PX = 4; // css px per number of a vector strip

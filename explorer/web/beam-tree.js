@@ -12,6 +12,17 @@ import { el, svg } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
 
+/** This view's store keys (store.js registerState) and its part of a link (url.js registerLink).
+ * A hypothesis opened in the viewer (origin "beam") keeps the tree it came from. */
+export const STATE = {
+  sentence: {
+    beam: null, // the transformer-beam-tree/1 object on screen
+    beamOpened: null, // index of the hypothesis opened in the viewer
+  },
+  keptBy: "beam",
+};
+export const LINK = { origin: "beam" }; // a link to a hypothesis re-traces it with its forced ids
+
 export const SCHEMA = "transformer-beam-tree/1";
 const COL_W = 96, ROW_H = 26, NODE_W = 80, NODE_H = 20, PAD = 14;
 const ZOOMS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2];

@@ -19,6 +19,14 @@ import { el } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { count, weight as weightText } from "./numbers.js";
 
+/** This view's store keys (store.js registerState), kept across sentences. */
+export const STATE = {
+  global: {
+    epochs: null, // {meta, data: Map key -> entry, pending: key | null}: snapshots of training
+    epoch: "final", // the training snapshot picked in the epoch comparison
+  },
+};
+
 export const SCHEMA = "attention-explorer-epochs/1";
 const VIEW_NAMES = { cross: "cross-attention", decoder: "decoder self-attention", encoder: "encoder self-attention" };
 // labels of 12 px (readable on a laptop and a phone) in cells a little higher, so that every

@@ -13,6 +13,10 @@
 
 import { el } from "./canvas.js";
 
+/** This view's store key (store.js registerState): {text, sentence}, the example's "what to look
+ * for" and the sentence it belongs to. */
+export const STATE = { global: { hint: null } };
+
 /** Put `text` in the Gradio sentence box (#src-text) as typing would, so Translate sends it. */
 function fillSentenceBox(text) {
   const box = sentenceBox();

@@ -20,8 +20,18 @@ import { HeatFigure } from "./frame.js";
 import { el, css, diverging, downloadPng, usePalette } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
-import { readLink, readPair } from "./url.js";
+import { readLink, readParam } from "./url.js";
 import { align, drawCandidates, drawDifference, viewMatrix } from "./pairs-diff.js";
+
+/** This view's store key (store.js registerState) and its part of a link (url.js registerLink):
+ * `pair=` keeps sentence B, unless comparing it failed. */
+export const STATE = {
+  // {status: "pending" | "done" | "error", text, trace (B, a payload.js Trace), error}
+  sentence: { pair: null },
+};
+export const LINK = {
+  param: "pair", keys: ["pair"], write: (s) => (s.pair && s.pair.status !== "error" ? s.pair.text : null),
+};
 
 // the alignment, for the tests that run it under Node.js (tests/test_panel_pairs.py)
 export { align, alignSteps, alignView, differenceMap, substitute } from "./pairs-diff.js";
@@ -35,7 +45,7 @@ function divergingCss() {
 // A link's pair, read as the page loads: this view mounts only when its section opens
 // (Gradio builds a closed accordion's content then), and by that time the address may
 // already have been rewritten for the sentence the link opened.
-let linked = typeof window === "undefined" ? null : readPair() && { a: readLink().text, b: readPair() };
+let linked = typeof window === "undefined" ? null : readParam("pair") && { a: readLink().text, b: readParam("pair") };
 
 /** The comparison as the store holds it; the test handle's JSON shows it without B's arrays. */
 function pairValue(fields) {

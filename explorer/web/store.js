@@ -15,22 +15,20 @@
 
 import { KIND_VIEW } from "./attention.js";
 
-/** Keys that belong to the sentence in the viewer, with the value a new sentence starts from. */
-export const SENTENCE_STATE = Object.freeze({
-  whatif: null, // {status: "pending" | "done" | "error", step, rank, token, original, translation, error}
-  knockout: null, // {status, ...the /knockout data}
-  importance: null, // {status, ...the /head_importance data}
-  beam: null, // the transformer-beam-tree/1 object on screen
-  beamOpened: null, // index of the hypothesis opened in the viewer
-  pair: null, // minimal pairs: {status: "pending" | "done" | "error", text, trace (B, a payload.js Trace), error}
+/** Keys that belong to the sentence in the viewer, with the value a new sentence starts from:
+ * the viewer's own here, each view's added by `registerState` (its `STATE.sentence`). */
+export const SENTENCE_STATE = {
   // the heatmap cell last clicked, 1-based trace indices: {view, step, row, col}; it applies
   // only in the view it was clicked in, and a new step (STEP_STATE) forgets it too
   cell: null,
-  arithmetic: null, // rows of the arithmetic panel by "view:layer:head:query": {status, ...attention-row/1 | error}
   // the head and step the sentence opened on, and why (viewer.js):
   // {layer, head, step, key, weight, source, n, ...} or null
   focus: null,
-});
+};
+
+// sentence keys a new trace of one origin keeps (a beam hypothesis keeps the tree it came from)
+const KEPT_BY_ORIGIN = {};
+const OWNER = {}; // key -> the view that registered it, so two views never claim one key
 
 /** Keys that belong to the step: a new step starts from these. */
 export const STEP_STATE = Object.freeze({
@@ -38,9 +36,9 @@ export const STEP_STATE = Object.freeze({
   cell: null, // the clicked cell
 });
 
-const INITIAL = Object.freeze({
+const INITIAL = {
   trace: null, // the decoded payload (payload.js Trace) in the viewer, or null
-  origin: null, // what brought it: "translate", "link", "whatif", "beam"
+  origin: null, // what brought it: "translate", "link", or a view that opens versions (What-if, beam search)
   sentenceId: 0, // increases with every new trace or its removal
   step: 1,
   view: "cross",
@@ -56,19 +54,35 @@ const INITIAL = Object.freeze({
   speed: 4, // Play, steps per second
   peLen: 12, // positional encoding: positions shown, and the one followed (0-based, as in the formula)
   peFollow: 0,
-  selection: [], // heads picked for knock-out: [{kind, layer, head}], 1-based, kept across sentences
+  // heads picked for knock-out (analysis.js), shared with the viewer's mosaic: [{kind, layer, head}],
+  // 1-based, kept across sentences
+  selection: [],
   selecting: false, // "select mode": a plain click on a head selects it
   selectable: false, // true once a view that can knock heads out is on the page
   link: null, // view settings of a shared link, applied when its sentence arrives
-  hint: null, // {text, sentence}: the example's "what to look for" and the sentence it belongs to
-  epochs: null, // {meta, data: Map key -> entry, pending: key | null}: snapshots of training
-  epoch: "final", // the training snapshot picked in the epoch comparison
   open: [], // the collapsible sections the visitor opened (viewer sections, panel accordions): kept in the link
   // the page's colour theme, "light" or "dark" (theme.js): a view that colours in script redraws when it changes
   theme: "light",
   ...STEP_STATE,
   ...SENTENCE_STATE,
-});
+};
+
+/** Add view `name`'s keys to every store made from now on (views.js calls it for each view
+ * before the page makes its store). `state`: {sentence: {key: start value}} for keys that
+ * belong to the sentence (a new one resets them), {global: {key: value}} for keys kept across
+ * sentences, and `keptBy`: an origin whose new trace keeps this view's sentence keys. */
+export function registerState(name, { sentence = {}, global = {}, keptBy = null } = {}) {
+  for (const key of [...Object.keys(sentence), ...Object.keys(global)]) {
+    if (own(INITIAL, key) && OWNER[key] !== name) {
+      const owner = OWNER[key] ? `view "${OWNER[key]}"'s` : "the store's";
+      throw new Error(`store key "${key}" of view "${name}" is already ${owner}`);
+    }
+    OWNER[key] = name;
+  }
+  Object.assign(SENTENCE_STATE, sentence);
+  Object.assign(INITIAL, global, sentence);
+  if (keptBy) (KEPT_BY_ORIGIN[keptBy] ||= []).push(...Object.keys(sentence));
+}
 
 const own = (o, k) => Object.prototype.hasOwnProperty.call(o, k);
 
@@ -109,7 +123,7 @@ export class Store {
    * to apply with it (a shared link's, or the step a What-if version starts at). */
   setTrace(trace, origin = null, view = {}) {
     const s = this.state, fresh = { ...SENTENCE_STATE };
-    if (trace && origin === "beam") { delete fresh.beam; delete fresh.beamOpened; }
+    if (trace) for (const key of KEPT_BY_ORIGIN[origin] || []) delete fresh[key];
     this.set({ ...fresh, trace, origin: trace ? origin : null, sentenceId: s.sentenceId + 1, step: 1, playing: false,
       ...(trace ? { peLen: trace.src.length, peFollow: 0 } : {}), ...view });
   }
@@ -148,8 +162,7 @@ export class Store {
         origin: tr.origin, forcedPrefix: tr.forcedPrefix, headStats: tr.headStats,
       },
       forcedPrefix: tr ? tr.forcedPrefix : [],
-      epochs: s.epochs && { meta: !!s.epochs.meta, keys: [...s.epochs.data.keys()], pending: s.epochs.pending },
-    }));
+    }, (key, value) => (value instanceof Map ? { keys: [...value.keys()] } : value))); // a view's Map: its keys
   }
 }
 

@@ -14,6 +14,26 @@
 
 const VIEW_KEYS = ["step", "view", "layer", "head", "hide", "picture"];
 
+// What the views add to a link (views.js registers each view's LINK): origins whose version a
+// link re-traces from its forced ids (What-if, a beam hypothesis), and params a view writes
+// from the store (a minimal pair's B), after the view settings.
+const ORIGINS = new Set();
+const PARAMS = new Map(); // param -> (state) => string | null
+const PARAM_KEYS = new Set(); // the store keys those params are written from
+
+/** Add view `name`'s part of a link: {origin} and/or {param, keys, write(state)}, where `keys`
+ * are the store keys `write` reads (the address is rewritten when one changes). */
+export function registerLink(name, { origin = null, param = null, keys = [], write = null } = {}) {
+  if (origin) ORIGINS.add(origin);
+  if (param) {
+    if (PARAMS.has(param) || [...VIEW_KEYS, "text", "forced", "origin", "open"].includes(param)) {
+      throw new Error(`link param "${param}" of view "${name}" is taken`);
+    }
+    PARAMS.set(param, write);
+    for (const k of keys) PARAM_KEYS.add(k);
+  }
+}
+
 /** The link in `loc`: {text, forced: [ids], origin, settings: {step, view, ...}} or null.
  * The fragment wins over the query. */
 export function readLink(loc = window.location) {
@@ -22,7 +42,7 @@ export function readLink(loc = window.location) {
   const text = params.get("text");
   if (!text) return null;
   const forced = (params.get("forced") || "").split(".").filter((x) => /^\d+$/.test(x)).map(Number);
-  const origin = ["whatif", "beam"].includes(params.get("origin")) && forced.length ? params.get("origin") : null;
+  const origin = ORIGINS.has(params.get("origin")) && forced.length ? params.get("origin") : null;
   const settings = {};
   for (const k of VIEW_KEYS) if (params.get(k) !== null) settings[k] = params.get(k);
   return { text, forced: origin ? forced : [], origin, settings, open: readOpen(params) };
@@ -31,10 +51,11 @@ export function readLink(loc = window.location) {
 /** The section names of `open=` (letters, digits, "-" and "_", separated by "."). */
 const readOpen = (params) => (params.get("open") || "").split(".").filter((x) => /^[\w-]+$/.test(x));
 
-/** The second sentence of a minimal pair in the link (`pair=`, compared with `text`), or null. */
-export function readPair(loc = window.location) {
+/** A view's own `param` in the link (a minimal pair's B, `pair=`), or null: read only where
+ * the link has a sentence, from the same part (fragment or query) as the sentence. */
+export function readParam(param, loc = window.location) {
   const link = readLink(loc), hash = new URLSearchParams(loc.hash.replace(/^#/, ""));
-  return link ? (hash.get("text") ? hash : new URLSearchParams(loc.search)).get("pair") || null : null;
+  return link ? (hash.get("text") ? hash : new URLSearchParams(loc.search)).get(param) || null : null;
 }
 
 /** The address for state `s`: the sentence and view settings, or no fragment at all. */
@@ -49,11 +70,14 @@ export function linkFor(s, loc = window.location) {
   const frag = new URLSearchParams({ text: tr.srcText, step: s.step, view: s.view, layer: s.layer, head: s.head,
     hide: s.hide ? 1 : 0 });
   if (s.picture === "lines") frag.set("picture", "lines");
-  if (tr.forcedPrefix.length && (s.origin === "whatif" || s.origin === "beam")) {
+  if (tr.forcedPrefix.length && ORIGINS.has(s.origin)) {
     frag.set("forced", tr.forcedPrefix.join("."));
     frag.set("origin", s.origin);
   }
-  if (s.pair && s.pair.status !== "error") frag.set("pair", s.pair.text); // minimal pairs (pairs.js)
+  for (const [param, write] of PARAMS) {
+    const value = write(s);
+    if (value) frag.set(param, value);
+  }
   if (s.open && s.open.length) frag.set("open", s.open.join("."));
   url.hash = frag.toString();
   return url.href;
@@ -62,8 +86,8 @@ export function linkFor(s, loc = window.location) {
 /** Keep the address bar in step with the store (replaceState: no history entry per click). */
 export function syncAddress(store) {
   store.subscribe((s, changed) => {
-    if (![...changed].some((k) => k === "trace" || k === "origin" || k === "pair" || k === "open"
-      || VIEW_KEYS.includes(k))) return;
+    if (![...changed].some((k) => k === "trace" || k === "origin" || k === "open" || VIEW_KEYS.includes(k)
+      || PARAM_KEYS.has(k))) return;
     const href = linkFor(s);
     if (href !== window.location.href) history.replaceState(history.state, "", href);
   });

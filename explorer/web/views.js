@@ -1,7 +1,10 @@
 // The explorer's views, by the name a page host asks for (explorer/blocks.py gives each Gradio
 // block its view). A view is a module with mount(hostElement, { store, server }) that draws
 // from the one store (store.js) and talks to its Python panel through `server` (gradio.js).
-// Adding a view: its module here, one line below, and its panel in explorer/panels/.
+// A view may also export STATE, the store keys it owns (store.js registerState), and LINK,
+// what it adds to a shared link (url.js registerLink); both are registered here, before the
+// page makes its store. Adding a view: its module here, one line below, and its panel in
+// explorer/panels/.
 
 import * as viewer from "./viewer.js";
 import * as hint from "./hint.js";
@@ -13,5 +16,12 @@ import * as tour from "./tour.js"; // no panel: the guided tour reads the store 
 import * as pairs from "./pairs.js";
 import * as arithmetic from "./arithmetic.js";
 import * as attribution from "./attribution.js";
+import { registerState } from "./store.js";
+import { registerLink } from "./url.js";
 
 export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, tour };
+
+for (const [name, view] of Object.entries(VIEWS)) {
+  if (view.STATE) registerState(name, view.STATE);
+  if (view.LINK) registerLink(name, view.LINK);
+}

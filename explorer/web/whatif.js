@@ -6,6 +6,13 @@
 import { el } from "./canvas.js";
 import { share } from "./numbers.js";
 
+/** This view's store keys (store.js registerState) and its part of a link (url.js registerLink). */
+export const STATE = {
+  // {status: "pending" | "done" | "error", step, rank, token, original, translation, error}
+  sentence: { whatif: null },
+};
+export const LINK = { origin: "whatif" }; // a link to a What-if version re-traces it with its forced ids
+
 export class WhatIf {
   constructor(host, store, server) {
     this.store = store;
