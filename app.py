@@ -1,6 +1,7 @@
 """Attention explorer: translate a sentence and look inside the Transformer while it does.
 
     python app.py [--checkpoint checkpoints/en-it] [--host 127.0.0.1] [--port 7860]
+    python app.py --checkpoint checkpoints/en-it --checkpoint models/opus-mt-en-it   # two models, a switch
 
 The entry point a Hugging Face Space runs. The page itself is the ``explorer`` package
 (:mod:`explorer.page`); this file reads the flags, loads the model and serves it.
@@ -28,8 +29,9 @@ def parse_args(argv=None):
     p = ArgumentParser(prog="python app.py", description="Serve the attention explorer (a Gradio app).")
     p.add_argument(
         "--checkpoint",
-        default=os.environ.get("CHECKPOINT", DEFAULT_CHECKPOINT),
-        help="checkpoint directory or hub repo id (env CHECKPOINT)",
+        action="append",
+        help="checkpoint directory or hub repo id (env CHECKPOINT, several separated by commas); "
+        "repeat it to serve several models, each on its own page with a switch between them",
     )
     p.add_argument(
         "--host",
@@ -62,7 +64,10 @@ def parse_args(argv=None):
         default=os.environ.get("APP_TORCH_THREADS", "0"),
         help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)",
     )
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.checkpoint:
+        args.checkpoint = [c.strip() for c in os.environ.get("CHECKPOINT", DEFAULT_CHECKPOINT).split(",") if c.strip()]
+    return args
 
 
 def check_can_listen(host: str, port: int) -> None:
@@ -91,9 +96,12 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     check_can_listen(args.host, args.port)
-    tr = load_translator_or_exit(args.checkpoint)
-    where = str(tr.directory)
-    log.info("loaded checkpoint %s", where if where == str(args.checkpoint) else f"{args.checkpoint} ({where})")
+    translators = []
+    for name in args.checkpoint:
+        tr = load_translator_or_exit(name)
+        where = str(tr.directory)
+        log.info("loaded checkpoint %s", where if where == str(name) else f"{name} ({where})")
+        translators.append(tr)
     if args.torch_threads:
         import torch
 
@@ -106,7 +114,7 @@ def main(argv=None) -> int:
     pruned = prune_trace_files()
     if pruned:
         log.info("removed %d trace files older than a day", pruned)
-    demo = build_ui(tr, max_batch=args.max_batch)
+    demo = build_ui(translators, max_batch=args.max_batch)
     demo.queue(default_concurrency_limit=args.concurrency)
     try:
         demo.launch(server_name=args.host, server_port=args.port, show_error=False, css=page_css(), head=page_head())

@@ -27,7 +27,7 @@ from transformer.interpret.habits import with_habits
 
 from . import texts
 from .assets import WEB
-from .claims import default as default_claims, for_checkpoint
+from .claims import GENERIC, default as default_claims, for_checkpoint
 from .downloads import write_trace_file
 from .errors import answer
 from .blocks import message, view_host
@@ -35,6 +35,7 @@ from .panels import PANELS
 from .panels.analysis import load_test_stats
 from .payload import encode_trace
 from .serving import TraceBatcher, api_answer
+from .models import Model
 from .panels.base import Asked
 
 log = logging.getLogger("app")
@@ -67,8 +68,12 @@ class App:
     """The page and its callbacks. Holds only the read-only translator; per-visitor data goes
     in and out through ``gr.State``. Callbacks return dicts keyed by component."""
 
-    def __init__(self, tr: Translator, max_batch: int = 8) -> None:
+    def __init__(self, tr: Translator, max_batch: int = 8, model: Model | None = None, models: tuple = ()) -> None:
         self.tr = tr
+        # which model this page shows, and every model the app serves (the model switch);
+        # the first model's page is "/", its endpoints keep their plain names
+        self.model = model or Model.of(tr)
+        self.models = models or (self.model,)
         # Translate and /translate trace through this: visitors who click at the same time
         # share one batched decode (explorer/serving.py says why)
         self.batcher = TraceBatcher(tr, max_batch=max_batch)
@@ -212,32 +217,51 @@ class App:
         return self.show(trace, origin=origin, label=label)
 
     # --- layout -------------------------------------------------------------------------------
+    def api_name(self, name: str) -> str:
+        """An endpoint's name: plain on the first model's page, suffixed with the model's key on
+        another's (``translate_opus_mt_en_it``), as one app serves both."""
+        return f"{name}_{self.model.key}" if self.model.key else name
+
     def build(self) -> gr.Blocks:
         gr.set_static_paths([str(WEB)])  # the browser modules, served as files (offline, cacheable)
         with gr.Blocks(title="Inside the Transformer: en→it attention explorer", fill_width=True) as demo:
-            self.trace_state = gr.State(self.opening)
-            self.build_header()
-            # the opening example's payload travels with the page ("first": a link's own sentence replaces it)
-            first = {**encode_trace(self.opening, origin="translate", test_stats=self.test_stats), "first": True}
-            self.viewer = view_host("viewer", elem_id="viewer", value=message(first))
-            # the "Why?" tools: every panel, each in its own closed section (its build() makes it)
-            with gr.Column(elem_id="why-tools"):
-                gr.Markdown("### Why did it say that? Tools that ask the model again", elem_id="why-title")
-                for panel in self.panels:
-                    panel.build()
-            # what App.show / App.failed update: the core, then each panel's sentence state
-            self.outputs = [
-                self.trace_state,
-                self.translation,
-                self.notice,
-                self.viewer,
-                self.download,
-                *(c for panel in self.panels for c in panel.sentence_outputs()),
-            ]
-            self.wire()
-            for panel in self.panels:
-                panel.wire()
+            self.build_page()
         return demo
+
+    def build_page(self) -> None:
+        """The page's blocks, inside the current ``gr.Blocks`` or route."""
+        self.trace_state = gr.State(self.opening)
+        self.build_header()
+        # the opening example's payload travels with the page ("first": a link's own sentence replaces it)
+        first = {**encode_trace(self.opening, origin="translate", test_stats=self.test_stats), "first": True}
+        self.viewer = view_host("viewer", elem_id="viewer", value=message(first))
+        # the "Why?" tools: every panel, each in its own closed section (its build() makes it)
+        with gr.Column(elem_id="why-tools"):
+            gr.Markdown("### Why did it say that? Tools that ask the model again", elem_id="why-title")
+            for panel in self.panels:
+                panel.build()
+        # what App.show / App.failed update: the core, then each panel's sentence state
+        self.outputs = [
+            self.trace_state,
+            self.translation,
+            self.notice,
+            self.viewer,
+            self.download,
+            *(c for panel in self.panels for c in panel.sentence_outputs()),
+        ]
+        self.wire()
+        for panel in self.panels:
+            panel.wire()
+
+    def unmeasured(self) -> str:
+        """What the page says when this model's claims or test-set head stats were never measured
+        (a model of one's own, a converted one): the examples' hints and the whole-test-set
+        diagnostics belong to the model they were measured on."""
+        missing = [
+            *(["what the examples' hints claim (they are general)"] if self.claims is GENERIC else []),
+            *(["its heads' test-set habits (python -m transformer.cli.head_stats)"] if self.test_stats is None else []),
+        ]
+        return f" Not measured on this model: {'; '.join(missing)}." if missing else ""
 
     def build_header(self) -> None:
         """The header takes little height, so the picture below owns the first screen: a title
@@ -246,11 +270,14 @@ class App:
         cfg, n_tok = self.tr.cfg, self.tr.max_source_tokens
         metrics = self.tr.metrics.get("test") or self.tr.metrics.get("validation") or {}
         score = f" ({metrics['bleu']} BLEU on its test set)" if metrics else ""
+        # a converted model says where it comes from (its config names the source model)
+        origin = cfg.extra.get("converted_from") if isinstance(cfg.extra, dict) else None
+        made = f"converted from {origin}" if origin else "trained from scratch"
         gr.Markdown(
             "# Inside the Transformer\n"
-            f"A Transformer ({cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, {cfg.h} heads) trained from scratch "
+            f"A Transformer ({cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, {cfg.h} heads) {made} "
             f"for {cfg.src_lang}→{cfg.tgt_lang}{score}. Type English (up to {n_tok} subword tokens, about "
-            f"{n_tok * 3 // 4} words) and watch it write, one token at a time.",
+            f"{n_tok * 3 // 4} words) and watch it write, one token at a time.{self.unmeasured()}",
             elem_id="intro",
         )
         with gr.Row(elem_id="input-row", equal_height=True):
@@ -289,6 +316,9 @@ class App:
                 min_width=300,
             )
             view_host("tour", elem_id="tour", scale=0, min_width=150)  # "Take the tour" (web/tour.js)
+            if len(self.models) > 1:  # one page per model: the switch between them (web/models.js)
+                switch = [{"label": m.label, "path": m.path, "current": m == self.model} for m in self.models]
+                view_host("models", elem_id="model-switch", data={"models": switch}, scale=0, min_width=200)
             self.download = gr.DownloadButton(
                 "Download trace (JSON)",
                 value=None,
@@ -304,21 +334,36 @@ class App:
         # the translate handlers mostly wait for the batcher, which runs the model in one
         # thread: let in two batches' worth, in their own queue (concurrency_id), so the
         # next batch gathers while one runs
-        batched = dict(concurrency_limit=2 * self.batcher.max_batch, concurrency_id="translate")
+        batched = dict(concurrency_limit=2 * self.batcher.max_batch, concurrency_id=self.api_name("translate"))
         outputs = self.outputs
         self.then_download(
             self.translate_btn.click(
-                self.translate, [self.src_text], outputs, api_name="show", api_visibility="private", **batched
+                self.translate,
+                [self.src_text],
+                outputs,
+                api_name=self.api_name("show"),
+                api_visibility="private",
+                **batched,
             )
         )
         self.then_download(
             self.src_text.submit(  # named, or it would take the name "translate"
-                self.translate, [self.src_text], outputs, api_name="show_on_enter", api_visibility="private", **batched
+                self.translate,
+                [self.src_text],
+                outputs,
+                api_name=self.api_name("show_on_enter"),
+                api_visibility="private",
+                **batched,
             )
         )
         self.then_download(
             self.examples.submit(
-                self.run_example, None, outputs, api_name="run_example", api_visibility="private", **batched
+                self.run_example,
+                None,
+                outputs,
+                api_name=self.api_name("run_example"),
+                api_visibility="private",
+                **batched,
             )
         )
         self.then_download(
@@ -326,13 +371,23 @@ class App:
                 self.open_link,
                 None,
                 [self.src_text, *outputs],
-                api_name="open_link",
+                api_name=self.api_name("open_link"),
                 api_visibility="private",
                 **batched,
             )
         )
-        gr.api(self.api_translate, api_name="translate", **batched)
+        gr.api(self.api_translate, api_name=self.api_name("translate"), **batched)
 
 
-def build_ui(tr: Translator, max_batch: int = 8) -> gr.Blocks:
-    return App(tr, max_batch=max_batch).build()
+def build_ui(tr: Translator | list[Translator], max_batch: int = 8) -> gr.Blocks:
+    """The app's page for one model, or one page per model with a switch between them (the
+    first model's at "/", each other at "/<its key>"): each page is the whole explorer for its
+    model, with its own batcher, examples and test-set stats."""
+    translators = tr if isinstance(tr, list) else [tr]
+    models = Model.all_of(translators)
+    apps = [App(t, max_batch=max_batch, model=m, models=models) for t, m in zip(translators, models)]
+    demo = apps[0].build()
+    for app in apps[1:]:
+        with demo.route(app.model.label, app.model.key.replace("_", "-"), show_in_navbar=False):
+            app.build_page()
+    return demo

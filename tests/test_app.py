@@ -326,10 +326,18 @@ def test_cli_flags_and_env(monkeypatch):
     monkeypatch.setenv("GRADIO_SERVER_PORT", "7999")
     monkeypatch.setenv("CHECKPOINT", "some/where")
     args = app_module.parse_args([])
-    assert args.port == 7999 and args.checkpoint == "some/where" and args.concurrency >= 1
+    assert args.port == 7999 and args.checkpoint == ["some/where"] and args.concurrency >= 1
+    monkeypatch.setenv("CHECKPOINT", "a, b/c")  # several models, as a Space's variable gives them
+    assert app_module.parse_args([]).checkpoint == ["a", "b/c"]
     args = app_module.parse_args(["--port", "8001", "--host", "0.0.0.0", "--checkpoint", "x", "--concurrency", "3"])
-    assert (args.port, args.host, args.checkpoint, args.concurrency) == (8001, "0.0.0.0", "x", 3)
-    for bad in (["--checkpoint", "/no/such/checkpoint"], ["--concurrency", "0"], ["--max-batch", "0"]):
+    assert (args.port, args.host, args.checkpoint, args.concurrency) == (8001, "0.0.0.0", ["x"], 3)
+    assert app_module.parse_args(["--checkpoint", "x", "--checkpoint", "y"]).checkpoint == ["x", "y"]
+    for bad in (
+        ["--checkpoint", "/no/such/checkpoint"],
+        ["--checkpoint", str(SHIPPED), "--checkpoint", "/no/such"],
+        ["--concurrency", "0"],
+        ["--max-batch", "0"],
+    ):
         with pytest.raises(SystemExit) as exit_:
             app_module.main(bad)
         assert exit_.value.code == 2
@@ -362,3 +370,17 @@ def test_the_page_head_carries_its_icon_inline():
     icons = re.findall(r'<link rel="icon" type="image/svg\+xml" href="([^"]+)">', page_head())
     assert len(icons) == 1 and icons[0].startswith("data:image/svg+xml,")
     assert unquote(icons[0].split(",", 1)[1]).startswith("<svg ") and '"' not in icons[0]
+
+
+def test_two_models_get_one_page_each_with_their_own_endpoints(translator, tmp_path):
+    """``build_ui([A, B])``: B's page at "/<its folder's name>", its endpoints suffixed with that
+    key, its own batcher; the first model keeps the plain names a single-model app has."""
+    from explorer.models import Model
+
+    models = Model.all_of([translator, translator, translator])
+    assert [m.key for m in models] == ["", "tiny", "tiny_2"] and [m.path for m in models] == ["/", "/tiny", "/tiny-2"]
+    demo = explorer_page.build_ui([translator, translator])
+    names = {d.api_name for d in demo.fns.values()}
+    for name in ("translate", "knockout", "beam", "attribution"):
+        assert name in names and f"{name}_tiny" in names
+    assert [path for path, *_ in demo.pages] == ["", "tiny"]

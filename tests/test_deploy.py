@@ -295,7 +295,7 @@ def test_the_listed_files_alone_serve_the_app(capsys, tmp_path):
         "assert Path(transformer.__file__).is_relative_to(here) and Path(explorer.__file__).is_relative_to(here)\n"
         "from transformer.cli import load_translator_or_exit\n"
         "from explorer.page import build_ui\n"
-        "tr = load_translator_or_exit(app.parse_args([]).checkpoint)\n"
+        "tr = load_translator_or_exit(app.parse_args([]).checkpoint[0])\n"
         "assert tr.directory.resolve().is_relative_to(here)\n"
         "build_ui(tr)\n"
         "print('built')\n"

@@ -182,5 +182,5 @@ class AnalysisPanel(Panel):
 
     def wire(self) -> None:
         self.host.submit(self.request, [self.app.trace_state], [self.host], api_visibility="private")
-        gr.api(self.knockout, api_name="knockout")
-        gr.api(self.head_importance, api_name="head_importance")
+        gr.api(self.knockout, api_name=self.app.api_name("knockout"))
+        gr.api(self.head_importance, api_name=self.app.api_name("head_importance"))

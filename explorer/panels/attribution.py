@@ -189,6 +189,6 @@ class AttributionPanel(Panel):
         self.host.submit(
             self.request, [self.app.trace_state], [self.host], api_visibility="private", trigger_mode="multiple"
         )
-        gr.api(self.attribution, api_name="attribution")
-        gr.api(self.patching, api_name="patching")
-        gr.api(self.saliency, api_name="saliency")
+        gr.api(self.attribution, api_name=self.app.api_name("attribution"))
+        gr.api(self.patching, api_name=self.app.api_name("patching"))
+        gr.api(self.saliency, api_name=self.app.api_name("saliency"))

@@ -141,7 +141,7 @@ class BeamPanel(Panel):
             self.show_beam,
             [app.src_text, self.beam_size],
             [self.beam_state, self.beam_translation, self.host, self.beam_notice],
-            api_name="beam_show",
+            api_name=self.app.api_name("beam_show"),
             api_visibility="private",
         )
         app.then_download(
@@ -149,7 +149,7 @@ class BeamPanel(Panel):
                 self.open_hypothesis, [self.beam_state], [app.src_text, *app.outputs], api_visibility="private"
             )
         )
-        gr.api(self.api_beam, api_name="beam")
+        gr.api(self.api_beam, api_name=self.app.api_name("beam"))
 
     def sentence_outputs(self) -> list:
         return [self.beam_state, self.beam_translation, self.beam_notice]

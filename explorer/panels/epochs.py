@@ -189,5 +189,9 @@ class EpochPanel(Panel):
     def wire(self) -> None:
         if self.host is not None:
             self.host.submit(
-                self.load_epochs, [self.app.trace_state], [self.host], api_name="epochs", api_visibility="private"
+                self.load_epochs,
+                [self.app.trace_state],
+                [self.host],
+                api_name=self.app.api_name("epochs"),
+                api_visibility="private",
             )

@@ -50,7 +50,7 @@ class PairsPanel(Panel):
     def wire(self) -> None:
         app = self.app
         # B is traced like a Translate: same queue and batcher
-        batched = dict(concurrency_limit=2 * app.batcher.max_batch, concurrency_id="translate")
+        batched = dict(concurrency_limit=2 * app.batcher.max_batch, concurrency_id=app.api_name("translate"))
         self.host.submit(self.compare, None, [self.host], api_visibility="private", **batched)
         app.then_download(
             self.host.select(self.open_pair, None, [app.src_text, *app.outputs], api_visibility="private", **batched)

@@ -16,10 +16,11 @@ import * as tour from "./tour.js"; // no panel: the guided tour reads the store 
 import * as pairs from "./pairs.js";
 import * as arithmetic from "./arithmetic.js";
 import * as attribution from "./attribution.js";
+import * as models from "./models.js"; // no panel: the switch is links between the models' pages
 import { registerState } from "./store.js";
 import { registerLink } from "./url.js";
 
-export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, tour };
+export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, tour, models };
 
 for (const [name, view] of Object.entries(VIEWS)) {
   if (view.STATE) registerState(name, view.STATE);
