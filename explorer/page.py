@@ -263,23 +263,25 @@ class App:
         ]
         return f" Not measured on this model: {'; '.join(missing)}." if missing else ""
 
-    def build_header(self) -> None:
-        """The header takes little height, so the picture below owns the first screen: a title
-        line, then the sentence, Translate and the translation in one row (stacked on a phone),
-        the examples in one line, and the notice only when there is one."""
+    def intro(self) -> str:
+        """The line under the title: the model, what it was made from, and what to do."""
         cfg, n_tok = self.tr.cfg, self.tr.max_source_tokens
         metrics = self.tr.metrics.get("test") or self.tr.metrics.get("validation") or {}
         score = f" ({metrics['bleu']} BLEU on its test set)" if metrics else ""
         # a converted model says where it comes from (its config names the source model)
         origin = cfg.extra.get("converted_from") if isinstance(cfg.extra, dict) else None
         made = f"converted from {origin}" if origin else "trained from scratch"
-        gr.Markdown(
-            "# Inside the Transformer\n"
+        return (
             f"A Transformer ({cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, {cfg.h} heads) {made} "
             f"for {cfg.src_lang}→{cfg.tgt_lang}{score}. Type English (up to {n_tok} subword tokens, about "
-            f"{n_tok * 3 // 4} words) and watch it write, one token at a time.{self.unmeasured()}",
-            elem_id="intro",
+            f"{n_tok * 3 // 4} words) and watch it write, one token at a time.{self.unmeasured()}"
         )
+
+    def build_header(self) -> None:
+        """The header takes little height, so the picture below owns the first screen: a title
+        line, then the sentence, Translate and the translation in one row (stacked on a phone),
+        the examples in one line, and the notice only when there is one."""
+        gr.Markdown("# Inside the Transformer\n" + self.intro(), elem_id="intro")
         with gr.Row(elem_id="input-row", equal_height=True):
             self.src_text = gr.Textbox(
                 value=self.opening.src_text,

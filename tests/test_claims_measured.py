@@ -116,6 +116,7 @@ def test_a_wrong_figure_or_quote_in_a_copy_of_claims_json_fails(m, tmp_path):
     assert misquoted(wrong, m) == [f'readme: "{TOM}" → "{m.trace(TOM).translation}"']
 
 
+@pytest.mark.slow  # measures every claim of the shipped model again (explorer.measure)
 def test_measure_update_writes_the_measured_figures_and_nothing_else(tmp_path, capsys):
     """``python -m explorer.measure --update`` on a copy of the checkpoint whose claims file has
     two stale figures: it reports them, writes the model's, and leaves every other byte alone."""
@@ -221,6 +222,7 @@ def test_head_importance_ranks_cross_l1_h6_first(m):
     assert "ranks cross-attention layer 1, head 6 first" in example_hint(TOM)
 
 
+@pytest.mark.slow  # 96 knock-outs of the shipped model
 def test_three_single_head_knockouts_lose_mary(m):
     """README "Knock out one head and Mary is gone.": knocking out the first head loses 'a Mary'
     (the translation is checked among the quotes); "Two more of the 96 heads lose her the same way

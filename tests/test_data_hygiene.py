@@ -120,6 +120,7 @@ def leaks(root: Path) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # reads every file under data/ (about a million sentences)
 def test_no_training_file_under_data_holds_an_evaluation_sentence():
     assert sorted(DATA.rglob(FINGERPRINTS)), "the held-out fingerprints are missing"
     assert [f for f in data_files(DATA) if not is_evaluation(f)], "no training file found"
@@ -198,6 +199,7 @@ def test_an_evaluation_only_folder_guards_its_sentences(corpus):
 # ---------------------------------------------------------------- the files as their READMEs describe them
 
 
+@pytest.mark.slow  # reads every file under data/
 def test_every_sentence_is_stored_normalised_and_no_file_repeats_itself():
     """NFC, spaces folded, no empty side; a pairs file holds each (en, it) pair once and a
     monolingual file each sentence once."""

@@ -21,9 +21,13 @@ from tests.helpers import ROOT
 EPOCHS = 8
 COMMON = ["--preset", "tiny", "--device", "cpu", "--snapshots", "none", "--batch-tokens", "600", "--vocab-size", "200"]
 
-pytestmark = pytest.mark.skipif(
-    not dist.is_available() or not dist.is_gloo_available(), reason="this torch build has no gloo backend"
-)
+# the slow set: every test here starts training processes (torchrun, or train.py's own)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not dist.is_available() or not dist.is_gloo_available(), reason="this torch build has no gloo backend"
+    ),
+]
 
 
 def torchrun(*args, nproc=2):

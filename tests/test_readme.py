@@ -119,7 +119,13 @@ def app_url(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "block", [pytest.param(b, id=b.where, marks=[pytest.mark.slow] if b.needs_app else []) for b in python_blocks()]
+    "block",
+    [
+        # the slow set: the blocks that call a running app, and the longer pages' (docs/), each
+        # in a fresh interpreter that loads the model; the README's own run by default
+        pytest.param(b, id=b.where, marks=[pytest.mark.slow] if b.needs_app or b.path.name != "README.md" else [])
+        for b in python_blocks()
+    ],
 )
 def test_python_block_runs(block, request):
     code = block.code

@@ -97,6 +97,7 @@ def same(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+@pytest.mark.slow  # training subprocesses, stopped with a real SIGINT
 def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path):
     """Ctrl-C within an epoch: exit 130, one line, the position saved; a bare --resume goes
     on from that step (taking the run's own settings, threads included) and ends with the
