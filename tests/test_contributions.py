@@ -262,3 +262,20 @@ def test_bad_input_raises(translator):
         alti_contributions(translator, "not a trace")
     with pytest.raises(TypeError):
         value_norms(object(), translator.trace(TEXT))
+
+
+def test_figures(translator):
+    trace = translator.trace(TEXT)
+    c = alti_contributions(translator, trace)
+    fig = c.figure(step=2)
+    z = np.array([[np.nan if v is None else v for v in row] for row in fig.data[0].z], dtype=float)
+    assert z.shape == (c.steps, c.S + c.steps)
+    np.testing.assert_allclose(np.nansum(z[:2], axis=1), 1.0, atol=1e-5)  # rows shown sum to 1
+    bars = c.share_figure()
+    np.testing.assert_allclose(np.add(bars.data[0].y, bars.data[1].y), 1.0, atol=1e-5)
+    n = value_norms(translator, trace)
+    f = n.figure("decoder_self", layer=2, head=1)
+    assert f.layout.meta["kind"] == "decoder_self"
+    assert n.figure("encoder", normalise=True, head="max").layout.meta["normalise"] is True
+    with pytest.raises(ValueError):
+        n.figure("cross", layer=9)

@@ -53,3 +53,9 @@ def test_shipped_last_row_and_a_step_limit(shipped):
 def test_empty_sentence_raises(translator):
     with pytest.raises(ValueError):
         decoder_lens(translator, "")
+
+
+def test_figure(translator):
+    lens = decoder_lens(translator, TEXTS[0])
+    fig = lens.figure()
+    assert list(fig.data[0].cells.values[0]) == [str(i + 1) for i in range(len(lens.rows))]

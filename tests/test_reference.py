@@ -65,3 +65,10 @@ def test_bad_references(translator):
         score_reference(translator, "the cat.", "   ")
     with pytest.raises(TypeError):
         score_reference(translator, "the cat.", None)
+
+
+def test_figure(translator):
+    s = score_reference(translator, "the black cat sleeps.", "il gatto nero dorme.")
+    fig = s.figure()
+    np.testing.assert_allclose(fig.data[0].y, s.probs, atol=1e-6)
+    assert fig.layout.meta["first_divergence"] == s.first_divergence

@@ -253,8 +253,9 @@ class ValueNorms:
             **{k: r(getattr(self, k)) for k in KINDS},
         }
 
-    def figure(self, kind: str = "cross", layer: int = 0, head: int | str = "mean", normalise: bool = False):
-        """One map (``transformer.interpret.figures.value_norms_figure``); 0-based layer/head."""
+    def figure(self, kind: str = "cross", layer: int = 1, head: int | str = "mean", normalise: bool = False):
+        """One map (``transformer.interpret.figures.value_norms_figure``); ``layer`` and ``head``
+        count from 1 there, as every figure of that module does (``head`` may be "mean"/"max")."""
         from transformer.interpret.figures import value_norms_figure
 
         return value_norms_figure(self, kind, layer, head, normalise)
