@@ -279,3 +279,16 @@ def test_figures(translator):
     assert n.figure("encoder", normalise=True, head="max").layout.meta["normalise"] is True
     with pytest.raises(ValueError):
         n.figure("cross", layer=9)
+
+
+def test_a_knocked_out_trace_splits_exactly_with_its_head_mask(tiny):
+    H, L = tiny.cfg.h, tiny.cfg.n_decoder_layers
+    mask = {"cross": torch.ones(L, H), "encoder": torch.ones(tiny.cfg.n_encoder_layers, H)}
+    mask["cross"][0, 1] = 0
+    mask["encoder"][1, 0] = 0
+    trace = tiny.trace(TEXT, head_mask=mask)
+    c = alti_contributions(tiny, trace, head_mask=mask)
+    assert c.reconstruction_error < 1e-4
+    n = value_norms(tiny, trace, head_mask=mask)
+    assert np.all(n.cross[0, 1] == 0) and np.all(n.encoder[1, 0] == 0)
+    assert not np.allclose(alti_contributions(tiny, trace).total, c.total)  # without it: another model's split

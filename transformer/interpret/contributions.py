@@ -78,6 +78,7 @@ hooks used to read the blocks' inputs are removed on return and ignore other thr
 
 from __future__ import annotations
 
+import inspect
 import json
 import threading
 from contextlib import contextmanager
@@ -286,9 +287,11 @@ def _hooks(model: Transformer):
     handles = []
 
     def on(name, module):
+        signature = inspect.signature(module.forward)
+
         def pre(mod, args, kwargs):
             if threading.get_ident() == me:
-                calls.setdefault(name, {})["args"] = args
+                calls.setdefault(name, {})["args"] = signature.bind(*args, **kwargs).arguments
 
         def post(mod, args, kwargs, out):
             if threading.get_ident() == me:
@@ -357,7 +360,7 @@ def _run(model: Transformer, src_ids: list[int], tgt_in: list[int], head_mask: d
                 attn_call, block_call = calls[(k, l, "attn")], calls[(k, l, "block")]
                 # MultiHeadAttention.forward(x_q, k, v, mask, need_weights, head_mask, probe)
                 a_args = attn_call["args"]
-                hm = a_args[5] if len(a_args) > 5 else None
+                hm = a_args.get("head_mask")
                 layer = model.encoder_layers[l] if k == "encoder" else model.decoder_layers[l]
                 attn = layer.self_attn if k != "cross" else layer.cross_attn
                 block = layer.cross_attn_block if k == "cross" else layer.self_attn_block
@@ -366,9 +369,9 @@ def _run(model: Transformer, src_ids: list[int], tgt_in: list[int], head_mask: d
                         kind=k,
                         layer=l,
                         weights=weights[k][l][0].float(),  # (H, Q, K)
-                        v=a_args[2][0].float(),  # (H, K, d_k)
+                        v=a_args["v"][0].float(),  # (H, K, d_k)
                         head_scale=None if hm is None else hm[0].float(),  # (H,)
-                        residual=block_call["args"][0][0].float(),  # (Q, D)
+                        residual=block_call["args"]["x"][0].float(),  # (Q, D)
                         output=block_call["out"][0][0].float(),  # (Q, D)
                         attn=attn,
                         norm=block.norm,
