@@ -8,9 +8,10 @@ t = T // 3 (0-based) is forced, as the app's What-if does (``explorer.texts.what
 greedy outputs of steps 0..t-1, then candidate ``rank`` at step t), with the 2nd candidate
 (rank 1, often a plausible alternative) and with the 10th (rank 9, the least likely of the
 app's list: usually wrong). The source share of ALTI+ (``transformer.interpret.contributions``)
-of the ``--after`` steps that follow (t+1 .. t+after, which read the forced word) is compared
-with the same steps of the greedy translation. Step t itself is computed before the forced word
-is read, so its share is the same in both. The last line is one JSON object with the figures.
+of the step that follows (t+1, which reads the forced word) and of the ``--after`` steps that
+follow (t+1 .. t+after) is compared with the same steps of the greedy translation. Step t itself
+is computed before the forced word is read, so its share is the same in both. The last line is
+one JSON object with the figures.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def main(argv=None) -> int:
             "src": src,
             "step": t,
             "greedy": g.translation,
+            "greedy_next": float(g_share[t + 1]),
             "greedy_after": float(g_share[t + 1 : t + 1 + args.after].mean()),
         }
         for name, rank in RANKS.items():
@@ -72,24 +74,31 @@ def main(argv=None) -> int:
             after = f_share[t + 1 : t + 1 + args.after]
             if len(after) < args.after:  # a forced [EOS], or an ending too soon to compare
                 break
-            row[name] = {"translation": f.translation, "token": f.tgt_tokens[t + 1], "after": float(after.mean())}
+            row[name] = {
+                "translation": f.translation,
+                "token": f.tgt_tokens[t + 1],
+                "next": float(after[0]),
+                "after": float(after.mean()),
+            }
         else:
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), file=sys.stderr)
             continue
         print(f"skipped (forced continuation too short): {src}", file=sys.stderr)
-    greedy = np.array([r["greedy_after"] for r in rows])
-    summary = {"n": len(rows), "after_steps": args.after, "greedy_mean_source_share": round(float(greedy.mean()), 4)}
-    for name in RANKS:
-        forced_after = np.array([r[name]["after"] for r in rows])
-        d = forced_after - greedy
-        summary[name] = {
-            "mean_source_share": round(float(forced_after.mean()), 4),
-            "mean_change": round(float(d.mean()), 4),
-            "median_change": round(float(np.median(d)), 4),
-            "std_change": round(float(d.std(ddof=1)), 4),
-            "lower_in": f"{int((d < 0).sum())}/{len(d)}",
-        }
+    summary = {"n": len(rows), "after_steps": args.after}
+    for span, key in (("next step", "next"), (f"next {args.after} steps", "after")):
+        greedy = np.array([r[f"greedy_{key}"] for r in rows])
+        summary[span] = {"greedy_mean_source_share": round(float(greedy.mean()), 4)}
+        for name in RANKS:
+            forced_share = np.array([r[name][key] for r in rows])
+            d = forced_share - greedy
+            summary[span][name] = {
+                "mean_source_share": round(float(forced_share.mean()), 4),
+                "mean_change": round(float(d.mean()), 4),
+                "standard_error": round(float(d.std(ddof=1) / np.sqrt(len(d))), 4),
+                "median_change": round(float(np.median(d)), 4),
+                "lower_in": f"{int((d < 0).sum())}/{len(d)}",
+            }
     summary["seconds"] = round(time.perf_counter() - start, 1)
     summary["cpu_seconds"] = round(time.process_time() - cpu, 1)
     print(json.dumps(summary, ensure_ascii=False))
