@@ -292,3 +292,13 @@ def test_a_knocked_out_trace_splits_exactly_with_its_head_mask(tiny):
     n = value_norms(tiny, trace, head_mask=mask)
     assert np.all(n.cross[0, 1] == 0) and np.all(n.encoder[1, 0] == 0)
     assert not np.allclose(alti_contributions(tiny, trace).total, c.total)  # without it: another model's split
+
+
+def test_shipped_model_splits_exactly_and_reads_mostly_the_source(shipped):
+    trace = shipped.trace("My brother bought a new red car for his wife yesterday.")
+    c = alti_contributions(shipped, trace)
+    assert c.reconstruction_error < 1e-3  # float32 rounding over d_model = 256
+    np.testing.assert_allclose(c.source_share + c.prefix_share, 1.0, atol=1e-5)
+    assert 0.4 < c.source_share.mean() < 0.95  # measured 0.75: the source leads, the prefix matters
+    n = value_norms(shipped, trace)
+    assert n.cross.shape == trace.cross_attn.shape and np.all(n.cross >= 0)
