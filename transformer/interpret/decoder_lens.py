@@ -10,8 +10,10 @@ each layer already ends with a norm). The last row reads the full encoder: it is
 own greedy translation (``Translator.translate``), token for token.
 
 The encoder runs once (its layers' outputs read with forward hooks that are removed on return
-and ignore other threads); each layer's row is decoded as a batch of one with the KV cache, the
-same computation as ``transformer.core.decoding.greedy_decode``, with the same step limit
+and ignore other threads). The last layer's row is decoded as a batch of one with the KV cache,
+the very computation of ``transformer.core.decoding.greedy_decode``; the earlier layers' rows
+are decoded together as one batch (the same steps, equal to decoding each alone up to float
+rounding, and about twice as fast for four layers). Every row has greedy decoding's step limit
 (``transformer.core.decoding.max_new_tokens``).
 """
 
@@ -97,19 +99,26 @@ def output_text(translator, ids: list[int]) -> str:
 
 
 @torch.no_grad()
-def greedy_from_memory(model: Transformer, memory: torch.Tensor, src_mask: torch.Tensor, limit: int) -> list[int]:
-    """Greedy decoding of one sentence (batch of one) from an encoder memory (1, S, D)."""
+def greedy_from_memory(model: Transformer, memory: torch.Tensor, src_mask: torch.Tensor, limit: int) -> list[list[int]]:
+    """Greedy decoding from encoder memories (B, S, D) of one sentence (``src_mask`` (1, 1, 1, S)),
+    one row per memory, each up to and including its [EOS] (at most ``limit`` steps). A row that
+    has finished keeps decoding with the others until all have (its later outputs are dropped)."""
     cfg = model.cfg
-    last = torch.full((1, 1), cfg.tgt_sos_id, dtype=torch.long)
-    cache, out = None, []
+    B = memory.shape[0]
+    mask = src_mask.expand(B, *src_mask.shape[1:])  # (B, 1, 1, S)
+    last = torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long)
+    cache, out, done = None, [[] for _ in range(B)], [False] * B
     for _ in range(limit):
-        dec = model.decode(last, memory, src_mask, cache=cache)
+        dec = model.decode(last, memory, mask, cache=cache)
         cache = dec.cache
-        nxt = int(model.project(dec.hidden[:, -1]).argmax(dim=-1))
-        out.append(nxt)
-        if nxt == cfg.tgt_eos_id:
+        nxt = model.project(dec.hidden[:, -1]).argmax(dim=-1)  # (B,)
+        for b, i in enumerate(nxt.tolist()):
+            if not done[b]:
+                out[b].append(i)
+                done[b] = i == cfg.tgt_eos_id
+        if all(done):
             break
-        last = torch.full((1, 1), nxt, dtype=torch.long)
+        last = nxt[:, None]
     return out
 
 
@@ -145,10 +154,12 @@ def decoder_lens(translator, text: str, max_steps: int | None = None) -> Decoder
         else max(1, min(int(max_steps), model.cfg.max_positions))
     )
     tok = translator.tgt_tok.id_to_token
+    memories = [model.encoder_norm(x) for x in outputs]  # each (1, S, D); encoder_norm is the identity for post-LN
+    # the earlier layers in one batch; the last alone, the very computation of greedy_decode
+    outs = greedy_from_memory(model, torch.cat(memories[:-1]), src_mask, limit) if len(memories) > 1 else []
+    outs.append(greedy_from_memory(model, memories[-1], src_mask, limit)[0])
     rows = []
-    for l, x in enumerate(outputs):
-        memory = model.encoder_norm(x)  # (1, S, D); the identity for post-LN
-        ids = greedy_from_memory(model, memory, src_mask, limit)
+    for l, ids in enumerate(outs):
         rows.append(
             LensRow(
                 layer=l,
