@@ -146,19 +146,49 @@ def main(argv=None) -> int:
         torch.set_num_threads(before)
 
 
+def output_path(out: str | None, tr) -> Path:
+    """``--out``, else ``glance.json`` in the checkpoint's folder (checked writable)."""
+    if out is not None:
+        return Path(out).expanduser()
+    if tr.directory is None:
+        fail("no checkpoint folder to write into: pass --out")
+    path = Path(tr.directory) / FILE_NAME
+    check_output_or_exit(path, "the default --out")
+    return path
+
+
+def make_header(checkpoint: str, data_file: Path, rows: list[dict], seconds: float) -> dict:
+    """What the file says before its sentences: where they come from, what each field means,
+    and their means."""
+    from transformer.cli.modelcard import display_source
+
+    return {
+        "schema": SCHEMA,
+        "checkpoint": str(checkpoint),
+        "data": display_source(str(data_file)),
+        "n": len(rows),
+        "decoding": "greedy, traced (Translator.trace)",
+        "fields": {
+            "chrf": "sacrebleu sentence chrF of hyp against ref",
+            "logprob": "mean over the hypothesis's tokens ([EOS] included) of log p(token | source, prefix)",
+            "src_share": "ALTI+ source share (Ferrando et al. 2022), mean over steps; the target prefix has the rest",
+            "coverage": f"fraction of source word pieces ([SOS]/[EOS] left out) receiving >= {COVERAGE_MASS} of "
+            "last-layer cross-attention (mean of heads) summed over steps",
+        },
+        "mean": {
+            k: round(float(np.mean([r[k] for r in rows])), 3) for k in ("chrf", "logprob", "src_share", "coverage")
+        },
+        "seconds_per_sentence": round(seconds / len(rows), 3),
+    }
+
+
 def run(args) -> int:
     check_output_or_exit(args.out, "--out")
     data = args.data if args.data is not None else default_data(args.checkpoint)
     path, split, data_file = data_split_or_exit(data, args.split)
     torch.set_num_threads(args.threads)
     tr = load_translator_or_exit(args.checkpoint)
-    if args.out is not None:
-        out = Path(args.out).expanduser()
-    elif tr.directory is not None:
-        out = Path(tr.directory) / FILE_NAME
-        check_output_or_exit(out, "the default --out")
-    else:
-        fail("no checkpoint folder to write into: pass --out")
+    out = output_path(args.out, tr)
     try:
         pairs = load_split(str(path), split, tr.cfg.src_lang, tr.cfg.tgt_lang)
     except DataError as exc:
@@ -175,23 +205,7 @@ def run(args) -> int:
         except ValueError as exc:  # e.g. a source that is only control characters
             fail(f"{path}: pair {i + 1}: {exc}")
     seconds = time.perf_counter() - start
-    mean = {k: round(float(np.mean([r[k] for r in rows])), 3) for k in ("chrf", "logprob", "src_share", "coverage")}
-    header = {
-        "schema": SCHEMA,
-        "checkpoint": str(args.checkpoint),
-        "data": str(data_file),
-        "n": len(rows),
-        "decoding": "greedy, traced (Translator.trace)",
-        "fields": {
-            "chrf": "sacrebleu sentence chrF of hyp against ref",
-            "logprob": "mean over the hypothesis's tokens ([EOS] included) of log p(token | source, prefix)",
-            "src_share": "ALTI+ source share (Ferrando et al. 2022), mean over steps; the target prefix has the rest",
-            "coverage": f"fraction of source word pieces ([SOS]/[EOS] left out) receiving >= {COVERAGE_MASS} of "
-            "last-layer cross-attention (mean of heads) summed over steps",
-        },
-        "mean": mean,
-        "seconds_per_sentence": round(seconds / len(rows), 3),
-    }
+    header = make_header(args.checkpoint, data_file, rows, seconds)
     try:
         write_glance(out, header, rows)
     except OSError as exc:
