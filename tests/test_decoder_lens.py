@@ -59,3 +59,21 @@ def test_figure(translator):
     lens = decoder_lens(translator, TEXTS[0])
     fig = lens.figure()
     assert list(fig.data[0].cells.values[0]) == [str(i + 1) for i in range(len(lens.rows))]
+
+
+def test_each_row_decodes_its_own_layers_output(tiny):
+    """Row l is greedy decoding from encoder layer l's output (through the final encoder norm),
+    here run layer by layer and decoded alone."""
+    from transformer.interpret.decoder_lens import greedy_from_memory
+
+    model = tiny.model
+    text = TEXTS[1]
+    lens = decoder_lens(tiny, text)
+    src = torch.tensor([tiny.encode_source(text).ids])
+    mask = model.src_mask(src)
+    with torch.no_grad():
+        x = model.pos_encoding(model.src_embed(src))
+        for l, layer in enumerate(model.encoder_layers):
+            x, _ = layer(x, mask)
+            ids = greedy_from_memory(model, model.encoder_norm(x), mask, 2 * src.shape[1] + 10)[0]
+            assert lens.rows[l].ids == ids
