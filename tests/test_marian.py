@@ -113,7 +113,7 @@ def marian(tmp_path_factory):
                 model.load_state_dict(state, strict=False)
                 if not cfg.tie_word_embeddings:
                     model.lm_head.weight.data.copy_(base.model.shared.weight.data)
-                steps = 20
+                steps = 60
             else:
                 steps = 100
             model = train_marian(model, tok, short, steps=steps, batch=32, lr=5e-3)

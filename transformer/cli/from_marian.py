@@ -222,15 +222,14 @@ def convert_weights(w: dict, cfg, marian: dict) -> dict:
                 return w[name]
         raise MarianError(f"the weights lack {names[0]}")
 
-    src_embed = first("shared.weight", "encoder.embed_tokens.weight")
+    # each stack's own embedding when the file has it: transformers ties encoder.embed_tokens and
+    # decoder.embed_tokens to shared only when tie_word_embeddings is true, else all three are apart
+    src_embed = first("encoder.embed_tokens.weight", "shared.weight")
     out = {"src_embed.weight": src_embed}
     if cfg.tie_embeddings == "all":
         tgt_embed = src_embed
-    elif marian.get("share_encoder_decoder_embeddings", True):
-        # one embedding for both sides but its own output projection: two copies of it here
-        tgt_embed = out["tgt_embed.weight"] = src_embed.clone()
     else:
-        tgt_embed = out["tgt_embed.weight"] = first("decoder.embed_tokens.weight")
+        tgt_embed = out["tgt_embed.weight"] = first("decoder.embed_tokens.weight", "shared.weight")
     if cfg.tie_embeddings == "none":
         out["proj.weight"] = first("lm_head.weight")
     bias = w.get("final_logits_bias")
