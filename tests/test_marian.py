@@ -14,8 +14,8 @@ on our corpus, trained for a few steps so that they end their sentences, saved w
 
 Where the decoders agree, and where they do not (docs/marian.md says the same):
 
-- both never emit <pad> (OPUS-MT's generation configs set ``bad_words_ids = [[pad]]``; our
-  decoders never emit the pad or start token), so ``generate`` gets that ban;
+- both never emit <pad>: OPUS-MT's generation configs set ``bad_words_ids = [[pad]]``, which
+  ``generate`` gets here, and the converter copies it into ``tgt_banned_ids``;
 - length: ours stops at ``max_new_tokens(model, len(src))`` = min(max_positions, 2 S + 10)
   emitted tokens, ``generate`` at ``max_new_tokens`` (passed the same), but OPUS-MT configs
   also force </s> as the last token (``forced_eos_token_id``), while ours leaves a sentence

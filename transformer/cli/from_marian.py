@@ -34,7 +34,14 @@ from transformer.cli import ArgumentParser, fail, one_line
 REQUIRED_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # what a hub download fetches: the files above, the tokenizer's settings and the card
-HUB_PATTERNS = [*REQUIRED_FILES, *WEIGHT_FILES, "target_vocab.json", "tokenizer_config.json", "README.md"]
+HUB_PATTERNS = [
+    *REQUIRED_FILES,
+    *WEIGHT_FILES,
+    "target_vocab.json",
+    "tokenizer_config.json",
+    "generation_config.json",
+    "README.md",
+]
 # OPUS-MT's licence, said on every model card of Helsinki-NLP; used when the source names none
 OPUS_MT_LICENSE = "cc-by-4.0"
 # a score no unigram path ever prefers to a piece of the SentencePiece model (pieces of the
@@ -117,8 +124,11 @@ def locate_source(src: str, revision: str | None = None) -> Path:
 # ---------------------------------------------------------------- config
 
 
-def convert_config(marian: dict, src_vocab: dict[str, int], tgt_vocab: dict[str, int], langs: tuple[str, str]):
-    """Our ``TransformerConfig`` for a Marian config.json (as a dict) and its vocabularies."""
+def convert_config(
+    marian: dict, src_vocab: dict[str, int], tgt_vocab: dict[str, int], langs: tuple[str, str], generation: dict
+):
+    """Our ``TransformerConfig`` for a Marian config.json and generation_config.json (as
+    dicts; the latter may be empty) and its vocabularies."""
     from transformer.core.config import TransformerConfig
 
     def get(key, default=None):
@@ -147,6 +157,10 @@ def convert_config(marian: dict, src_vocab: dict[str, int], tgt_vocab: dict[str,
     for side, vocab in (("source", src_vocab), ("target", tgt_vocab)):
         if vocab.get("</s>") != eos or "<unk>" not in vocab or "<pad>" not in vocab:
             raise MarianError(f"the {side} vocabulary lacks <unk> or <pad>, or its </s> is not eos_token_id={eos}")
+    # what generate never emits: the bad_words_ids of one token (OPUS-MT's generation configs
+    # ban <pad>, the start token, whose zero embedding row would otherwise often win)
+    bad = generation.get("bad_words_ids", marian.get("bad_words_ids")) or [[pad]]
+    banned = sorted({int(ids[0]) for ids in bad if len(ids) == 1})
     if src_vocab["<pad>"] != pad:
         raise MarianError(f"the source vocabulary's <pad> is {src_vocab['<pad>']}, not pad_token_id={pad}")
     return TransformerConfig(
@@ -178,6 +192,7 @@ def convert_config(marian: dict, src_vocab: dict[str, int], tgt_vocab: dict[str,
         tgt_sos_id=start,
         tgt_eos_id=eos,
         tie_embeddings="all" if shared and tied else ("decoder" if tied else "none"),
+        tgt_banned_ids=banned,
         src_lang=langs[0],
         tgt_lang=langs[1],
         storage_dtype="float32",
@@ -431,7 +446,9 @@ def convert(folder: Path, out: Path, src_name: str, argv: list[str] | None = Non
 
     marian = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     src_vocab, tgt_vocab = load_vocabs(folder, marian)
-    cfg = convert_config(marian, src_vocab, tgt_vocab, languages(folder, src_name))
+    gen_file = folder / "generation_config.json"
+    generation = json.loads(gen_file.read_text(encoding="utf-8")) if gen_file.is_file() else {}
+    cfg = convert_config(marian, src_vocab, tgt_vocab, languages(folder, src_name), generation)
     src_tok = spm_tokenizer(folder / "source.spm", src_vocab)
     tgt_tok = spm_tokenizer(folder / "target.spm", tgt_vocab)
     model = build_model(cfg)  # every parameter is then overwritten with Marian's

@@ -188,7 +188,7 @@ def _check_search(model, src, beam_size, max_steps, length_penalty, early_stoppi
 
 
 def _banned(cfg) -> list[int]:
-    """[PAD] and [SOS]: never proposed, they are not output tokens (as in greedy decoding)."""
+    """[PAD] and [SOS]: never proposed, they are not output tokens (and the config's tgt_banned_ids)."""
     return never_emitted(cfg)
 
 

@@ -65,6 +65,10 @@ class TransformerConfig:
     # weight tying: "none", "decoder" (target embedding = output projection) or
     # "all" (source, target and output share one matrix; needs a joint vocabulary).
     tie_embeddings: str = "decoder"
+    # target ids greedy decoding never emits (beam search never proposes them either, nor
+    # [PAD] and [SOS]): none for ours; a Marian model's generation config bans its <pad>
+    # (bad_words_ids), which is also its start token
+    tgt_banned_ids: list[int] = field(default_factory=list)
     # languages and tokenizer files, so a checkpoint says what it translates
     src_lang: str = "en"
     tgt_lang: str = "it"

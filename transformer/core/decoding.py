@@ -51,11 +51,11 @@ LENS_K = 5  # candidates the logit lens keeps per layer and step
 
 
 def never_emitted(cfg) -> list[int]:
-    """Target ids no decoder ever outputs: [PAD] and [SOS] (not output tokens), unless one of
-    them is also [EOS]. Greedy decoding and beam search both leave them out. For a Marian
-    model that is its <pad>, which is also its start token; transformers' OPUS-MT generation
-    configs ban it too (``bad_words_ids = [[pad]]``)."""
-    return sorted({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id})
+    """Target ids beam search never proposes: [PAD] and [SOS] (not output tokens) unless one
+    of them is also [EOS], and the config's ``tgt_banned_ids``. Greedy decoding leaves out
+    only the latter (for a Marian model its <pad>, also its start token, as the
+    ``bad_words_ids = [[pad]]`` of OPUS-MT's generation configs do)."""
+    return sorted(({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id}) | set(cfg.tgt_banned_ids))
 
 
 def max_new_tokens(model: Transformer, src_len: int | torch.Tensor):
@@ -191,7 +191,7 @@ def _decode_steps(
     tracing = recorder is not None
     shrink = not tracing and head_mask is None
     max_steps = int(rows.limits.max())
-    banned = never_emitted(cfg)
+    banned = list(cfg.tgt_banned_ids)
     out = torch.full((len(rows.position), max_steps), cfg.tgt_pad_id, dtype=torch.long, device=rows.last.device)
     for t in range(max_steps):
         dec = model.decode(
@@ -221,7 +221,7 @@ def _decode_steps(
 
 def _next_tokens(logits: torch.Tensor, forced_prefix: list[int], t: int, banned: list[int]) -> torch.Tensor:
     """Step ``t``'s output per row (R,): the forced token while the prefix lasts, else the
-    argmax over the tokens a decoder may emit (``banned``: :func:`never_emitted`)."""
+    argmax over the tokens greedy decoding may emit (``banned``: the config's ``tgt_banned_ids``)."""
     if t < len(forced_prefix):
         return torch.full((logits.shape[0],), forced_prefix[t], dtype=torch.long, device=logits.device)
     return _argmax_allowed(logits, banned)
@@ -340,7 +340,7 @@ def naive_greedy_decode(model: Transformer, src: torch.Tensor, max_steps: int) -
         dec = model.decode(
             ys, memory, src_mask, causal_mask(ys.shape[1], device=src.device)[None, None], need_weights=True
         )
-        nxt = int(_argmax_allowed(model.project(dec.hidden[:, -1]), never_emitted(cfg)))
+        nxt = int(_argmax_allowed(model.project(dec.hidden[:, -1]), cfg.tgt_banned_ids))
         out.append(nxt)
         if nxt == cfg.tgt_eos_id:
             break
