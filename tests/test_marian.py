@@ -302,7 +302,7 @@ def test_converted_checkpoint_files_and_card(marian):
         "post",
         None,
     )
-    assert cfg["tgt_sos_id"] == cfg["tgt_pad_id"]
+    assert cfg["tgt_sos_id"] == cfg["tgt_pad_id"] and cfg["tgt_banned_ids"] == [cfg["tgt_pad_id"]]
 
 
 def test_licence_read_from_the_source_readme(marian, tmp_path):
