@@ -13,6 +13,7 @@ import contextlib
 import json
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -166,6 +167,158 @@ def exit_2(capfd, main, *args) -> str:
     lines = lines_of(capfd.readouterr().err)
     assert len(lines) == 1, lines
     return lines[0]
+
+
+# --- small Marian (OPUS-MT style) models, made with transformers (tests/test_marian.py) -------------
+
+TATOEBA = ROOT / "data" / "tatoeba-en-it"
+
+
+def tatoeba_pairs(split: str, n: int) -> list[tuple[str, str]]:
+    """The first ``n`` (en, it) pairs of our corpus's ``split``."""
+    pairs = []
+    with (TATOEBA / f"{split}.jsonl").open(encoding="utf-8") as f:
+        for line in f:
+            t = json.loads(line)["translation"]
+            pairs.append((t["en"], t["it"]))
+            if len(pairs) == n:
+                break
+    return pairs
+
+
+def train_spm(lines: list[str], vocab_size: int) -> bytes:
+    """A unigram SentencePiece model as OPUS-MT's are (</s> = 0, <unk> = 1, no <s>, no <pad>)."""
+    import io
+
+    import sentencepiece as spm
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type="unigram",
+        character_coverage=1.0,
+        bos_id=-1,
+        eos_id=0,
+        unk_id=1,
+        pad_id=-1,
+        minloglevel=2,
+        num_threads=1,
+    )
+    return buf.getvalue()
+
+
+def marian_vocab(*spm_models: bytes) -> dict[str, int]:
+    """vocab.json as OPUS-MT builds it: </s> = 0, <unk> = 1, the pieces of each SentencePiece
+    model in turn (each once), and <pad> last."""
+    import sentencepiece as spm
+
+    vocab = {"</s>": 0, "<unk>": 1}
+    for proto in spm_models:
+        sp = spm.SentencePieceProcessor(model_proto=proto)
+        for i in range(sp.get_piece_size()):
+            if not (sp.is_control(i) or sp.is_unknown(i)) and sp.id_to_piece(i) not in vocab:
+                vocab[sp.id_to_piece(i)] = len(vocab)
+    vocab["<pad>"] = len(vocab)
+    return vocab
+
+
+def write_marian_tokenizer(folder: Path, source_spm: bytes, target_spm: bytes, separate_vocabs: bool):
+    """source.spm, target.spm and vocab.json (and target_vocab.json for separate vocabularies)
+    saved by ``MarianTokenizer.save_pretrained``; returns the tokenizer."""
+    from transformers import MarianTokenizer
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "source.spm").write_bytes(source_spm)
+    (folder / "target.spm").write_bytes(target_spm)
+    if separate_vocabs:
+        (folder / "vocab.json").write_text(json.dumps(marian_vocab(source_spm), ensure_ascii=False), encoding="utf-8")
+        target = folder / "target_vocab.json"
+        target.write_text(json.dumps(marian_vocab(target_spm), ensure_ascii=False), encoding="utf-8")
+    else:
+        vocab = marian_vocab(source_spm, target_spm)
+        (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        target = None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Recommended: pip install sacremoses" (not used to tokenize)
+        tok = MarianTokenizer(
+            str(folder / "source.spm"),
+            str(folder / "target.spm"),
+            str(folder / "vocab.json"),
+            target_vocab_file=None if target is None else str(target),
+            source_lang="en",
+            target_lang="it",
+            separate_vocabs=separate_vocabs,
+        )
+    tok.save_pretrained(folder)
+    return tok
+
+
+def marian_config(src_vocab: int, tgt_vocab: int, pad: int, **switches):
+    """A small ``MarianConfig`` with the switches published OPUS-MT configs set (see
+    transformers' convert_marian_to_pytorch.py): swish, static sinusoids, scaled embeddings,
+    post-LN, decoder starting from <pad>, shared and tied embeddings (their generation
+    config's ``bad_words_ids = [[pad]]`` is passed to ``generate``). ``switches`` override any."""
+    from transformers import MarianConfig
+
+    settings = dict(
+        vocab_size=src_vocab,
+        decoder_vocab_size=tgt_vocab,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=512,
+        activation_function="swish",
+        scale_embedding=True,
+        share_encoder_decoder_embeddings=True,
+        tie_word_embeddings=True,
+        pad_token_id=pad,
+        decoder_start_token_id=pad,
+        eos_token_id=0,
+        forced_eos_token_id=0,
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+    )
+    settings.update(switches)
+    return MarianConfig(**settings)
+
+
+def train_marian(model, tok, pairs, steps: int, batch: int = 64, lr: float = 3e-3, seed: int = 0):
+    """A few optimizer steps of teacher forcing on ``pairs``, so the model ends its sentences;
+    the final logits bias is learnt too (a buffer in transformers, a parameter here), so
+    the conversion has a non-zero one to carry. Returns the model in eval mode."""
+    torch.manual_seed(seed)
+    model.train()
+    bias = torch.nn.Parameter(model.final_logits_bias.clone())
+    opt = torch.optim.Adam([*model.parameters(), bias], lr=lr)
+    src = [tok(s).input_ids for s, _ in pairs]
+    tgt = [tok(text_target=t).input_ids for _, t in pairs]
+    pad = model.config.pad_token_id
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        idx = torch.randint(len(pairs), (batch,), generator=g).tolist()
+        x = _padded([src[i] for i in idx], pad)
+        y = _padded([tgt[i] for i in idx], -100)
+        model.final_logits_bias = bias * 1.0  # through the buffer, so the bias learns too
+        loss = model(input_ids=x, attention_mask=(x != pad).long(), labels=y).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.final_logits_bias = bias.detach().clone()
+    return model.eval()
+
+
+def _padded(rows: list[list[int]], pad: int) -> torch.Tensor:
+    out = torch.full((len(rows), max(map(len, rows))), pad, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row)
+    return out
 
 
 # --- the browser ---------------------------------------------------------------------------------

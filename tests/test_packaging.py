@@ -58,7 +58,7 @@ def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     folder, and import it from an unrelated working directory."""
     src = tmp_path / "src"
     src.mkdir()
-    for name in ("pyproject.toml", "README.md", "requirements.txt", "requirements-test.txt"):
+    for name in ("pyproject.toml", "README.md", "requirements.txt", "requirements-test.txt", "requirements-marian.txt"):
         shutil.copy(ROOT / name, src / name)
     for package in ("transformer", "explorer"):
         shutil.copytree(ROOT / package, src / package, ignore=shutil.ignore_patterns("__pycache__"))

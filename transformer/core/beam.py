@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from transformer.core.decoding import max_new_tokens
+from transformer.core.decoding import max_new_tokens, never_emitted
 from transformer.core.model import Transformer, select_cache_rows
 
 
@@ -188,8 +188,8 @@ def _check_search(model, src, beam_size, max_steps, length_penalty, early_stoppi
 
 
 def _banned(cfg) -> list[int]:
-    """[PAD] and [SOS]: never proposed, they are not output tokens."""
-    return sorted({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id})
+    """[PAD] and [SOS]: never proposed, they are not output tokens (and the config's tgt_banned_ids)."""
+    return never_emitted(cfg)
 
 
 def _limits(model, src, max_steps) -> list[int]:

@@ -361,6 +361,9 @@ def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, T
                 f"{where}: vocabulary of {tok.get_vocab_size()} but config.json says {side}_vocab_size={vocab}"
             )
         for name, value in ids.items():
+            if name == "sos" and value is None and (side == "tgt" or cfg.src_sos_id is None):
+                # no start token in the tokenizer (Marian's): the decoder's is the config's to say
+                continue
             if getattr(cfg, f"{side}_{name}_id") != value:
                 raise CheckpointError(f"{directory / CONFIG_FILE}: {side}_{name}_id does not match the tokenizer")
     model = build_model(cfg)

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 
+ACTIVATIONS = ("relu", "swish", "gelu")
+
+
 @dataclass
 class TransformerConfig:
     # sizes (paper names); a field whose metadata has "help" is a flag of `python train.py`
@@ -31,15 +34,29 @@ class TransformerConfig:
     )
     max_positions: int = 128
     # "pre": x + sublayer(norm(x)) (trains faster, needs a final norm);
-    # "post": norm(x + sublayer(x)) as in the paper.
+    # "post": norm(x + sublayer(x)) as in the paper (and Marian/OPUS-MT: no final norm).
     norm_placement: str = "pre"
     layer_norm_eps: float = 1e-6
-    # vocabularies and their special-token ids, one set per tokenizer
+    # The switches below let the one model class run published Marian (OPUS-MT) checkpoints
+    # (transformer.cli.from_marian); each defaults to what our own checkpoints do, so a
+    # config.json written before they existed loads unchanged.
+    # FFN nonlinearity: "relu" (the paper), "swish" (SiLU, x * sigmoid(x): OPUS-MT), "gelu" (exact, erf)
+    activation: str = "relu"
+    # sinusoidal table layout: "interleaved" (the paper: sin on even dims, cos on odd ones) or
+    # "halves" ([sin | cos], the angles of the first half repeated: Marian's)
+    positional_table: str = "interleaved"
+    # multiply token embeddings by sqrt(d_model) (section 3.4 of the paper; Marian's scale_embedding)
+    scale_embedding: bool = True
+    # a learnt per-token bias added to the logits (Marian's final_logits_bias)
+    final_logits_bias: bool = False
+    # vocabularies and their special-token ids, one set per tokenizer. src_sos_id None: sources
+    # carry no start token (Marian: ``x </s>``). tgt_sos_id is the token the decoder reads first:
+    # our [SOS], or Marian's <pad> (its decoder_start_token_id), which then is no padding.
     src_vocab_size: int = 8000
     tgt_vocab_size: int = 8000
     src_pad_id: int = 0
     src_unk_id: int = 1
-    src_sos_id: int = 2
+    src_sos_id: int | None = 2
     src_eos_id: int = 3
     tgt_pad_id: int = 0
     tgt_unk_id: int = 1
@@ -48,6 +65,10 @@ class TransformerConfig:
     # weight tying: "none", "decoder" (target embedding = output projection) or
     # "all" (source, target and output share one matrix; needs a joint vocabulary).
     tie_embeddings: str = "decoder"
+    # target ids greedy decoding never emits (beam search never proposes them either, nor
+    # [PAD] and [SOS]): none for ours; a Marian model's generation config bans its <pad>
+    # (bad_words_ids), which is also its start token
+    tgt_banned_ids: list[int] = field(default_factory=list)
     # languages and tokenizer files, so a checkpoint says what it translates
     src_lang: str = "en"
     tgt_lang: str = "it"
@@ -66,6 +87,10 @@ class TransformerConfig:
             raise ValueError(f"tie_embeddings must be none/decoder/all, got {self.tie_embeddings!r}")
         if self.tie_embeddings == "all" and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("tie_embeddings='all' needs a joint vocabulary (equal vocab sizes)")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {'/'.join(ACTIVATIONS)}, got {self.activation!r}")
+        if self.positional_table not in ("interleaved", "halves"):
+            raise ValueError(f"positional_table must be 'interleaved' or 'halves', got {self.positional_table!r}")
         if self.storage_dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"storage_dtype must be float32/bfloat16/float16, got {self.storage_dtype!r}")
 

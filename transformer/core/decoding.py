@@ -50,6 +50,14 @@ class GreedyResult:
 LENS_K = 5  # candidates the logit lens keeps per layer and step
 
 
+def never_emitted(cfg) -> list[int]:
+    """Target ids beam search never proposes: [PAD] and [SOS] (not output tokens) unless one
+    of them is also [EOS], and the config's ``tgt_banned_ids``. Greedy decoding leaves out
+    only the latter (for a Marian model its <pad>, also its start token, as the
+    ``bad_words_ids = [[pad]]`` of OPUS-MT's generation configs do)."""
+    return sorted(({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id}) | set(cfg.tgt_banned_ids))
+
+
 def max_new_tokens(model: Transformer, src_len: int | torch.Tensor):
     """Target steps allowed for a source of ``src_len`` ids: generous (Italian runs longer
     than English) but never past the decoder's positional table. Works per row on a tensor
@@ -183,6 +191,7 @@ def _decode_steps(
     tracing = recorder is not None
     shrink = not tracing and head_mask is None
     max_steps = int(rows.limits.max())
+    banned = list(cfg.tgt_banned_ids)
     out = torch.full((len(rows.position), max_steps), cfg.tgt_pad_id, dtype=torch.long, device=rows.last.device)
     for t in range(max_steps):
         dec = model.decode(
@@ -196,7 +205,7 @@ def _decode_steps(
         )
         rows.cache = dec.cache
         logits = model.project(dec.hidden[:, -1])  # (R, V)
-        nxt = _next_tokens(logits, forced_prefix, t)
+        nxt = _next_tokens(logits, forced_prefix, t, banned)
         if tracing:
             recorder.add(dec, logits)
         nxt = torch.where(rows.finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
@@ -210,10 +219,18 @@ def _decode_steps(
     return out
 
 
-def _next_tokens(logits: torch.Tensor, forced_prefix: list[int], t: int) -> torch.Tensor:
-    """Step ``t``'s output per row (R,): the forced token while the prefix lasts, else the argmax."""
+def _next_tokens(logits: torch.Tensor, forced_prefix: list[int], t: int, banned: list[int]) -> torch.Tensor:
+    """Step ``t``'s output per row (R,): the forced token while the prefix lasts, else the
+    argmax over the tokens greedy decoding may emit (``banned``: the config's ``tgt_banned_ids``)."""
     if t < len(forced_prefix):
         return torch.full((logits.shape[0],), forced_prefix[t], dtype=torch.long, device=logits.device)
+    return _argmax_allowed(logits, banned)
+
+
+def _argmax_allowed(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
+    """argmax over the last dim, ``banned`` ids left out (the logits are not changed)."""
+    if banned:
+        logits = logits.index_fill(-1, torch.tensor(banned, device=logits.device), float("-inf"))
     return logits.argmax(dim=-1)
 
 
@@ -323,7 +340,7 @@ def naive_greedy_decode(model: Transformer, src: torch.Tensor, max_steps: int) -
         dec = model.decode(
             ys, memory, src_mask, causal_mask(ys.shape[1], device=src.device)[None, None], need_weights=True
         )
-        nxt = int(model.project(dec.hidden[:, -1]).argmax(dim=-1))
+        nxt = int(_argmax_allowed(model.project(dec.hidden[:, -1]), cfg.tgt_banned_ids))
         out.append(nxt)
         if nxt == cfg.tgt_eos_id:
             break

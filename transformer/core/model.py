@@ -72,8 +72,20 @@ class Dropout(nn.Dropout):
         return dropout(x, self.p, self.training)
 
 
-def sinusoidal_table(max_positions: int, d_model: int) -> torch.Tensor:
-    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle)."""
+def sinusoidal_table(max_positions: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle).
+
+    ``layout="halves"`` is Marian's table (transformers' ``MarianSinusoidalPositionalEmbedding``):
+    the same angles with the sines in the first half and the cosines in the second,
+    PE[pos, i] = sin(angle_i), PE[pos, d/2 + i] = cos(angle_i). It is computed as Marian
+    computes it, in float64 then rounded to float32, so converted checkpoints add the very
+    same numbers (ours, in float32, differ from it in the last bits).
+    """
+    if layout == "halves":
+        position = torch.arange(max_positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
+        half = (d_model + 1) // 2
+        angle = position / torch.pow(10000.0, 2 * torch.arange(half, dtype=torch.float64) / d_model)  # (P, half)
+        return torch.cat([torch.sin(angle), torch.cos(angle[:, : d_model // 2])], dim=1).float()  # (P, D)
     position = torch.arange(max_positions, dtype=torch.float32).unsqueeze(1)  # (P, 1)
     div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
     pe = torch.zeros(max_positions, d_model)
@@ -86,9 +98,9 @@ class PositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table. It is a buffer (not a parameter, not saved): it is
     a pure function of the config, and the viewer reads this exact tensor."""
 
-    def __init__(self, d_model: int, max_positions: int, dropout: float) -> None:
+    def __init__(self, d_model: int, max_positions: int, dropout: float, layout: str = "interleaved") -> None:
         super().__init__()
-        self.register_buffer("pe", sinusoidal_table(max_positions, d_model), persistent=False)
+        self.register_buffer("pe", sinusoidal_table(max_positions, d_model, layout), persistent=False)
         self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
@@ -100,13 +112,14 @@ class PositionalEncoding(nn.Module):
 
 class TokenEmbedding(nn.Module):
     """Embedding multiplied by sqrt(d_model), so token vectors and the PE (amplitude 1)
-    have comparable scale (section 3.4 of the paper)."""
+    have comparable scale (section 3.4 of the paper). ``scale=False`` leaves them as they
+    are (a Marian model trained without ``scale_embedding``)."""
 
-    def __init__(self, vocab_size: int, d_model: int, pad_id: int) -> None:
+    def __init__(self, vocab_size: int, d_model: int, pad_id: int, scale: bool = True) -> None:
         super().__init__()
         self.weight = nn.Parameter(torch.empty(vocab_size, d_model))
         self.pad_id = pad_id
-        self.scale = math.sqrt(d_model)
+        self.scale = math.sqrt(d_model) if scale else 1.0
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         return F.embedding(ids, self.weight) * self.scale
@@ -218,17 +231,24 @@ class MultiHeadAttention(nn.Module):
         return self.o_proj(out), weights
 
 
-class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alone."""
+# the FFN's nonlinearity by config name: ReLU is the paper's; OPUS-MT models use swish
+# (SiLU, x * sigmoid(x)); "gelu" is the exact (erf) GELU, as transformers' ACT2FN["gelu"]
+ACTIVATION_FUNCTIONS = {"relu": F.relu, "swish": F.silu, "gelu": F.gelu}
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float) -> None:
+
+class FeedForward(nn.Module):
+    """FFN(x) = max(0, x W1 + b1) W2 + b2, applied to every position alone (``activation``
+    replaces max(0, .), e.g. swish for Marian models)."""
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str = "relu") -> None:
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)
         self.dropout = Dropout(dropout)
+        self.activation = ACTIVATION_FUNCTIONS[activation]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.linear2(self.dropout(F.relu(self.linear1(x))))
+        return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
 class Residual(nn.Module):
@@ -258,7 +278,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         pre = cfg.norm_placement == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.self_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
 
@@ -305,7 +325,7 @@ class DecoderLayer(nn.Module):
         pre = cfg.norm_placement == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.h, cfg.attn_dropout)
-        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
+        self.ffn = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
         self.self_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.cross_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
@@ -404,12 +424,12 @@ class Transformer(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         self.cfg = cfg
-        self.src_embed = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, cfg.src_pad_id)
+        self.src_embed = TokenEmbedding(cfg.src_vocab_size, cfg.d_model, cfg.src_pad_id, cfg.scale_embedding)
         if cfg.tie_embeddings == "all":
             self.tgt_embed = self.src_embed
         else:
-            self.tgt_embed = TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.tgt_pad_id)
-        self.pos_encoding = PositionalEncoding(cfg.d_model, cfg.max_positions, cfg.dropout)
+            self.tgt_embed = TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.tgt_pad_id, cfg.scale_embedding)
+        self.pos_encoding = PositionalEncoding(cfg.d_model, cfg.max_positions, cfg.dropout, cfg.positional_table)
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         pre = cfg.norm_placement == "pre"
@@ -420,6 +440,8 @@ class Transformer(nn.Module):
             self.proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size, bias=False)
         else:
             self.proj = None  # logits = hidden @ tgt_embed.weight^T
+        # Marian's final_logits_bias: one learnt offset per target token, added to every logit
+        self.logits_bias = nn.Parameter(torch.zeros(cfg.tgt_vocab_size)) if cfg.final_logits_bias else None
         self._init_weights()
 
     def _init_weights(self) -> None:
@@ -445,8 +467,11 @@ class Transformer(nn.Module):
 
     def tgt_mask(self, tgt: torch.Tensor) -> torch.Tensor:
         T = tgt.shape[1]
-        pad = (tgt != self.cfg.tgt_pad_id)[:, None, None, :]  # (B, 1, 1, T)
-        return pad & causal_mask(T, device=tgt.device)  # (B, 1, T, T)
+        keep = tgt != self.cfg.tgt_pad_id  # (B, T)
+        # the first input is the start token, never padding, even when it is the pad id
+        # (Marian's decoder starts from <pad>)
+        keep[:, 0] = True
+        return keep[:, None, None, :] & causal_mask(T, device=tgt.device)  # (B, 1, T, T)
 
     def layer_head_masks(self, head_mask: dict | None, kind: str, batch: int, dtype=torch.float32, device=None):
         """Per-layer slices (B or 1, H) of ``head_mask[kind]``, or ``None`` per layer.
@@ -555,9 +580,8 @@ class Transformer(nn.Module):
         return out
 
     def project(self, hidden: torch.Tensor) -> torch.Tensor:
-        if self.proj is not None:
-            return self.proj(hidden)
-        return F.linear(hidden, self.tgt_embed.weight)  # (B, T, V_tgt)
+        weight = self.proj.weight if self.proj is not None else self.tgt_embed.weight  # (V_tgt, D)
+        return F.linear(hidden, weight, self.logits_bias)  # (B, T, V_tgt)
 
     def forward(
         self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False, head_mask: dict | None = None

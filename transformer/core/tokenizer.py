@@ -15,6 +15,10 @@ Every tokenizer has the same four specials, trained first so their ids are fixed
 ``[PAD]=0 [UNK]=1 [SOS]=2 [EOS]=3``. The ids are still read from each tokenizer and kept
 per side in the config, never assumed to be shared. A run that tags its back-translated
 sources adds ``SYNTHETIC_TAG`` as a fifth special (id 4).
+
+A checkpoint converted from Marian (``transformer.cli.from_marian``) has SentencePiece's
+unigram tokenizers instead, written in the same JSON format, with Marian's specials
+``<pad> <unk> </s>`` at Marian's ids and no start token: :func:`special_ids` reads either set.
 """
 
 from __future__ import annotations
@@ -118,10 +122,19 @@ def train_tokenizer(
     return tok
 
 
-def special_ids(tok: Tokenizer) -> dict[str, int]:
+# Marian's (OPUS-MT's) specials: no start-of-sentence token, its decoder starts from <pad>
+MARIAN_SPECIAL_TOKENS = {"pad": "<pad>", "unk": "<unk>", "eos": "</s>"}
+
+
+def special_ids(tok: Tokenizer) -> dict[str, int | None]:
+    """The ids of pad, unk, sos and eos in ``tok``: ours ([PAD] [UNK] [SOS] [EOS]), or
+    Marian's (<pad> <unk> </s>, where sos is None: Marian has no start-of-sentence token)."""
     ids = {name: tok.token_to_id(t) for name, t in zip(("pad", "unk", "sos", "eos"), SPECIAL_TOKENS)}
     missing = [SPECIAL_TOKENS[i] for i, v in enumerate(ids.values()) if v is None]
     if missing:
+        marian = {name: tok.token_to_id(t) for name, t in MARIAN_SPECIAL_TOKENS.items()}
+        if None not in marian.values():
+            return {"pad": marian["pad"], "unk": marian["unk"], "sos": None, "eos": marian["eos"]}
         raise ValueError(f"tokenizer lacks special tokens: {', '.join(missing)}")
     return ids
 

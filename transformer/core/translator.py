@@ -18,12 +18,12 @@ from transformer.core.checkpoint import load_checkpoint, read_metrics
 from transformer.core.decoding import greedy_decode
 from transformer.core.trace import Trace
 from transformer.core.model import Transformer
-from transformer.core.tokenizer import SPECIAL_TOKENS, encode
+from transformer.core.tokenizer import encode
 
 
 @dataclass
 class EncodedSource:
-    ids: list[int]  # [SOS] ... [EOS]
+    ids: list[int]  # [SOS] ... [EOS] (a Marian model's: ... </s>)
     truncated: bool
     n_dropped: int
 
@@ -42,8 +42,21 @@ class Translator:
 
     @property
     def max_source_tokens(self) -> int:
-        """Subword tokens a source may have before truncation ([SOS]/[EOS] take two)."""
-        return self.cfg.max_positions - 2
+        """Subword tokens a source may have before truncation ([SOS]/[EOS] take two; a
+        Marian model's sources have no start token, so its </s> takes one)."""
+        return self.cfg.max_positions - 1 - (self.cfg.src_sos_id is not None)
+
+    @property
+    def special_tokens(self) -> list[str]:
+        """The special tokens as the trace names them: ours ``[PAD] [UNK] [SOS] [EOS]``,
+        a Marian model's ``<pad> <unk> </s>`` (its start token is its <pad>)."""
+        cfg, names = self.cfg, []
+        for tok, ids in (
+            (self.src_tok, (cfg.src_pad_id, cfg.src_unk_id, cfg.src_sos_id, cfg.src_eos_id)),
+            (self.tgt_tok, (cfg.tgt_pad_id, cfg.tgt_unk_id, cfg.tgt_sos_id, cfg.tgt_eos_id)),
+        ):
+            names += [tok.id_to_token(i) for i in ids if i is not None]
+        return list(dict.fromkeys(names))
 
     def encode_source(self, text: str) -> EncodedSource:
         if not isinstance(text, str):
@@ -53,7 +66,8 @@ class Translator:
             raise ValueError("empty sentence: type some text to translate")
         n_dropped = max(0, len(ids) - self.max_source_tokens)
         ids = ids[: self.max_source_tokens]
-        return EncodedSource([self.cfg.src_sos_id, *ids, self.cfg.src_eos_id], n_dropped > 0, n_dropped)
+        start = [] if self.cfg.src_sos_id is None else [self.cfg.src_sos_id]
+        return EncodedSource([*start, *ids, self.cfg.src_eos_id], n_dropped > 0, n_dropped)
 
     def _decode_text(self, ids: list[int]) -> str:
         specials = {self.cfg.tgt_pad_id, self.cfg.tgt_sos_id, self.cfg.tgt_eos_id}
@@ -155,7 +169,7 @@ class Translator:
             src_ids=src.ids,
             tgt_tokens=[tok(i) for i in tgt_ids],
             tgt_ids=tgt_ids,
-            special_tokens=list(SPECIAL_TOKENS),
+            special_tokens=self.special_tokens,
             encoder_attn=rec.encoder_attn,
             decoder_self_attn=rec.self_attn,
             cross_attn=rec.cross_attn,

@@ -1,0 +1,376 @@
+"""Converted Marian (OPUS-MT) models run exactly as transformers runs them.
+
+Small Marian models are built with transformers (``MarianConfig`` with the switches published
+OPUS-MT configs set, see ``tests.helpers.marian_config``), with SentencePiece models trained
+on our corpus, trained for a few steps so that they end their sentences, saved with
+``save_pretrained``, converted with ``python -m transformer.cli.from_marian``, and compared:
+
+- token ids: ``Translator.encode_source`` == ``MarianTokenizer(text).input_ids``, and text:
+  our decoding == ``MarianTokenizer.decode(ids, skip_special_tokens=True)``;
+- teacher-forced logits within 1e-4 of ``MarianMTModel``'s, and cross-attention weights
+  (rows are queries, columns keys; eval mode) equal to its ``output_attentions`` ones;
+- greedy output token-identical to ``generate(num_beams=1)``;
+- beam search identical to ``generate(num_beams=k)``.
+
+Where the decoders agree, and where they do not (docs/marian.md says the same):
+
+- both never emit <pad>: OPUS-MT's generation configs set ``bad_words_ids = [[pad]]``, which
+  ``generate`` gets here, and the converter copies it into ``tgt_banned_ids``;
+- length: ours stops at ``max_new_tokens(model, len(src))`` = min(max_positions, 2 S + 10)
+  emitted tokens, ``generate`` at ``max_new_tokens`` (passed the same), but OPUS-MT configs
+  also force </s> as the last token (``forced_eos_token_id``), while ours leaves a sentence
+  that reaches the limit unfinished: ``forced_eos_token_id=None`` here (the trained models
+  end their sentences well before the limit anyway);
+- beam scores: ours divides a hypothesis's log-probability by GNMT's ((5 + |Y|) / 6) ** alpha,
+  transformers' by |Y| ** length_penalty, so they rank alike only with no length penalty
+  (alpha = 0, length_penalty = 0). With ``early_stopping=True`` both stop a sentence at k
+  finished hypotheses; with False they differ (ours stops when no alive hypothesis can beat
+  the worst finished one, an exact bound; transformers uses a heuristic or runs to the limit).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.helpers import (
+    exit_2,
+    marian_config,
+    single_thread,
+    tatoeba_pairs,
+    train_marian,
+    train_spm,
+    write_marian_tokenizer,
+)
+from transformer.cli import from_marian
+from transformer.core.beam import beam_search
+from transformer.core.config import TransformerConfig
+from transformer.core.decoding import greedy_decode, max_new_tokens, never_emitted
+from transformer.core.model import sinusoidal_table
+from transformer.core.translator import load_translator
+
+import transformers  # noqa: E402,F401  (the test install brings it: requirements-marian.txt)
+
+# (name, shared vocabulary, MarianConfig switches): every switch published OPUS-MT configs vary
+VARIANTS = {
+    # what Helsinki-NLP/opus-mt-* set: swish, scaled embeddings, one vocab, tied embeddings
+    "opus-mt": (True, {}),
+    # share_encoder_decoder_embeddings=False: a target vocabulary of its own (target_vocab.json)
+    "separate-vocab": (False, {"share_encoder_decoder_embeddings": False}),
+    # relu FFN, and an output projection of its own (tie_word_embeddings=False)
+    "relu-untied": (True, {"activation_function": "relu", "tie_word_embeddings": False}),
+    # gelu FFN, and embeddings not scaled by sqrt(d_model)
+    "gelu-unscaled": (True, {"activation_function": "gelu", "scale_embedding": False}),
+}
+N_TRAIN = 3000  # corpus pairs the SentencePiece models and the tiny models learn from
+N_DECODE = 6  # test sentences decoded greedily and with beams per variant
+BEAM = 4
+
+# tiny models: one thread is fastest, and bit-for-bit comparisons need the same kernels every time
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _quiet_marian_tokenizer(folder):
+    from transformers import MarianTokenizer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return MarianTokenizer.from_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def marian(tmp_path_factory):
+    """{variant: (transformers model, MarianTokenizer, our Translator, Marian folder, our folder)},
+    built once: the SentencePiece models are trained once, the base model of each vocabulary
+    layout is trained for a few seconds, the other variants start from the shared one's
+    weights with their switch changed and train a few steps more."""
+    from transformers import MarianMTModel
+
+    root = tmp_path_factory.mktemp("marian")
+    pairs = tatoeba_pairs("train", N_TRAIN)
+    short = [p for p in pairs if len(p[0]) <= 40]
+    with single_thread():
+        src_spm = train_spm([en for en, _ in pairs], 400)
+        tgt_spm = train_spm([it for _, it in pairs], 500)
+        toks = {
+            shared: write_marian_tokenizer(root / f"tok-{shared}", src_spm, tgt_spm, separate_vocabs=not shared)
+            for shared in (True, False)
+        }
+        built, base = {}, None
+        for name, (shared, switches) in VARIANTS.items():
+            tok = toks[shared]
+            pad = tok.pad_token_id
+            tgt_vocab = tok.encoder if shared else tok.target_encoder
+            cfg = marian_config(len(tok.encoder), len(tgt_vocab), pad, **switches)
+            torch.manual_seed(0)
+            model = MarianMTModel(cfg)
+            if shared and base is not None:  # start from the trained shared model
+                state = {k: v for k, v in base.state_dict().items() if k in model.state_dict()}
+                model.load_state_dict(state, strict=False)
+                if not cfg.tie_word_embeddings:
+                    model.lm_head.weight.data.copy_(base.model.shared.weight.data)
+                steps = 60
+            else:
+                steps = 100
+            model = train_marian(model, tok, short, steps=steps, batch=32, lr=5e-3)
+            if name == "opus-mt":
+                base = model
+            folder = root / name
+            folder.mkdir()
+            model.save_pretrained(folder)
+            for f in (root / f"tok-{shared}").iterdir():
+                (folder / f.name).write_bytes(f.read_bytes())
+            out = root / f"{name}-ours"
+            assert from_marian.main([str(folder), "--out", str(out)]) == 0
+            model.set_attn_implementation("eager")  # output_attentions needs the explicit softmax
+            built[name] = (model.eval(), _quiet_marian_tokenizer(folder), load_translator(out), folder, out)
+    return built
+
+
+def _test_sources(n: int) -> list[str]:
+    return [en for en, _ in tatoeba_pairs("test", n)]
+
+
+# ------------------------------------------------------------------------- switches and tables
+
+
+def test_old_configs_load_with_todays_behaviour():
+    """A config.json from before the Marian switches loads, and means what it meant."""
+    shipped = json.loads((Path(__file__).parent.parent / "checkpoints/en-it/config.json").read_text())
+    cfg = TransformerConfig.from_dict(shipped)
+    assert (cfg.activation, cfg.positional_table, cfg.scale_embedding, cfg.final_logits_bias) == (
+        "relu",
+        "interleaved",
+        True,
+        False,
+    )
+    assert cfg.src_sos_id == 2
+
+
+def test_halves_table_is_marians():
+    """Marian's [sin | cos] table, to the bit; ours is interleaved and a different table."""
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    for n, d in ((64, 32), (8, 512)):
+        theirs = MarianSinusoidalPositionalEmbedding(n, d).create_weight()
+        assert torch.equal(sinusoidal_table(n, d, "halves"), theirs)
+        assert not torch.allclose(sinusoidal_table(n, d), theirs)
+
+
+# ------------------------------------------------------------------------- tokenizers
+
+
+@pytest.mark.parametrize("name", ["opus-mt", "separate-vocab"])
+def test_source_ids_match_marian_tokenizer(marian, name):
+    """Our encode path gives MarianTokenizer's input_ids (pieces then </s>, no start token)."""
+    _, tok, tr, _, _ = marian[name]
+    odd = ["  Two   spaces  ", "Naïve café, «quoted»\ttab", "ÉLAN Ωmega ½", "emoji 😀 here", "x\u200by"]
+    odd.append("ｆｕｌｌ width")
+    for text in _test_sources(300) + odd:
+        assert tr.encode_source(text).ids == tok(text).input_ids, text
+
+
+@pytest.mark.parametrize("name", ["opus-mt", "separate-vocab"])
+def test_decoding_matches_marian_tokenizer(marian, name):
+    """Text from ids as MarianTokenizer.decode(skip_special_tokens=True) gives it, for the
+    target sentences' ids and for random outputs (pieces of either language, </s>, <unk>):
+    any ids but those no decoder emits. (With separate vocabularies MarianTokenizer takes
+    its specials' ids from the source vocabulary, so it would print the target's <pad> as
+    text and drop the target piece at the source's pad id: ours drops both.)"""
+    _, tok, tr, _, _ = marian[name]
+    g = torch.Generator().manual_seed(0)
+    emitted = [i for i in range(tr.cfg.tgt_vocab_size) if i not in never_emitted(tr.cfg)]
+    cases = [tok(text_target=it).input_ids for _, it in tatoeba_pairs("test", 200)]
+    cases += [[emitted[i] for i in torch.randint(len(emitted), (10,), generator=g)] for _ in range(200)]
+    for ids in cases:
+        assert tr._decode_text(ids) == tok.decode(ids, skip_special_tokens=True), tok.convert_ids_to_tokens(ids)
+
+
+# ------------------------------------------------------------------------- the model
+
+
+def _batch(tok, texts, targets):
+    x = tok(texts, text_target=targets, return_tensors="pt", padding=True)
+    pad = tok.pad_token_id
+    labels = x["labels"]
+    dec_in = torch.cat([torch.full((len(texts), 1), pad), labels[:, :-1]], dim=1)  # pad = the start token
+    return x["input_ids"], x["attention_mask"], dec_in, labels != pad
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_teacher_forced_logits_and_cross_attention(marian, name):
+    """Same inputs, same logits (within 1e-4) and the same cross-attention weights, on a padded
+    batch; only positions of real target tokens are compared (ours masks padded decoder
+    inputs as keys, transformers does not, so their outputs differ there and nowhere else)."""
+    model, tok, tr, _, _ = marian[name]
+    pairs = tatoeba_pairs("test", 8)
+    src, mask, dec_in, real = _batch(tok, [en for en, _ in pairs], [it for _, it in pairs])
+    with torch.no_grad():
+        theirs = model(input_ids=src, attention_mask=mask, decoder_input_ids=dec_in, output_attentions=True)
+        ours = tr.model(src, dec_in, need_weights=True)
+    assert ours.logits.shape == theirs.logits.shape
+    torch.testing.assert_close(ours.logits[real], theirs.logits[real], atol=1e-4, rtol=0)
+    S = mask.sum(1)
+    for ours_w, theirs_w in zip(ours.cross_attn, theirs.cross_attentions):  # per layer (B, H, T, S)
+        assert ours_w.shape == theirs_w.shape
+        for b in range(len(pairs)):
+            rows = real[b]
+            torch.testing.assert_close(ours_w[b, :, rows, : S[b]], theirs_w[b, :, rows, : S[b]], atol=1e-5, rtol=0)
+    for ours_w, theirs_w in zip(ours.encoder_attn, theirs.encoder_attentions):
+        for b in range(len(pairs)):
+            torch.testing.assert_close(ours_w[b, :, : S[b], : S[b]], theirs_w[b, :, : S[b], : S[b]], atol=1e-5, rtol=0)
+
+
+def _generate(model, tok, text: str, limit: int, **settings) -> list[int]:
+    """transformers' output ids for one sentence, without the start token and the padding
+    after </s>."""
+    x = tok([text], return_tensors="pt")
+    pad = tok.pad_token_id
+    with torch.no_grad():
+        out = model.generate(
+            **x, max_new_tokens=limit, bad_words_ids=[[pad]], forced_eos_token_id=None, do_sample=False, **settings
+        )[0].tolist()
+    ids = out[1:]
+    if model.config.eos_token_id in ids:
+        ids = ids[: ids.index(model.config.eos_token_id) + 1]
+    return ids
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_greedy_matches_generate(marian, name):
+    """Greedy decoding, token for token, and the text of our translate (batched) too."""
+    model, tok, tr, _, _ = marian[name]
+    texts = _test_sources(N_DECODE)
+    finished = 0
+    expected = []
+    for text in texts:
+        src = torch.tensor([tr.encode_source(text).ids])
+        ours = greedy_decode(tr.model, src).ids[0]
+        theirs = _generate(model, tok, text, max_new_tokens(tr.model, src.shape[1]), num_beams=1)
+        assert ours == theirs, text
+        finished += ours[-1] == tr.cfg.tgt_eos_id
+        expected.append(tok.decode(theirs, skip_special_tokens=True))
+    assert finished >= N_DECODE - 1  # the models end their sentences
+    assert tr.translate(texts) == expected
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_beam_matches_generate(marian, name):
+    """Beam search, k = 4, with no length penalty and early stopping (where both agree)."""
+    model, tok, tr, _, _ = marian[name]
+    for text in _test_sources(N_DECODE):
+        src = torch.tensor([tr.encode_source(text).ids])
+        ours = beam_search(tr.model, src, BEAM, length_penalty=0.0, early_stopping=True).ids[0]
+        theirs = _generate(
+            model,
+            tok,
+            text,
+            max_new_tokens(tr.model, src.shape[1]),
+            num_beams=BEAM,
+            length_penalty=0.0,
+            early_stopping=True,
+        )
+        assert ours == theirs, text
+
+
+def test_trace_shows_marians_pieces(marian):
+    """The app's trace: Marian's specials, pieces as they are, no start token on the source."""
+    _, tok, tr, _, _ = marian["opus-mt"]
+    trace = tr.trace("The cat sleeps.")
+    assert trace.src_tokens == tok.convert_ids_to_tokens(tok("The cat sleeps.").input_ids)
+    assert trace.tgt_tokens[0] == "<pad>" and trace.special_tokens == ["<pad>", "<unk>", "</s>"]
+    assert trace.translation == tr.translate(["The cat sleeps."])[0]
+
+
+# ------------------------------------------------------------------------- the converter
+
+
+def test_converted_checkpoint_files_and_card(marian):
+    _, _, tr, folder, out = marian["opus-mt"]
+    names = sorted(p.name for p in Path(out).iterdir())
+    assert names == ["README.md", "config.json", "model.safetensors", "tokenizer_src.json", "tokenizer_tgt.json"]
+    card = (Path(out) / "README.md").read_text()
+    assert "license: cc-by-4.0" in card and str(folder) in card and "from_marian" in card
+    cfg = json.loads((Path(out) / "config.json").read_text())
+    assert (cfg["activation"], cfg["positional_table"], cfg["norm_placement"], cfg["src_sos_id"]) == (
+        "swish",
+        "halves",
+        "post",
+        None,
+    )
+    assert cfg["tgt_sos_id"] == cfg["tgt_pad_id"] and cfg["tgt_banned_ids"] == [cfg["tgt_pad_id"]]
+
+
+def test_licence_read_from_the_source_readme(marian, tmp_path):
+    _, _, _, folder, _ = marian["opus-mt"]
+    src = tmp_path / "src"
+    src.mkdir()
+    for f in Path(folder).iterdir():
+        (src / f.name).write_bytes(f.read_bytes())
+    (src / "README.md").write_text("---\nlanguage: en\nlicense: apache-2.0\n---\n# a model\n")
+    assert from_marian.main([str(src), "--out", str(tmp_path / "out")]) == 0
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "license: apache-2.0" in card and "cc-by-4.0" not in card
+
+
+def test_hub_id_is_downloaded(marian, tmp_path, monkeypatch):
+    """A hub id goes to snapshot_download (mocked at the network boundary here)."""
+    import huggingface_hub
+
+    _, _, _, folder, _ = marian["opus-mt"]
+    asked = {}
+
+    def fake_download(repo_id, revision=None, allow_patterns=None, **kwargs):
+        asked.update(repo_id=repo_id, patterns=allow_patterns)
+        return str(folder)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_download)
+    assert from_marian.main(["Helsinki-NLP/opus-mt-en-it", "--out", str(tmp_path / "out")]) == 0
+    assert asked["repo_id"] == "Helsinki-NLP/opus-mt-en-it" and "source.spm" in asked["patterns"]
+    card = (tmp_path / "out" / "README.md").read_text()
+    assert "https://huggingface.co/Helsinki-NLP/opus-mt-en-it" in card
+    assert load_translator(tmp_path / "out").cfg.src_lang == "en"
+
+
+def test_bad_input_is_one_line_and_exit_2(marian, tmp_path, capfd, monkeypatch):
+    import huggingface_hub
+
+    _, _, _, folder, _ = marian["opus-mt"]
+    missing = [str(tmp_path / "missing"), "--out", str(tmp_path / "o")]
+    assert "no such folder" in exit_2(capfd, from_marian.main, missing)
+    shipped = Path(__file__).parent.parent / "checkpoints" / "en-it"
+    assert "not a Marian model" in exit_2(capfd, from_marian.main, [str(shipped), "--out", str(tmp_path / "o")])
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "x").write_text("x")
+    assert "--force" in exit_2(capfd, from_marian.main, [str(folder), "--out", str(busy)])
+
+    def offline(**kwargs):
+        raise OSError("offline")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    message = exit_2(capfd, from_marian.main, ["Helsinki-NLP/opus-mt-xx-yy", "--out", str(tmp_path / "o")])
+    assert "could not be downloaded" in message
+    no_spm = tmp_path / "no-spm"
+    no_spm.mkdir()
+    for f in Path(folder).iterdir():
+        if f.name != "source.spm":
+            (no_spm / f.name).write_bytes(f.read_bytes())
+    assert "source.spm" in exit_2(capfd, from_marian.main, [str(no_spm), "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o").exists()
+    assert from_marian.main([str(folder), "--out", str(busy), "--force"]) == 0
+
+
+def test_evaluate_command_reads_a_converted_checkpoint(marian, tmp_path, capsys):
+    from tests.helpers import write_jsonl
+    from transformer.cli import evaluate
+
+    _, _, _, _, out = marian["opus-mt"]
+    data = write_jsonl(tmp_path / "test.jsonl", tatoeba_pairs("test", 6))
+    assert evaluate.main(["--checkpoint", str(out), "--data", str(data)]) in (0, None)
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["n"] == 6
