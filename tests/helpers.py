@@ -405,6 +405,51 @@ def painted(page, step: int | None = None):
     page.wait_for_selector(sel, state="attached")
 
 
+# two animation frames: every handler of the events sent before has run, and so has what they
+# left for the next frame (a view's requestAnimationFrame redraw, a resize observer's callback)
+TWO_FRAMES = "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+
+
+def frames(page):
+    """Wait two animation frames (TWO_FRAMES): the page has finished handling what came before."""
+    page.evaluate(TWO_FRAMES)
+
+
+# resolves once two consecutive animation frames measure the same boxes of `sels` (viewport
+# coordinates, so a scroll counts), the same window and page size, and no redraw of the viewer
+# is waiting for the layout to rest (viewer.js marks its root data-redraw while one is due)
+SETTLED = """([sels, ms]) => new Promise((resolve, reject) => {
+  const measure = () => JSON.stringify([innerWidth, innerHeight, scrollX, scrollY,
+    document.documentElement.scrollHeight, ...sels.map((sel) => {
+      const e = document.querySelector(sel);
+      if (!e) return null;
+      const r = e.getBoundingClientRect();
+      return [r.left, r.top, r.width, r.height];
+    })]);
+  const due = () => !!document.querySelector('#viewer .ax-root[data-redraw]');
+  let last = null, late = false;
+  const stop = setTimeout(() => {
+    late = true;
+    reject(new Error(`the layout did not settle in ${ms} ms: ${last}`));
+  }, ms);
+  const tick = () => {
+    if (late) return;
+    const now = measure();
+    if (now === last && !due()) { clearTimeout(stop); resolve(); return; }
+    last = now;
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+})"""
+
+
+def settled(page, *sels: str, timeout_ms: int = 30_000):
+    """Wait until the layout has come to rest (after a resize, presentation mode, a drawer, a
+    scroll): the boxes of `sels` and the page's size unchanged over two consecutive animation
+    frames, with no redraw of the viewer pending (its resize redraw waits for the layout to rest)."""
+    page.evaluate(SETTLED, [list(sels), timeout_ms])
+
+
 def attn(page) -> dict:
     return page.evaluate("() => ({...document.querySelector('#attn-plot').dataset})")
 

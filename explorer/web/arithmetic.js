@@ -71,7 +71,7 @@ export class Arithmetic {
       if (changed.has("explain") || changed.has("trace")) this.dock(s);
       // a new sentence empties the table at once, open or not: a closed section is not
       // redrawn, and its old rows must not be what it shows (or what a test reads) when it opens
-      if (changed.has("sentenceId")) { clearTimeout(this.timer); this.show(null, "", "empty"); }
+      if (changed.has("sentenceId")) { this.cancel(); this.show(null, "", "empty"); }
       if (changed.has("theme")) this.drawn = null; // its strips again, in the new theme's colours
       if (DRAWN_BY.some((k) => changed.has(k))) this.schedule();
     });
@@ -136,13 +136,21 @@ export class Arithmetic {
   /** Ask for `want` once the settings have rested, if it is still wanted and still missing. */
   askSoon(want, playing) {
     clearTimeout(this.timer);
+    this.root.dataset.asking = want.key; // a request is due: tests wait for the mark to go
     this.timer = setTimeout(() => {
+      delete this.root.dataset.asking;
       const s = this.store.get(), now = rowOf(s), rows = s.arithmetic || {};
       if (!this.open || now.key !== want.key || rows[want.key]) return;
       this.store.set({ arithmetic: { ...rows, [want.key]: { status: "pending" } } });
       this.server.ask({ sentenceId: s.sentenceId, key: want.key, view: want.view, layer: want.layer, head: want.head,
         step: s.step, query: want.query });
     }, playing ? PLAY_WAIT_MS : WAIT_MS);
+  }
+
+  /** No request after all. */
+  cancel() {
+    clearTimeout(this.timer);
+    delete this.root.dataset.asking;
   }
 
   /** The server's answer: {sentenceId, key, ...attention-row/1} or {sentenceId, key, error}. */
@@ -161,12 +169,12 @@ export class Arithmetic {
 
   // --- following the store ---------------------------------------------------------------
   update() {
-    if (!this.open) { clearTimeout(this.timer); return; } // nothing is computed or drawn for a closed section
+    if (!this.open) { this.cancel(); return; } // nothing is computed or drawn for a closed section
     const s = this.store.get(), want = rowOf(s);
     this.queryMenu(s, want);
     this.choices(s, want);
     if (want.why) {
-      clearTimeout(this.timer);
+      this.cancel();
       this.el["arith-what"].textContent = "";
       this.show(null, {
         empty: "Translate a sentence: this section shows how one row of its attention weights is made.",

@@ -90,7 +90,9 @@ export class Viewer {
     let resize = null;
     const redraw = () => {
       clearTimeout(resize);
-      resize = setTimeout(() => this.render(true), 150);
+      // data-redraw on the root while one is due: the layout is not final yet (tests wait for it to go)
+      this.root.dataset.redraw = "due";
+      resize = setTimeout(() => { delete this.root.dataset.redraw; this.render(true); }, 150);
     };
     window.addEventListener("resize", redraw);
     // the picture's column changes width without a window resize too: the page's blocks settle

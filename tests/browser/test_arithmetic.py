@@ -10,7 +10,7 @@ nothing while stepping; a new sentence clears it. Run alone with
 import numpy as np
 import pytest
 
-from tests.helpers import DEVICES, go_to_step, opened_page, press, server_calls, state, translate
+from tests.helpers import DEVICES, frames, go_to_step, opened_page, press, server_calls, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -68,6 +68,16 @@ def shown_row(page, key: str) -> dict:
                picked: [...document.querySelectorAll('#arith-table tr.ar-picked')].map((r) => Number(r.dataset.key)),
                check: document.querySelector('#arith-check').innerText,
                title: document.querySelector('#arith-what').innerText }; }""")
+
+
+def nothing_asked(page):
+    """Wait until the panel has handled the last change and has no request due: its redraw
+    runs in the next animation frame (two frames), and a row it means to ask for is marked
+    data-asking on its root until the request leaves, once the settings have rested (150 ms,
+    700 ms during Play: arithmetic.js). A request it made would then be in the store as
+    "pending", which it sets before asking, and in the page's requests."""
+    frames(page)
+    page.wait_for_function("() => !document.querySelector('#arithmetic .ar-root').dataset.asking")
 
 
 def click_cell(page, row: int, col: int):
@@ -148,8 +158,9 @@ def test_a_heatmap_click_highlights_its_key_and_rows_come_back_without_asking(pa
     shown_row(page, f"cross:{layer}:3:3")
     go_to_step(page, 2)
     shown_row(page, f"cross:{layer}:3:2")
-    page.wait_for_timeout(600)
+    nothing_asked(page)
     assert calls == [], calls
+    assert {r["status"] for r in state(page)["arithmetic"].values()} == {"done"}
 
 
 def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, reference):
@@ -176,7 +187,7 @@ def test_a_closed_section_asks_nothing_and_a_new_sentence_clears_it(page, refere
     page.wait_for_function(
         "(n) => { const s = window.__explorer.getState(); return !s.playing && s.step === n; }", arg=steps
     )
-    page.wait_for_timeout(800)
+    nothing_asked(page)
     assert calls == [], calls  # 0 requests while stepping and playing with the section closed
     assert len(state(page)["arithmetic"]) == 1  # only the row asked for while it was open
 

@@ -11,6 +11,7 @@ import os
 import pytest
 
 from tests.helpers import (
+    frames,
     make_snapshots,
     open_panel,
     open_section,
@@ -81,7 +82,10 @@ def test_beam_tree_draws_and_opens_a_hypothesis_in_the_viewer(page):
     assert page.locator("#beam-tree svg g.bt-node").count() == n_nodes - pruned
     page.check("#beam-show-pruned")
     assert page.locator("#beam-tree svg g.bt-node").count() == n_nodes
-    page.wait_for_timeout(300)
+    # the tree redraws in the handlers of these controls (the counts above saw it), which
+    # never ask the server; two frames let what they left for later (the box's resize
+    # observer) run too, so a request any of them made would be in `calls` by now
+    frames(page)
     assert calls == [], calls
 
     # clicking a finished hypothesis opens it in the viewer through the forced-prefix trace
@@ -141,7 +145,10 @@ def test_switching_epochs_redraws_in_the_browser(page):
     page.wait_for_selector("#epoch-multiples[data-view='decoder'][data-layer='1'][data-head='2']", state="attached")
     page.select_option("#epoch-select", options[0])  # back to a seen epoch: drawn from what the browser has
     page.wait_for_selector(f"#epoch-translation[data-epoch='{options[0]}']")
-    page.wait_for_timeout(300)
+    # the panel asks in its redraw (next frame), marking the store's epochs "pending" first
+    # (epochs.js): two frames after the last change, and nothing pending, means nothing was asked
+    frames(page)
+    assert state(page)["epochs"]["pending"] is None
     assert calls == [], calls
 
 

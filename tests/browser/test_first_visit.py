@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers import DEVICES, device_page, go_to_step, painted, state, translate
+from tests.helpers import DEVICES, device_page, go_to_step, painted, settled, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -77,7 +77,7 @@ def toggle_panel(page, elem_id: str):
 def test_one_translate_fits_on_few_screens_with_every_section_closed(browser, app_server, device, limit):
     ctx, page = open_page(browser, app_server, device)
     translate(page, LAKE, step=None)  # a 10-word sentence: 14 steps, 14 source tokens
-    page.wait_for_timeout(300)
+    settled(page, "#attn-plot canvas", "#topk canvas")  # the page's height is final
     sections = open_sections(page)
     assert sections["viewer"] == [] and sections["panels"] == [], sections
     assert len(sections["allPanels"]) >= 4, sections  # every panel has its own section
@@ -232,7 +232,7 @@ def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(
     seen_text, shown = [], {}
     for i in range(1, TOUR_STEPS + 1):
         page.wait_for_selector(f"#tour-bubble[data-step='{i}']")
-        page.wait_for_timeout(100)
+        settled(page, "#tour-bubble", ".tour-target")  # the scroll to its target, and any redraw it caused
         shown[i] = {"step": state(page)["step"], "layer": page.get_attribute("#attn-plot", "data-layer")}
         bubble = box(page, "#tour-bubble")
         assert in_viewport(page, bubble), (i, bubble)  # the whole bubble fits the screen
@@ -264,8 +264,9 @@ def test_the_tour_is_offered_once_walks_the_visitors_sentence_and_is_remembered(
     # remembered: a new translation on a new visit offers nothing
     page.goto(app_server.url)
     page.wait_for_selector("#viewer .ax-root")
+    # no wait: the tour decides whether to offer itself when it hears of the new trace, in the
+    # same store change that translate() waited for (tour.js)
     translate(page, "My sister is tall.", step=None)
-    page.wait_for_timeout(300)
     assert not page.is_visible("#tour-offer") and not page.is_visible("#tour-bubble")
     ctx.close()
     assert not page.errors, page.errors
@@ -278,8 +279,7 @@ def test_the_tour_can_be_skipped_and_declined(desktop):
     page.click("#tour-no")  # declined
     page.wait_for_selector("#tour-offer", state="hidden")
     assert page.evaluate("() => localStorage.getItem('explorer-tour-seen')") == "1"
-    translate(page, "My sister is tall.", step=None)
-    page.wait_for_timeout(300)
+    translate(page, "My sister is tall.", step=None)  # (no wait: as in the test above)
     assert not page.is_visible("#tour-offer")  # offered once only
     page.click("#tour-btn")  # and still there to take later
     page.wait_for_selector("#tour-bubble[data-step='1']")

@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers import NO_TOUR, lcs_length, opened_page, server_calls, state, translate
+from tests.helpers import NO_TOUR, frames, lcs_length, opened_page, server_calls, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -116,7 +116,11 @@ def test_compare_draws_both_and_the_difference_and_steps_both_without_requests(p
         assert "more step" in page.inner_text("#pair-b-step")
     page.click("#prev-btn")
     drawn_at(page, {**state(page), "step": last - 1})
-    page.wait_for_timeout(300)
+    # the panel asks only on Compare (or a curated pair), marking the store's pair "pending"
+    # first (pairs.js); its redraws run in the next frame: two frames after the last one, the
+    # pair still done and no request, nothing was asked
+    frames(page)
+    assert state(page)["pair"]["status"] == "done"
     assert calls == [], calls
 
     # side by side on a desktop, stacked on a phone, inside the screen either way

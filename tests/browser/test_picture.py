@@ -13,7 +13,18 @@ import re
 
 import pytest
 
-from tests.helpers import NO_TOUR, DEVICES, go_to_step, open_panel, open_section, opened_page, state, translate
+from tests.helpers import (
+    NO_TOUR,
+    DEVICES,
+    frames,
+    go_to_step,
+    open_panel,
+    open_section,
+    opened_page,
+    settled,
+    state,
+    translate,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -285,7 +296,7 @@ def test_presentation_mode_shows_the_picture_alone_full_screen_and_keys_step_and
         page.click("#present-btn")
         page.wait_for_function("() => window.__explorer.getState().presenting")
         page.wait_for_function("() => document.querySelector('#viewer .ax-root').classList.contains('ax-presenting')")
-        page.wait_for_timeout(400)  # the resize after entering full screen
+        settled(page, "#viewer .ax-root", "#attn-plot canvas")  # the resize after entering full screen
         m = page.evaluate(MAIN_VIEW)
         # one view, filling the screen, in large type
         assert m["root"]["width"] >= viewport["width"] - 1 and m["root"]["height"] >= viewport["height"] - 1, m
@@ -368,7 +379,9 @@ def test_the_line_view_joins_queries_to_keys_one_colour_per_head(desktop):
     page.click("#prev-btn")
     page.wait_for_selector(f"#attn-lines[data-step='{s['step'] - 1}']", state="attached")
     assert len(page.evaluate(LINES)["queries"]) == s["step"] - 1
-    page.wait_for_timeout(300)
+    # the lines redraw in the store change of each click (the waits above saw it) and never ask
+    # the server: two frames more let anything they left for later run, so a request would be here
+    frames(page)
     assert calls == [], calls  # drawn in the browser
 
 
@@ -440,7 +453,7 @@ BOXES = """(sels) => sels.map((sel) => { const r = document.querySelector(sel).g
 def explain(page):
     page.click("#explain-btn")
     page.wait_for_selector(".ar-root[data-state='done']", state="attached")  # beside the map, or under it on a phone
-    page.wait_for_timeout(300)
+    settled(page, "#attn-plot canvas", "#arithmetic-panel", "#arith-table")  # the drawer, the scroll, the map's refit
 
 
 @pytest.mark.parametrize("device", ["desktop", "phone"])

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.helpers import open_panel, open_section, press, state, translate
+from tests.helpers import open_panel, open_section, press, settled, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -63,7 +63,7 @@ def test_explain_a_row_on_a_phone_flows_under_the_map_and_keeps_weight_and_heatm
     translate(page, SENTENCE, step=None)
     press(page, "#explain-btn")
     page.wait_for_selector(".ar-root[data-state='done']", state="attached")
-    page.wait_for_timeout(300)
+    settled(page, "#attn-plot canvas", "#arith-table")  # under the map, the page scrolled to it
     vw = page.viewport_size["width"]
     # the table's key, weight and heatmap columns are on the phone's screen, inside the table's box
     heads = page.eval_on_selector_all("#arith-table thead th", f"ths => ths.map({BOX})")
@@ -78,7 +78,7 @@ def test_explain_a_row_on_a_phone_flows_under_the_map_and_keeps_weight_and_heatm
     page.mouse.move(1, 1)  # translate() clicked with a mouse: no word's hover tip under it when the page scrolls
     for sel in ("#why-tools", "#sec-lens"):
         page.locator(sel).scroll_into_view_if_needed()
-        page.wait_for_timeout(200)
+        settled(page, sel)
         assert page.evaluate(FIXED_OVER, sel) == [], sel
     # and it goes away again
     press(page, "#explain-btn")
@@ -185,7 +185,7 @@ def test_the_beam_tree_fits_its_box_on_a_laptop(desktop):
         "(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }", arg=BIRTHDAY
     )
     page.wait_for_selector("#beam-tree svg")
-    page.wait_for_timeout(300)
+    settled(page, "#beam-tree", "#beam-tree svg")  # fitted to its box, which the panel's opening may still widen
     tree, drawing = box(page, "#beam-tree"), box(page, "#beam-tree svg")
     assert drawing["left"] >= tree["left"] - 0.5 and drawing["right"] <= tree["right"] + 0.5, (drawing, tree)
     root = box(page, "#beam-tree g.bt-node[data-id='0']")

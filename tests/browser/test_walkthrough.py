@@ -15,7 +15,7 @@ import urllib.parse
 import numpy as np
 import pytest
 
-from tests.helpers import DEVICES, go_to_step, open_panel, open_section, state, translate
+from tests.helpers import DEVICES, go_to_step, open_panel, open_section, painted, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -276,7 +276,8 @@ def test_example_hint_leaves_when_you_type_your_own_sentence(desktop):
     page.wait_for_selector("#hint .ax-hint", state="hidden")
     page.keyboard.press("Enter")
     page.wait_for_function("() => window.__explorer.getState().sentence === 'The dog eats.'")
-    page.wait_for_timeout(300)
+    # no wait: the hint follows the trace in the same store change (hint.js), and it has gone
+    assert state(page)["hint"] is None
     assert not page.is_visible("#hint .ax-hint") and "red car" not in page.locator("#hint .ax-hint").inner_text()
 
 
@@ -308,7 +309,12 @@ def test_address_forgets_the_sentence_after_an_error(desktop):
     page.wait_for_function("() => !location.href.includes('text=')")
     page.reload()
     page.wait_for_selector("#viewer .ax-root")
-    page.wait_for_timeout(1500)  # a link would have been opened by now
+    # the viewer reads a link when it mounts, and a link keeps the example sent with the page
+    # from being drawn (viewer.js): the example drawn, as the first sentence, with no link in
+    # the store, means no link was read
+    painted(page)
+    s = state(page)
+    assert s["link"] is None and s["sentenceId"] == 1, (s["link"], s["sentenceId"])
     # the old sentence is not brought back: the page opens on its example, as a first visit does
     opening = state(page)["sentence"]
     assert opening and opening != SENTENCE and not page.is_visible("#viewer-empty")
