@@ -10,7 +10,8 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
 - ``schema``, ``src_text``, ``translation``, ``src_tokens``, ``tgt_tokens``, ``special_tokens``,
   ``forced_prefix`` (target ids), ``truncated``, ``n_src_tokens_dropped``, ``finished``,
   ``layers``, ``heads``, ``steps`` (T), ``d_model``, ``unk_fraction`` (share of source
-  subwords read as ``[UNK]``, specials excluded), ``origin`` (free label, e.g. ``"whatif"``).
+  subwords read as the unknown token, ``[UNK]`` or a Marian model's ``<unk>``, specials
+  excluded), ``origin`` (free label, e.g. ``"whatif"``).
 - ``attn``: ``{"encoder": A (L,H,S,S), "decoder": A (L,H,T,T), "cross": A (L,H,T,S)}``;
   rows are queries, columns keys. Step t (0-based) is row t of decoder and cross.
 - ``vocab``: ``{"<id>": str}``, the target-vocabulary string of every token id that ``topk``
@@ -142,7 +143,7 @@ def encode_trace(trace, origin: str = "translate", test_stats: dict | None = Non
         "finished": bool(trace.finished),
         "d_model": int(trace.positional_encoding.shape[1]),
         "max_positions": int(trace.positional_encoding.shape[0]),
-        "unk_fraction": unk_fraction(trace.src_tokens, trace.special_tokens),
+        "unk_fraction": unk_fraction(trace.src_tokens, trace.special_tokens, trace.unk_token),
         "vocab": token_table(trace),
         "topk": {"ids": encode_ids(trace.topk_ids), "probs": encode_f32(trace.topk_probs)},
         "pe": encode_linear(trace.positional_encoding[:pe_rows], -1.0, 1.0),

@@ -20,8 +20,7 @@ from transformer.core.trace import Trace
 
 from .payload import unk_fraction
 
-UNK = "[UNK]"
-MEANINGLESS_UNK_SHARE = 0.5  # at least this share of [UNK] subwords: the output means nothing
+MEANINGLESS_UNK_SHARE = 0.5  # at least this share of unknown subwords: the output means nothing
 DROPPED_PREVIEW_CHARS = 60  # how much of the dropped text the truncation notice quotes
 
 # Frequent function words, to tell a sentence in a neighbouring language from English.
@@ -428,14 +427,15 @@ def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict 
     long = long_sentence_notice(trace.src_text, test)
     if long:
         notes.append(long)
-    share = unk_fraction(trace.src_tokens, trace.special_tokens, UNK)
+    unk = trace.unk_token  # [UNK], or a converted Marian model's <unk>
+    share = unk_fraction(trace.src_tokens, trace.special_tokens, unk)
     lang = language_guess(trace.src_text)
     if share >= MEANINGLESS_UNK_SHARE:
-        n_real = sum(t not in trace.special_tokens or t == UNK for t in trace.src_tokens)
-        n_unk = trace.src_tokens.count(UNK)
+        n_real = sum(t not in trace.special_tokens or t == unk for t in trace.src_tokens)
+        n_unk = trace.src_tokens.count(unk)
         notes.append(
             f"⚠️ This model reads English only: {n_unk} of the {n_real} subword tokens of this text are "
-            "unknown to it ([UNK], e.g. another script or emoji), so the translation below is meaningless."
+            f"unknown to it ({unk}, e.g. another script or emoji), so the translation below is meaningless."
         )
     elif lang:
         notes.append(
@@ -452,8 +452,8 @@ def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict 
             "⚠️ This model reads English sentences, and most words of this text are not English (random letters "
             "or keyboard mashing?), so the translation below is meaningless: type an English sentence."
         )
-    elif UNK in trace.src_tokens:
-        notes.append("Some characters are unknown to the tokenizer and were read as [UNK].")
+    elif unk in trace.src_tokens:
+        notes.append(f"Some characters are unknown to the tokenizer and were read as {unk}.")
     if not trace.finished:
         notes.append("⚠️ Decoding stopped at the length limit before the model emitted [EOS].")
     return notes

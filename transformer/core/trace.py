@@ -71,6 +71,7 @@ class Trace:
     encoder_rollout: np.ndarray | None = None  # float32 (S, S)
     rollout: np.ndarray | None = None  # float32 (T, S)
     head_stats: dict | None = None
+    unk_token: str = "[UNK]"  # the source tokenizer's unknown token (a Marian model's is <unk>)
 
     @property
     def steps(self) -> int:

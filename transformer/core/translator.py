@@ -170,6 +170,7 @@ class Translator:
             tgt_tokens=[tok(i) for i in tgt_ids],
             tgt_ids=tgt_ids,
             special_tokens=self.special_tokens,
+            unk_token=self.src_tok.id_to_token(self.cfg.src_unk_id),
             encoder_attn=rec.encoder_attn,
             decoder_self_attn=rec.self_attn,
             cross_attn=rec.cross_attn,
