@@ -8,7 +8,18 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.helpers import PAIRS, SHIPPED, single_thread, tiny_config, write_jsonl
+from tests.helpers import (
+    PAIRS,
+    SHIPPED,
+    marian_config,
+    single_thread,
+    tatoeba_pairs,
+    tiny_config,
+    train_marian,
+    train_spm,
+    write_jsonl,
+    write_marian_tokenizer,
+)
 from transformer.core.checkpoint import save_checkpoint
 from transformer.core.model import build_model
 from transformer.core.tokenizer import train_tokenizer
@@ -70,3 +81,27 @@ def app(translator):
     a = explorer_page.App(translator)
     a.build()
     return a
+
+
+@pytest.fixture(scope="session")
+def opus_mt_like(tmp_path_factory) -> Path:
+    """A small OPUS-MT-style Marian model (swish, one shared vocabulary, tied embeddings, the
+    decoder starting from <pad>), trained for a few seconds with transformers, saved as the Hub
+    has them and converted with ``python -m transformer.cli.from_marian``: the converted
+    checkpoint's folder (its Marian source is the ``marian`` folder beside it)."""
+    from transformers import MarianMTModel
+
+    from transformer.cli import from_marian
+
+    root = tmp_path_factory.mktemp("opus")
+    pairs = tatoeba_pairs("train", 2000)
+    with single_thread():
+        tok = write_marian_tokenizer(
+            root / "marian", train_spm([en for en, _ in pairs], 400), train_spm([it for _, it in pairs], 500), False
+        )
+        torch.manual_seed(0)
+        model = MarianMTModel(marian_config(len(tok.encoder), len(tok.encoder), tok.pad_token_id))
+        model = train_marian(model, tok, [p for p in pairs if len(p[0]) <= 40], steps=100, batch=32, lr=5e-3)
+    model.save_pretrained(root / "marian")
+    assert from_marian.main([str(root / "marian"), "--out", str(root / "opus-mt-tiny")]) == 0
+    return root / "opus-mt-tiny"

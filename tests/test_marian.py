@@ -374,3 +374,38 @@ def test_evaluate_command_reads_a_converted_checkpoint(marian, tmp_path, capsys)
     assert evaluate.main(["--checkpoint", str(out), "--data", str(data)]) in (0, None)
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert result["n"] == 6
+
+
+def test_a_marian_hub_id_converts_once_into_the_cache(marian, tmp_path, monkeypatch):
+    """``--checkpoint marian:<hub id>`` (a Space's way to serve OPUS-MT): downloaded (mocked at
+    the network boundary) and converted on the first start, read from the cache after that."""
+    import huggingface_hub
+
+    from transformer.cli import load_translator_or_exit
+
+    _, _, ours, folder, _ = marian["opus-mt"]
+    downloads = []
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo_id, **kw: downloads.append(repo_id) or folder)
+    monkeypatch.setenv("MARIAN_CACHE", str(tmp_path / "cache"))
+    first = load_translator_or_exit("marian:Helsinki-NLP/opus-mt-en-it")
+    again = load_translator_or_exit("marian:Helsinki-NLP/opus-mt-en-it")
+    assert downloads == ["Helsinki-NLP/opus-mt-en-it"]  # the second start reads the cache
+    assert first.directory == again.directory == tmp_path / "cache" / "Helsinki-NLP--opus-mt-en-it"
+    assert first.cfg.extra["converted_from"] == "Helsinki-NLP/opus-mt-en-it"
+    text = _test_sources(1)[0]
+    assert first.translate([text]) == ours.translate([text])
+
+
+def test_a_marian_hub_id_that_cannot_be_fetched_is_one_line(tmp_path, capfd, monkeypatch):
+    import huggingface_hub
+
+    from transformer.cli import load_translator_or_exit
+
+    def offline(repo_id, **kw):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    monkeypatch.setenv("MARIAN_CACHE", str(tmp_path / "cache"))
+    line = exit_2(capfd, load_translator_or_exit, "marian:Helsinki-NLP/opus-mt-en-it")
+    assert line.startswith("error: marian:Helsinki-NLP/opus-mt-en-it:") and "could not be downloaded" in line
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())

@@ -229,13 +229,52 @@ def _hub_reason(exc: BaseException) -> str:
     return f"the hub failed: {type(exc).__name__}: {one_line(str(exc))}"
 
 
+# "marian:Helsinki-NLP/opus-mt-en-it": a published Marian (OPUS-MT) model, converted once into
+# MARIAN_CACHE (a Space converts at start-up and never commits the result)
+MARIAN_PREFIX = "marian:"
+
+
+def marian_cache(hub_id: str) -> Path:
+    """Where ``marian:<hub_id>`` is converted to: ``$MARIAN_CACHE/<owner--name>``, by default
+    under ``~/.cache/inside-the-transformer/marian``."""
+    root = os.environ.get("MARIAN_CACHE") or Path.home() / ".cache" / "inside-the-transformer" / "marian"
+    return Path(root).expanduser() / hub_id.replace("/", "--")
+
+
+def converted_marian_or_exit(hub_id: str, prefix: str = "") -> Path:
+    """The converted checkpoint of the Marian model ``hub_id`` (a hub id or a local Marian
+    folder): from the cache, or downloaded and converted into it now; one line and exit code 2
+    when that cannot be done."""
+    out = marian_cache(hub_id)
+    if (out / "config.json").is_file():
+        return out
+    from transformer.cli import from_marian  # needs sentencepiece: only for this form of --checkpoint
+
+    try:
+        import sentencepiece  # noqa: F401
+    except ImportError:
+        fail(f'{prefix}{MARIAN_PREFIX}{hub_id}: converting needs sentencepiece: pip install -e ".[marian]"')
+    try:
+        folder = from_marian.locate_source(hub_id)
+        problem = from_marian.marian_problem(folder)
+        if problem:
+            raise from_marian.MarianError(problem)
+        from_marian.convert(folder, out, hub_id, [hub_id, "--out", str(out)])  # atomic: no half model
+    except (from_marian.MarianError, ValueError, OSError) as exc:
+        fail(f"{prefix}{MARIAN_PREFIX}{hub_id}: {one_line(str(exc))}")
+    return out
+
+
 def locate_checkpoint_or_exit(name_or_path: str | Path, flag: str | None = None) -> Path:
-    """The local checkpoint folder for a path or hub id (downloaded if need be), or a
-    one-line message and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the
-    message when the checkpoint is not the command's main one."""
+    """The local checkpoint folder for a path or hub id (downloaded if need be), or for
+    ``marian:<hub id>`` (converted once, :func:`converted_marian_or_exit`), or a one-line message
+    and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the message when the checkpoint
+    is not the command's main one."""
     from transformer.core.checkpoint import CheckpointError, is_hub_id
 
     prefix = f"{flag}: " if flag else ""
+    if str(name_or_path).startswith(MARIAN_PREFIX):
+        return converted_marian_or_exit(str(name_or_path)[len(MARIAN_PREFIX) :], prefix)
     try:
         return locate_checkpoint(name_or_path)
     except CheckpointError as exc:

@@ -449,6 +449,7 @@ def convert(folder: Path, out: Path, src_name: str, argv: list[str] | None = Non
     gen_file = folder / "generation_config.json"
     generation = json.loads(gen_file.read_text(encoding="utf-8")) if gen_file.is_file() else {}
     cfg = convert_config(marian, src_vocab, tgt_vocab, languages(folder, src_name), generation)
+    cfg.extra["converted_from"] = src_name  # the app says where the model comes from
     src_tok = spm_tokenizer(folder / "source.spm", src_vocab)
     tgt_tok = spm_tokenizer(folder / "target.spm", tgt_vocab)
     model = build_model(cfg)  # every parameter is then overwritten with Marian's
