@@ -71,7 +71,8 @@ N_DECODE = 6  # test sentences decoded greedily and with beams per variant
 BEAM = 4
 
 # tiny models: one thread is fastest, and bit-for-bit comparisons need the same kernels every time
-pytestmark = pytest.mark.usefixtures("one_thread")
+# the slow set: small Marian models trained with transformers (about a minute) before any check
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("one_thread")]
 
 
 def _quiet_marian_tokenizer(folder):

@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import grid, open_panel, open_section, painted, row_labels, state, steps, translate
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SENTENCE = "The black cat is sleeping on the red chair."
 

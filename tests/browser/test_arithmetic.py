@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import DEVICES, frames, go_to_step, opened_page, press, server_calls, state, translate
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SENTENCE = "I have a red car."
 OTHER = "My sister is tall."

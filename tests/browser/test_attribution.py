@@ -15,7 +15,8 @@ import pytest
 
 from tests.helpers import DEVICES, go_to_step, open_panel, opened_page, press, state, translate
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SENTENCE = "Tom gave Mary a beautiful present for her birthday."
 OTHER = "Tom gave John a beautiful present for his birthday."

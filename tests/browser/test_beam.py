@@ -22,7 +22,8 @@ from tests.helpers import (
     translate,
 )
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SENTENCE = "the black cat sleeps."
 
 

@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import DEVICES, device_page, go_to_step, painted, settled, state, translate
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DESKTOP, PHONE = DEVICES["desktop"]["viewport"], DEVICES["phone"]["viewport"]
 SENTENCE = "I have a red car."

@@ -10,6 +10,9 @@ import pytest
 from tests.helpers import NO_TOUR, SHIPPED, opened_page, painted, serve_app, state
 
 
+pytestmark = pytest.mark.slow  # the slow set: two models' app of its own
+
+
 @pytest.fixture(scope="module")
 def two_models(tmp_path_factory, tiny_checkpoint):
     first = SHIPPED if (SHIPPED / "config.json").is_file() else tiny_checkpoint

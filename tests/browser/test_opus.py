@@ -10,6 +10,9 @@ import pytest
 from tests.helpers import NO_TOUR, open_panel, open_section, opened_page, painted, serve_app, state
 
 
+pytestmark = pytest.mark.slow  # the slow set: a Marian model trained with transformers, and an app of its own
+
+
 @pytest.fixture(scope="module")
 def opus_app(tmp_path_factory, opus_mt_like):
     with serve_app(opus_mt_like, tmp_path_factory.mktemp("server") / "app.log") as app:

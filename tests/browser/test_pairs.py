@@ -12,7 +12,8 @@ import pytest
 
 from tests.helpers import NO_TOUR, frames, lcs_length, opened_page, server_calls, state, translate
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 A, B = "My brother is tall.", "My sister is tall."
 FIGURES = ("#pair-a-plot", "#pair-b-plot", "#pair-diff")

@@ -26,7 +26,8 @@ from tests.helpers import (
     translate,
 )
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 SENTENCE = "I have a red car."
 LAKE = "My parents live in a small house near the lake."

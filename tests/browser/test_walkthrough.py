@@ -17,7 +17,8 @@ import pytest
 
 from tests.helpers import DEVICES, go_to_step, open_panel, open_section, painted, state, translate
 
-pytestmark = pytest.mark.browser
+# the slow set: a long walk through the page (python -m pytest -m slow)
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DESKTOP, PHONE = DEVICES["desktop"]["viewport"], DEVICES["phone"]["viewport"]
 SENTENCE = "I have a red car."
