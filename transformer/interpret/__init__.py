@@ -2,4 +2,48 @@
 attribution, patching, saliency, the arithmetic of one attention row), and what a viewer reads
 off a search or a trace: the beam tree, each head's habit, plotly figures. Imports only
 ``transformer.core``.
+
+Where did this word come from? The names below load on first use (PEP 562 ``__getattr__``, as
+the package root does), so importing ``transformer.interpret`` loads no torch:
+
+    from transformer.interpret import alti_contributions, value_norms, decoder_lens, score_reference
+    trace = tr.trace("The black cat sleeps.")
+    c = alti_contributions(tr, trace)       # ALTI+: c.source_share (T,), c.source (T, S), c.prefix (T, T)
+    n = value_norms(tr, trace)              # Kobayashi: n.cross (L, H, T, S), n.encoder, n.decoder_self
+    lens = decoder_lens(tr, "The black cat sleeps.")          # lens.rows[l].text per encoder layer
+    s = score_reference(tr, "The black cat sleeps.", "Il gatto nero dorme.")   # s.probs, s.ranks
+
+Each result has ``to_dict()`` (JSON-ready) and ``figure()`` (plotly, from
+``transformer.interpret.figures``).
 """
+
+from __future__ import annotations
+
+import importlib
+
+# public name -> the module that defines it
+_EXPORTS = {
+    "alti_contributions": "transformer.interpret.contributions",
+    "value_norms": "transformer.interpret.contributions",
+    "Contributions": "transformer.interpret.contributions",
+    "ValueNorms": "transformer.interpret.contributions",
+    "decoder_lens": "transformer.interpret.decoder_lens",
+    "DecoderLens": "transformer.interpret.decoder_lens",
+    "LensRow": "transformer.interpret.decoder_lens",
+    "score_reference": "transformer.interpret.reference",
+    "ReferenceScore": "transformer.interpret.reference",
+}
+
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # found directly from now on
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

@@ -1,0 +1,152 @@
+"""Your own reference: how the model scores a translation you give it, token by token.
+
+:func:`score_reference` tokenises the reference with the target tokenizer, adds [EOS], and
+walks it step by step as greedy decoding would, except that each step reads the *reference's*
+prefix (teacher forcing): step t reads ``[SOS] r1 ... rt`` and is scored on r(t+1). At each
+step it reports the model's probability of the reference token, its rank among all target
+tokens (1 = the model's own top choice; tokens whose logit is strictly higher count, so a tie
+shares the better rank), and the model's own top choice there (token and probability).
+``first_divergence`` is the first step where the top choice is not the reference token: the
+point where the model's own greedy translation would part from the reference (before it,
+both are the same).
+
+Each step runs the decoder with the KV cache on a batch of one, exactly as
+``transformer.core.decoding.greedy_decode`` does, so scoring the model's own greedy
+translation gives rank 1 at every step (not merely up to float rounding).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from transformer.core.tokenizer import encode
+
+SCHEMA = "reference-score/1"
+
+
+@dataclass
+class ReferenceScore:
+    """T = reference tokens + [EOS]; arrays are (T,)."""
+
+    src_text: str
+    reference: str
+    ids: list[int]  # reference ids, [EOS] last
+    tokens: list[str]
+    probs: np.ndarray  # (T,) p(r_t | source, [SOS] r_1 ... r_(t-1))
+    ranks: np.ndarray  # (T,) int, 1 = the model's top choice
+    top_ids: list[int]  # (T,) the model's own top choice at each step
+    top_tokens: list[str]
+    top_probs: np.ndarray  # (T,)
+    first_divergence: int | None  # first step (0-based) whose top choice is not the reference token
+    truncated: bool  # the reference was cut to the decoder's max_positions
+
+    @property
+    def log_prob(self) -> float:
+        """log p(reference | source), [EOS] included."""
+        return float(np.log(np.maximum(self.probs.astype(np.float64), 1e-45)).sum())
+
+    @property
+    def mean_log_prob(self) -> float:
+        """Length-normalised: ``log_prob`` / T."""
+        return self.log_prob / max(1, len(self.ids))
+
+    def to_dict(self, digits: int = 5) -> dict:
+        def r(a):
+            return [round(float(x), digits) for x in a]
+
+        return {
+            "schema": SCHEMA,
+            "src_text": self.src_text,
+            "reference": self.reference,
+            "steps": [
+                {
+                    "step": t,
+                    "token": self.tokens[t],
+                    "id": self.ids[t],
+                    "prob": p,
+                    "rank": int(self.ranks[t]),
+                    "top_token": self.top_tokens[t],
+                    "top_id": self.top_ids[t],
+                    "top_prob": tp,
+                }
+                for t, (p, tp) in enumerate(zip(r(self.probs), r(self.top_probs)))
+            ],
+            "first_divergence": self.first_divergence,
+            "log_prob": round(self.log_prob, 4),
+            "mean_log_prob": round(self.mean_log_prob, 4),
+            "truncated": self.truncated,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
+
+    def figure(self):
+        """Probability of each reference token beside the model's top choice
+        (``transformer.interpret.figures.reference_figure``)."""
+        from transformer.interpret.figures import reference_figure
+
+        return reference_figure(self)
+
+
+@torch.no_grad()
+def score_reference(translator, text: str, reference: str) -> ReferenceScore:
+    """Score ``reference`` as a translation of ``text`` token by token (module docstring).
+
+    ``translator``: a :class:`~transformer.core.translator.Translator`. An empty ``text`` or
+    ``reference`` raises ``ValueError``; a non-string raises ``TypeError``."""
+    if not isinstance(reference, str):
+        raise TypeError(f"reference must be a string, got {type(reference).__name__}")
+    model, cfg = translator.model, translator.cfg
+    if model.training:
+        raise ValueError("the model is in training mode (dropout on): call model.eval() first")
+    src_ids = translator.encode_source(text).ids
+    ids = encode(translator.tgt_tok, reference)
+    if not ids:
+        raise ValueError("empty reference: type the translation to score")
+    ids = [*ids, cfg.tgt_eos_id]
+    truncated = len(ids) > cfg.max_positions  # step t reads position t: at most max_positions steps
+    ids = ids[: cfg.max_positions]
+
+    src = torch.tensor([src_ids])  # (1, S)
+    src_mask = model.src_mask(src)
+    memory, _ = model.encode(src, src_mask)
+    last = torch.full((1, 1), cfg.tgt_sos_id, dtype=torch.long)
+    cache = None
+    probs, ranks, top_ids, top_probs = [], [], [], []
+    for ref in ids:
+        dec = model.decode(last, memory, src_mask, cache=cache)
+        cache = dec.cache
+        logits = model.project(dec.hidden[:, -1])[0].float()  # (V,)
+        p = logits.softmax(dim=-1)
+        top = int(logits.argmax())
+        probs.append(float(p[ref]))
+        ranks.append(1 + int((logits > logits[ref]).sum()))
+        top_ids.append(top)
+        top_probs.append(float(p[top]))
+        last = torch.full((1, 1), ref, dtype=torch.long)
+    tok = translator.tgt_tok.id_to_token
+    first = next((t for t, (a, b) in enumerate(zip(ids, top_ids)) if a != b), None)
+    return ReferenceScore(
+        src_text=text,
+        reference=reference,
+        ids=ids,
+        tokens=[tok(i) for i in ids],
+        probs=np.array(probs, dtype=np.float32),
+        ranks=np.array(ranks, dtype=np.int64),
+        top_ids=top_ids,
+        top_tokens=[tok(i) for i in top_ids],
+        top_probs=np.array(top_probs, dtype=np.float32),
+        first_divergence=first,
+        truncated=truncated,
+    )
+
+
+def mean_log_prob(probs) -> float:
+    """Length-normalised log-probability of a sequence from its tokens' probabilities."""
+    p = np.asarray(probs, dtype=np.float64)
+    return float(np.log(np.maximum(p, 1e-45)).mean()) if p.size else -math.inf
