@@ -135,6 +135,28 @@ def write_glance(path: Path, header: dict, rows: list[dict]) -> None:
     path.write_text(f'{head},\n "sentences": [\n{lines}\n ]\n}}\n', encoding="utf-8")
 
 
+def glance_header(checkpoint: str, data: str, rows: list[dict], seconds: float) -> dict:
+    """The file's keys before ``sentences``: where it comes from, what each field means, the means."""
+    mean = {k: round(float(np.mean([r[k] for r in rows])), 3) for k in ("chrf", "logprob", "src_share", "coverage")}
+    header = {
+        "schema": SCHEMA,
+        "checkpoint": checkpoint,
+        "data": data,
+        "n": len(rows),
+        "decoding": "greedy, traced (Translator.trace)",
+        "fields": {
+            "chrf": "sacrebleu sentence chrF of hyp against ref",
+            "logprob": "mean over the hypothesis's tokens ([EOS] included) of log p(token | source, prefix)",
+            "src_share": "ALTI+ source share (Ferrando et al. 2022), mean over steps; the target prefix has the rest",
+            "coverage": f"fraction of source word pieces ([SOS]/[EOS] left out) receiving >= {COVERAGE_MASS} of "
+            "last-layer cross-attention (mean of heads) summed over steps",
+        },
+        "mean": mean,
+        "seconds_per_sentence": round(seconds / len(rows), 3),
+    }
+    return header
+
+
 def main(argv=None) -> int:
     """0 when the file is written; bad input exits with code 2 and a one-line message. Torch's
     thread count is set to ``--threads`` while it runs and restored afterwards."""
@@ -175,23 +197,7 @@ def run(args) -> int:
         except ValueError as exc:  # e.g. a source that is only control characters
             fail(f"{path}: pair {i + 1}: {exc}")
     seconds = time.perf_counter() - start
-    mean = {k: round(float(np.mean([r[k] for r in rows])), 3) for k in ("chrf", "logprob", "src_share", "coverage")}
-    header = {
-        "schema": SCHEMA,
-        "checkpoint": str(args.checkpoint),
-        "data": str(data_file),
-        "n": len(rows),
-        "decoding": "greedy, traced (Translator.trace)",
-        "fields": {
-            "chrf": "sacrebleu sentence chrF of hyp against ref",
-            "logprob": "mean over the hypothesis's tokens ([EOS] included) of log p(token | source, prefix)",
-            "src_share": "ALTI+ source share (Ferrando et al. 2022), mean over steps; the target prefix has the rest",
-            "coverage": f"fraction of source word pieces ([SOS]/[EOS] left out) receiving >= {COVERAGE_MASS} of "
-            "last-layer cross-attention (mean of heads) summed over steps",
-        },
-        "mean": mean,
-        "seconds_per_sentence": round(seconds / len(rows), 3),
-    }
+    header = glance_header(str(args.checkpoint), str(data_file), rows, seconds)
     try:
         write_glance(out, header, rows)
     except OSError as exc:
