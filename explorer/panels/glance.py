@@ -73,8 +73,12 @@ class GlancePanel(Panel):
     def wire(self) -> None:
         app = self.app
         self.host.submit(self.listing, None, [self.host], api_visibility="private")
-        # a sentence clicked opens as an example does: traced through the batcher, the box filled
-        app.then_download(self.host.select(self.open, None, [app.src_text, *app.outputs], api_visibility="private"))
+        # a sentence clicked opens as an example does: traced through the batcher, in Translate's
+        # queue (explorer/page.py says why), the box filled
+        batched = dict(concurrency_limit=2 * app.batcher.max_batch, concurrency_id=app.api_name("translate"))
+        app.then_download(
+            self.host.select(self.open, None, [app.src_text, *app.outputs], api_visibility="private", **batched)
+        )
 
     def listing(self, evt: Asked) -> str:
         """The list (see the module docstring), or what to run to make it."""
