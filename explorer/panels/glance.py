@@ -65,9 +65,7 @@ class GlancePanel(Panel):
 
     def build(self) -> None:
         # closed, and the list is sent when the section opens, not with the page (about 200 KB)
-        with gr.Accordion(
-            "The test set at a glance: where the model struggles", open=False, elem_id="glance-panel"
-        ) as self.section:
+        with gr.Accordion("The test set at a glance", open=False, elem_id="glance-panel") as self.section:
             self.host = view_host(self.view, elem_id="glance")
 
     def wire(self) -> None:

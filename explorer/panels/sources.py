@@ -153,9 +153,7 @@ class SourcesPanel(Panel):
         # section closed (a closed section's view mounts only when it first opens)
         self.moved_host = view_host("moved", elem_id="moved")
         # closed: the analyses are computed only for visitors who open it
-        with gr.Accordion(
-            "Where did this word come from? The source, or what it has written", open=False, elem_id="sources-panel"
-        ) as self.section:
+        with gr.Accordion("Where did this word come from?", open=False, elem_id="sources-panel") as self.section:
             self.host = view_host(self.view, elem_id="sources")
 
     def wire(self) -> None:

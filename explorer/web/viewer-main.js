@@ -69,7 +69,9 @@ export class MainView {
     // whose hidden view moved.js asks the server for the norms
     this.moved = el("button", { id: "moved-btn", type: "button", className: "ax-explain-btn", "aria-pressed": "false",
       hidden: true, title: "Draw how much each key moved the output, ‖α·f(x)‖ (Kobayashi et al. 2020), "
-        + "in place of the attention weight", text: "What moved the output" });
+        + "in place of the attention weight" },
+    // a phone says "What moved": the button then shares its row with "Explain a row" (viewer.css)
+    ["What moved", el("span", { className: "ax-moved-long", text: " the output" })]);
     // the page's buttons for the whole view (viewer-page.js: Present, the PNG)
     this.tools = el("span", { className: "ax-maintools" });
     this.el = el("section", { id: "main-view", className: "ax-main", "data-needs-trace": true,
