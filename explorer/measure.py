@@ -51,6 +51,9 @@ BROTHER, SISTER = "My brother is tall.", "My sister is tall."
 DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
 GRANDPARENTS = "Yesterday we visited our grandparents."
 YOUNG_DOCTOR = "The young doctor forgot her umbrella at the restaurant."
+# "Where did this word come from?" (explorer/panels/sources.py): a test-set sentence and its reference
+BLEEDING, BLEEDING_REF = "Tom is bleeding profusely.", "Tom sta sanguinando copiosamente."
+TWO_CARS_PIECE = 4  # the step of "I have two red cars." that writes "ine", the end of "macchine"
 
 
 def words(tokens) -> list[str]:
@@ -135,6 +138,31 @@ class Measured:
         (``explorer.panels.analysis.load_test_stats`` is a plain JSON read; not imported, to keep
         Gradio out of this module)."""
         return json.loads((self.directory / "head_stats.json").read_text(encoding="utf-8"))
+
+    @cached_property
+    def glance(self) -> list[dict]:
+        """The test set at a glance: ``glance.json``'s sentences (a plain JSON read, as the panel's)."""
+        return json.loads((self.directory / "glance.json").read_text(encoding="utf-8"))["sentences"]
+
+    def contributions(self, text):
+        """ALTI+ of the trace the app shows ("Where did this word come from?")."""
+        from transformer.interpret.contributions import alti_contributions
+
+        return alti_contributions(self.tr, self.trace(text))
+
+    @cached_property
+    def lake_lens(self):
+        """DecoderLens of the lake sentence."""
+        from transformer.interpret.decoder_lens import decoder_lens
+
+        return decoder_lens(self.tr, LAKE)
+
+    @cached_property
+    def bleeding_score(self):
+        """The bleeding sentence's test reference, scored ("Your own reference")."""
+        from transformer.interpret.reference import score_reference
+
+        return score_reference(self.tr, BLEEDING, BLEEDING_REF)
 
     @cached_property
     def importance(self) -> dict:
@@ -222,6 +250,11 @@ def same_token(kinds, layer, head) -> float:
 
 
 # How each value of claims.json is measured: name -> function of the Measured model.
+def lowest_source_share(m) -> dict:
+    """The test-set sentence the glance list shows first when sorted by source share."""
+    return min(m.glance, key=lambda r: r["src_share"])
+
+
 MEASURES = {
     "test_sentences": lambda m: m.test_set["n_sentences"],
     "same_test_set": lambda m: same_token(m.test_set["kinds"], 2, 6),
@@ -274,6 +307,14 @@ MEASURES = {
     "doctor_he_step7_st": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁st"),
     "doctor_she_weight": lambda m: on(m.trace(DOCTOR_SHE), shown_cross(m.trace(DOCTOR_SHE), 2, 5), "she"),
     "doctor_he_weight": lambda m: on(m.trace(DOCTOR_HE), shown_cross(m.trace(DOCTOR_HE), 2, 5), "he"),
+    "two_cars_ine_prefix": lambda m: m.contributions(TWO_CARS).prefix_share[TWO_CARS_PIECE - 1],
+    "two_cars_ine_macch": lambda m: m.contributions(TWO_CARS).prefix[TWO_CARS_PIECE - 1, TWO_CARS_PIECE - 1],
+    "lake_lens_layer": lambda m: m.lake_lens.first_layer_like_final + 1,
+    "bleeding_cop_rank": lambda m: m.bleeding_score.ranks[m.bleeding_score.first_divergence],
+    "bleeding_prof": lambda m: m.bleeding_score.top_probs[m.bleeding_score.first_divergence],
+    "glance_lowest_share": lambda m: lowest_source_share(m)["src_share"],
+    "glance_lowest_chrf": lambda m: lowest_source_share(m)["chrf"],
+    "glance_lowest_coverage": lambda m: lowest_source_share(m)["coverage"],
 }
 
 

@@ -52,6 +52,10 @@ BAD_INPUT = [
     ("/knockout", (SENTENCE, "bogus"), "expected 'kind:layer:head'"),
     ("/knockout", (SENTENCE, ""), "No heads selected"),
     ("/head_importance", ("",), "Please type an English sentence to translate."),
+    ("/contributions", ("", 0), "Please type an English sentence to translate."),
+    ("/contributions", (SENTENCE, 999), "There is no step 999 here"),
+    ("/decoder_lens", ("",), "Please type an English sentence to translate."),
+    ("/score_reference", (SENTENCE, ""), "Type a reference translation (Italian) to score."),
 ]
 
 

@@ -381,6 +381,6 @@ def test_two_models_get_one_page_each_with_their_own_endpoints(translator, tmp_p
     assert [m.key for m in models] == ["", "tiny", "tiny_2"] and [m.path for m in models] == ["/", "/tiny", "/tiny-2"]
     demo = explorer_page.build_ui([translator, translator])
     names = {d.api_name for d in demo.fns.values()}
-    for name in ("translate", "knockout", "beam", "attribution"):
+    for name in ("translate", "knockout", "beam", "attribution", "contributions", "decoder_lens", "score_reference"):
         assert name in names and f"{name}_tiny" in names
     assert [path for path, *_ in demo.pages] == ["", "tiny"]

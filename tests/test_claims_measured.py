@@ -26,6 +26,8 @@ from explorer import texts as viewer
 from transformer.interpret.habits import with_habits
 from explorer.claims import FILE, load
 from explorer.measure import (
+    BLEEDING,
+    BLEEDING_REF,
     BOOK,
     BROTHER,
     COFFEE,
@@ -43,11 +45,13 @@ from explorer.measure import (
     TOM_CLOSE,
     TOM_PART,
     TWO_CARS,
+    TWO_CARS_PIECE,
     YOUNG_DOCTOR,
     Measured,
     exact_cross,
     first_difference,
     heads_with,
+    lowest_source_share,
     measured_and_stated,
     misquoted,
     on,
@@ -435,3 +439,42 @@ def test_readme_scores_are_the_checkpoints_own():
         f"on the {long['n']} test sentences of {long['min_words']} words or more it scores "
         f"{long['bleu']} / {long['chrf']}"
     ) in readme
+
+
+# ----------------------------------------------------------------------------- where did this word come from?
+def test_ine_comes_mostly_from_the_prefix(m):
+    """ "'ine', the end of 'macchine', takes {two_cars_ine_prefix} of what it is made of from the Italian
+    prefix [...] 'macch' alone gives {two_cars_ine_macch}": step 4 writes 'ine' after 'macch'."""
+    c = m.contributions(TWO_CARS)
+    t = TWO_CARS_PIECE - 1
+    assert words(c.output_tokens[t - 1 : t + 1]) == ["macch", "ine"]
+    assert c.prefix_share[t] > 0.5 and int(np.argmax(c.total[t])) == c.S + t  # "macch" is its largest part
+    assert "Ho due macchine rosse." == m.trace(TWO_CARS).translation
+
+
+def test_lake_decoder_lens_is_done_after_layer_2(m):
+    """ "read after encoder layer 1, the decoder writes 'I miei genitori vivono in una casa piccola.'":
+    "near the lake" is missing there, and every later row is the translation."""
+    rows = m.lake_lens.rows
+    assert rows[0].text == "I miei genitori vivono in una casa piccola."
+    assert all(r.text == m.trace(LAKE).translation for r in rows[1:])
+
+
+def test_bleeding_reference_parts_at_step_7_on_cop(m):
+    """ "rank 1 up to step 7, where 'cop' is the model's choice number {bleeding_cop_rank} and the model
+    would write 'prof' [...] for 'Tom sta sanguinando profondamente.'"; its source and reference are a
+    pair of the test set."""
+    s = m.bleeding_score
+    assert s.first_divergence == 6 and list(s.ranks[:6]) == [1] * 6
+    assert words([s.tokens[6], s.top_tokens[6]]) == ["cop", "prof"]
+    assert m.trace(BLEEDING).translation == "Tom sta sanguinando profondamente."
+    assert any(r["src"] == BLEEDING and r["ref"] == BLEEDING_REF for r in m.glance)
+
+
+def test_the_lowest_source_share_of_the_test_set_is_misinformed(m):
+    """ "Sort the test set by source share: first comes 'I was misinformed.' [...] translated 'Ero
+    meraviglioso.' [...] against 'Ero disinformata.'" (the file the app ships, as the list shows it)."""
+    first = lowest_source_share(m)
+    shown = (first["src"], first["hyp"], first["ref"])
+    assert shown == ("I was misinformed.", "Ero meraviglioso.", "Ero disinformata.")
+    assert len(m.glance) == 1000

@@ -56,7 +56,18 @@ def test_store_and_url_name_no_view_and_every_view_is_registered():
     assert "registerState(name, view.STATE)" in views and "registerLink(name, view.LINK)" in views
     for module in ("store.js", "url.js"):
         text = web_file(module)
-        owned_by_views = ("whatif:", "beam:", "beamOpened", "knockout:", "pair:", "epochs:", '"whatif"', '"beam"')
+        owned_by_views = (
+            "whatif:",
+            "beam:",
+            "beamOpened",
+            "knockout:",
+            "pair:",
+            "epochs:",
+            "norms:",
+            "moved:",
+            '"whatif"',
+            '"beam"',
+        )
         for owned in (*owned_by_views, '"pair"'):
             assert owned not in text, f"{module} names {owned}"
     for module, owned in {
@@ -67,5 +78,6 @@ def test_store_and_url_name_no_view_and_every_view_is_registered():
         "arithmetic.js": "arithmetic",
         "epochs.js": "epochs",
         "hint.js": "hint",
+        "moved.js": "norms",
     }.items():
         assert "export const STATE" in web_file(module) and owned in web_file(module), module

@@ -10,10 +10,22 @@ from .arithmetic import ArithmeticPanel
 from .attribution import AttributionPanel
 from .beam import BeamPanel
 from .epochs import EpochPanel
+from .glance import GlancePanel
 from .pairs import PairsPanel
+from .sources import SourcesPanel
 from .whatif import WhatIfPanel
 
-PANELS = (ArithmeticPanel, WhatIfPanel, AnalysisPanel, AttributionPanel, BeamPanel, EpochPanel, PairsPanel)
+PANELS = (
+    ArithmeticPanel,
+    WhatIfPanel,
+    AnalysisPanel,
+    AttributionPanel,
+    SourcesPanel,
+    BeamPanel,
+    EpochPanel,
+    PairsPanel,
+    GlancePanel,
+)
 
 __all__ = [
     "PANELS",
@@ -21,7 +33,9 @@ __all__ = [
     "WhatIfPanel",
     "AnalysisPanel",
     "AttributionPanel",
+    "SourcesPanel",
     "BeamPanel",
     "EpochPanel",
     "PairsPanel",
+    "GlancePanel",
 ]

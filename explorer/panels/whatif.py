@@ -4,6 +4,11 @@ The browser side is ``explorer/web/whatif.js``: it lists the candidates of the c
 step (from the payload) and asks for one; this panel decodes the sentence again with that
 candidate forced and keeps the result (per visitor, in ``gr.State``) until the visitor
 opens it in the viewer or the sentence changes.
+
+A candidate is asked by its rank among the step's top-k (``rank``). "Where did this word come
+from?" asks for a reference's token, which may be outside the top-k: it sends ``ids``, the
+target ids to force at steps 1..step (the reference's own prefix and its token there), and the
+answer names the token forced at ``step``.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ class WhatIfPanel(Panel):
     # --- callbacks ------------------------------------------------------------------------
     def decode(self, trace, evt: Asked) -> dict:
         """Decode again with candidate ``evt.rank`` (0 = most likely) forced at ``evt.step``
-        (1-based); the answer names the sentence it belongs to (``evt.sentenceId``)."""
+        (1-based), or with ``evt.ids`` forced at steps 1..step (module docstring); the answer
+        names the sentence it belongs to (``evt.sentenceId``)."""
         asked = evt.fields
         sentence = asked.get("sentenceId")
 
@@ -51,6 +57,8 @@ class WhatIfPanel(Panel):
 
         if trace is None:
             return failed("Translate a sentence first, then pick a candidate.")
+        if asked.get("ids") is not None:
+            return answer(log, "what-if", lambda: self.forced_ids(trace, asked.get("ids"), sentence), failed)
         return answer(
             log, "what-if", lambda: self.forced(trace, asked.get("step"), asked.get("rank"), sentence), failed
         )
@@ -72,6 +80,38 @@ class WhatIfPanel(Panel):
                     "token": texts.display_token(trace.topk_tokens[step - 1][rank]),
                     "original": trace.translation,
                     "translation": alt.translation,
+                }
+            ),
+        }
+
+    def forced_ids(self, trace, ids, sentence) -> dict:
+        """Decode again with target ids ``ids`` forced at steps 1..len(ids) (any ids of the
+        vocabulary, [EOS] only last), then greedily; the rank is the forced token's among the
+        step's top-k, or None when it is not one of them."""
+        cfg = self.app.tr.cfg
+        if not (
+            isinstance(ids, list)
+            and 0 < len(ids) <= cfg.max_positions - 1
+            and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < cfg.tgt_vocab_size for i in ids)
+            and cfg.tgt_eos_id not in ids[:-1]
+            and not {cfg.tgt_pad_id, cfg.tgt_sos_id} & set(ids)
+        ):
+            raise ValueError("Those tokens cannot be forced: pick a step of the scored reference again.")
+        alt = self.app.tr.trace(trace.src_text, forced_prefix=ids)
+        step = len(ids)
+        top = trace.topk_ids[step - 1] if step <= trace.steps and list(trace.tgt_ids[1:step]) == ids[:-1] else []
+        rank = next((k for k, i in enumerate(top) if int(i) == ids[-1]), None)
+        return {
+            self.alt_state: alt,
+            self.host: message(
+                {
+                    "sentenceId": sentence,
+                    "step": step,
+                    "rank": rank,
+                    "token": texts.display_token(self.app.tr.tgt_tok.id_to_token(ids[-1])),
+                    "original": trace.translation,
+                    "translation": alt.translation,
+                    "prefixForced": list(trace.tgt_ids[1:step]) != ids[:-1],
                 }
             ),
         }

@@ -108,6 +108,17 @@ export function attentionMatrix(tr, view, layer, head, { rows, cols, causal }) {
   return out;
 }
 
+/** Each row of a rows x cols matrix divided by the sum of its values (masked NaN cells and rows
+ * not generated yet stay as they are; a row of zeros stays zero), in place; returns it. */
+export function normaliseRows(m, R, C) {
+  for (let r = 0; r < R; r++) {
+    let sum = 0;
+    for (let c = 0; c < C; c++) { const v = m[r * C + c]; if (Number.isFinite(v)) sum += v; }
+    if (sum > 0) for (let c = 0; c < C; c++) if (Number.isFinite(m[r * C + c])) m[r * C + c] /= sum;
+  }
+  return m;
+}
+
 /** Rows x cols of a (Q, K) analysis matrix (rollout), rows not generated yet hidden. */
 export function analysisMatrix({ shape: [, K], data }, rows, cols) {
   const out = new Float32Array(rows.length * cols.length);

@@ -4,7 +4,9 @@
 // sentence gets big cells and a long one small ones, in the main view's type size. A click
 // on a cell names it in the store (`cell`) for the panels that explain one cell.
 
-import { VIEWS, AXES, headName, headIndex, attentionMatrix, analysisMatrix, maxOf } from "./attention.js";
+import {
+  VIEWS, AXES, headName, headIndex, attentionMatrix, analysisMatrix, maxOf, normaliseRows,
+} from "./attention.js";
 import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./frame.js";
 import { share } from "./numbers.js";
@@ -77,14 +79,30 @@ export class MapPicture {
     const stepPart = s.view === "encoder" ? ` (the same at every step; now step ${s.step})`
       : ` · step ${s.step} of ${tr.steps}`;
     const masked = (q, k) => lay.causal && k > q;
+    const moved = this.moved(s);
+    const matrix = moved.maps ? normaliseRows(attentionMatrix({ attn: moved.maps }, s.view, s.layer - 1, head, lay),
+      lay.rows.length, lay.cols.length) : attentionMatrix(tr, s.view, s.layer - 1, head, lay);
     const hit = drawHeatmap(this.fig, {
-      title: `${VIEWS[s.view]} · ${where}${stepPart}`, xTitle: AXES[s.view][1], yTitle: AXES[s.view][0],
-      rows: lay.rows, cols: lay.cols, ...this.spec(size),
-      matrix: attentionMatrix(tr, s.view, s.layer - 1, head, lay),
+      title: `${moved.title}${VIEWS[s.view]} · ${where}${stepPart}`, xTitle: AXES[s.view][1], yTitle: AXES[s.view][0],
+      rows: lay.rows, cols: lay.cols, ...this.spec(size), matrix,
+      ...(moved.maps ? { scaleTitle: "share of row" } : {}),
       tip: (r, c) => this.ctx.cellTip(s, lay.rows[r], lay.cols[c], masked, s.layer - 1, head, where),
     });
     this.ctx.hits.set("attn-plot", hit);
-    this.ctx.mark("attn-plot", s, { grid: JSON.stringify(hit.geometry) });
+    this.ctx.mark("attn-plot", s, { grid: JSON.stringify(hit.geometry), moved: moved.maps ? "1" : "" });
+  }
+
+  /** What the map shows under "What moved the output" (the store's `moved`, moved.js): the
+   * norms ‖α·f(x)‖ of every head when they have come ({maps}, as the trace's `attn`), and the
+   * title's first words, which say so (or that they are on their way). */
+  moved(s) {
+    if (!s.moved) return { maps: null, title: "" };
+    const n = s.norms;
+    if (n && n.status === "done") {
+      return { maps: n.maps, title: "What moved the output: ‖α·f(x)‖, each row normalised to sum to 1 · " };
+    }
+    if (n && n.status === "error") return { maps: null, title: `(what moved the output: ${n.error}) ` };
+    return { maps: null, title: "(computing what moved the output…) " };
   }
 
   /** The rollout view: source relevance of each generated step (future rows hidden). */
@@ -100,7 +118,7 @@ export class MapPicture {
           "Chefer et al. 2021, attention-only rules"]),
     });
     this.ctx.hits.set("attn-plot", hit);
-    this.ctx.mark("attn-plot", s, { grid: JSON.stringify(hit.geometry) });
+    this.ctx.mark("attn-plot", s, { grid: JSON.stringify(hit.geometry), moved: "" });
   }
 
   /** A click (or tap) on an attention cell names it in the store (`cell`: 1-based trace

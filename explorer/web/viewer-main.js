@@ -65,11 +65,18 @@ export class MainView {
       "aria-pressed": "false", hidden: true,
       title: "The arithmetic of one row of this map, beside it: click a cell to pick the row",
       text: "Explain a row" });
+    // ‖α·f(x)‖ in place of the weight (Kobayashi et al. 2020): the store's `moved`, on a page
+    // whose hidden view moved.js asks the server for the norms
+    this.moved = el("button", { id: "moved-btn", type: "button", className: "ax-explain-btn", "aria-pressed": "false",
+      hidden: true, title: "Draw how much each key moved the output, ‖α·f(x)‖ (Kobayashi et al. 2020), "
+        + "in place of the attention weight" },
+    // a phone says "What moved": the button then shares its row with "Explain a row" (viewer.css)
+    ["What moved", el("span", { className: "ax-moved-long", text: " the output" })]);
     // the page's buttons for the whole view (viewer-page.js: Present, the PNG)
     this.tools = el("span", { className: "ax-maintools" });
     this.el = el("section", { id: "main-view", className: "ax-main", "data-needs-trace": true,
       "aria-label": "Attention" }, [
-      el("div", { className: "ax-mainhead" }, [this.caption, this.explain, this.picker, this.tools]),
+      el("div", { className: "ax-mainhead" }, [this.caption, this.explain, this.moved, this.picker, this.tools]),
       this.note,
       el("div", { className: "ax-toprow" }, [this.col]),
     ]);
@@ -86,6 +93,8 @@ export class MainView {
       const s = ctx.store.get(), open = (s.open || []).filter((x) => x !== EXPLAIN_PANEL);
       ctx.store.set(s.explain ? { explain: false, open } : { explain: true, open: [...open, EXPLAIN_PANEL] });
     });
+    this.hasMoved = "moved" in ctx.store.get();
+    this.moved.addEventListener("click", () => ctx.store.set({ moved: !ctx.store.get().moved }));
     this.pictures = Object.fromEntries(Object.entries(PICTURES)
       .map(([name, p]) => [name, new p.Picture(this.slots[name], ctx)]));
     this.picker.addEventListener("click", (ev) => {
@@ -143,7 +152,8 @@ export class MainView {
    * never measures the page: measuring a page a step has just changed would make the browser
    * lay it out again at every click. The viewer calls refit() when the page's layout changed. */
   fitKey(s) {
-    return [s.sentenceId, s.presenting, s.explain, s.picture, s.view, s.hide, window.innerWidth, window.innerHeight]
+    return [s.sentenceId, s.presenting, s.explain, s.picture, s.view, s.hide, s.moved, window.innerWidth,
+      window.innerHeight]
       .join("|");
   }
 
@@ -176,6 +186,8 @@ export class MainView {
     for (const b of this.picker.children) b.setAttribute("aria-pressed", String(b.dataset.picture === name));
     for (const [n, slot] of Object.entries(this.slots)) if (n !== "map") slot.hidden = n !== name;
     this.pictures.map.fig.el.hidden = name !== "map";
+    this.moved.hidden = !this.hasMoved || name !== "map" || s.view === "rollout";
+    this.moved.setAttribute("aria-pressed", String(!!s.moved));
     const picture = this.pictures[name];
     this.caption.replaceChildren(...picture.caption(s.view));
     this.focusNote(s, tr);

@@ -35,8 +35,9 @@ import { AttnPicker } from "./attn-picker.js";
 
 // every control that needs a sentence: enabled with one, disabled without
 const CONTROLS = ".ax-controls button, .ax-controls select, .ax-controls input, .ax-maintools button";
+// (`moved` and `norms` are moved.js's: the main map draws what moved the output when asked)
 const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture",
-  "presenting", "theme"];
+  "presenting", "theme", "moved", "norms"];
 
 export class Viewer {
   constructor(host, store, server = null) {

@@ -16,11 +16,15 @@ import * as tour from "./tour.js"; // no panel: the guided tour reads the store 
 import * as pairs from "./pairs.js";
 import * as arithmetic from "./arithmetic.js";
 import * as attribution from "./attribution.js";
+import * as sources from "./sources.js";
+import * as glance from "./glance.js";
+import * as moved from "./moved.js";
 import * as models from "./models.js"; // no panel: the switch is links between the models' pages
 import { registerState } from "./store.js";
 import { registerLink } from "./url.js";
 
-export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, tour, models };
+export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, sources, glance,
+  moved, tour, models };
 
 for (const [name, view] of Object.entries(VIEWS)) {
   if (view.STATE) registerState(name, view.STATE);

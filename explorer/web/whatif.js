@@ -2,6 +2,8 @@
 // greedily (explorer/panels/whatif.py does it on the server). The candidate list follows
 // the store's step; "Decode with this token" asks the server, "Explore that version" opens
 // the result in the viewer. The result belongs to its sentence: a new one clears it.
+// Another view may ask for a token outside the candidates (sources.js: a reference's token, with
+// the reference's own tokens before it) through the store's `whatifForce`.
 
 import { el } from "./canvas.js";
 import { share } from "./numbers.js";
@@ -9,7 +11,8 @@ import { share } from "./numbers.js";
 /** This view's store keys (store.js registerState) and its part of a link (url.js registerLink). */
 export const STATE = {
   // {status: "pending" | "done" | "error", step, rank, token, original, translation, error}
-  sentence: { whatif: null },
+  // what another view asks to force: {step, ids (target ids of steps 1..step), token}; taken at once
+  sentence: { whatif: null, whatifForce: null },
 };
 export const LINK = { origin: "whatif" }; // a link to a What-if version re-traces it with its forced ids
 
@@ -36,9 +39,12 @@ export class WhatIf {
     this.openBtn.addEventListener("click", () => server.open({ sentenceId: store.get().sentenceId }));
     server.onValue((answer) => this.receive(answer));
     store.subscribe((s, changed) => {
-      if (["trace", "step", "candidate", "whatif"].some((k) => changed.has(k))) this.render(s);
+      if (changed.has("whatifForce") && s.whatifForce) this.force(s.whatifForce);
+      else if (["trace", "step", "candidate", "whatif"].some((k) => changed.has(k))) this.render(s);
     });
     this.render(store.get());
+    // asked before this section was first opened (its view mounts then): take it now
+    if (store.get().whatifForce) this.force(store.get().whatifForce);
   }
 
   decode() {
@@ -46,6 +52,14 @@ export class WhatIf {
     if (!s.trace) return;
     this.store.set({ whatif: { status: "pending", step: s.step, rank: s.candidate } });
     this.server.ask({ sentenceId: s.sentenceId, step: s.step, rank: s.candidate });
+  }
+
+  /** Decode with `f.ids` forced at steps 1..f.step (any tokens of the vocabulary). */
+  force(f) {
+    const s = this.store.get();
+    if (!s.trace) return;
+    this.store.set({ whatifForce: null, whatif: { status: "pending", step: f.step, rank: null, token: f.token } });
+    this.server.ask({ sentenceId: s.sentenceId, step: f.step, ids: f.ids });
   }
 
   /** The server's answer: {sentenceId, step, token, original, translation} or {sentenceId, error}. */
@@ -68,14 +82,16 @@ export class WhatIf {
     if (!w) { this.text.replaceChildren(); delete this.text.dataset.state; return; }
     this.text.dataset.state = w.status;
     if (w.status === "pending") {
+      const what = w.rank === null ? `“${w.token}”` : `candidate ${w.rank + 1}`;
       this.text.replaceChildren(el("p", { className: "ax-note",
-        text: `Decoding again with candidate ${w.rank + 1} forced at step ${w.step}…` }));
+        text: `Decoding again with ${what} forced at step ${w.step}…` }));
     } else if (w.status === "error") {
       this.text.replaceChildren(el("p", { className: "ax-error", text: `⚠️ ${w.error}` }));
     } else {
       this.text.replaceChildren(
         el("p", {}, [el("strong", { text: "Original: " }), w.original]),
-        el("p", {}, [el("strong", { text: `Step ${w.step} forced to “${w.token}”: ` }), w.translation]),
+        el("p", {}, [el("strong", { text: `Step ${w.step} forced to “${w.token}”`
+          + `${w.prefixForced ? " (after the reference's own words)" : ""}: ` }), w.translation]),
       );
     }
   }
