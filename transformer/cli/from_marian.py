@@ -124,6 +124,34 @@ def locate_source(src: str, revision: str | None = None) -> Path:
 # ---------------------------------------------------------------- config
 
 
+def check_shapes(marian: dict) -> tuple[set, set, str]:
+    """The head counts, FFN widths and activation of a Marian config, where one model class can
+    run them (one head count, one width, a known activation); else :class:`MarianError`."""
+    heads = {marian.get("encoder_attention_heads"), marian.get("decoder_attention_heads")}
+    widths = {marian.get("encoder_ffn_dim"), marian.get("decoder_ffn_dim")}
+    if len(heads) != 1 or len(widths) != 1:
+        raise MarianError("encoder and decoder with different head counts or FFN widths are not supported")
+    activation = ACTIVATIONS.get(str(marian.get("activation_function", "gelu")))
+    if activation is None:
+        raise MarianError(
+            f"activation_function {marian.get('activation_function')!r} is not supported "
+            f"(supported: {', '.join(ACTIVATIONS)})"
+        )
+    return heads, widths, activation
+
+
+def check_vocabs(src_vocab: dict, tgt_vocab: dict, vocab_size: int, tgt_size: int, eos: int) -> None:
+    """The vocabularies have the sizes config.json says, and the specials where it says."""
+    if len(src_vocab) != vocab_size or len(tgt_vocab) != tgt_size:
+        raise MarianError(
+            f"vocabularies of {len(src_vocab)} and {len(tgt_vocab)} tokens, but config.json says "
+            f"{vocab_size} and {tgt_size}"
+        )
+    for side, vocab in (("source", src_vocab), ("target", tgt_vocab)):
+        if vocab.get("</s>") != eos or "<unk>" not in vocab or "<pad>" not in vocab:
+            raise MarianError(f"the {side} vocabulary lacks <unk> or <pad>, or its </s> is not eos_token_id={eos}")
+
+
 def convert_config(
     marian: dict, src_vocab: dict[str, int], tgt_vocab: dict[str, int], langs: tuple[str, str], generation: dict
 ):
@@ -134,29 +162,14 @@ def convert_config(
     def get(key, default=None):
         return marian.get(key, default)
 
-    heads = {get("encoder_attention_heads"), get("decoder_attention_heads")}
-    widths = {get("encoder_ffn_dim"), get("decoder_ffn_dim")}
-    if len(heads) != 1 or len(widths) != 1:
-        raise MarianError("encoder and decoder with different head counts or FFN widths are not supported")
-    activation = ACTIVATIONS.get(str(get("activation_function", "gelu")))
-    if activation is None:
-        raise MarianError(
-            f"activation_function {get('activation_function')!r} is not supported (supported: {', '.join(ACTIVATIONS)})"
-        )
+    heads, widths, activation = check_shapes(marian)
     shared = bool(get("share_encoder_decoder_embeddings", True))
     tied = bool(get("tie_word_embeddings", True))
     vocab_size = int(get("vocab_size"))
     tgt_size = vocab_size if shared else int(get("decoder_vocab_size") or vocab_size)
-    if len(src_vocab) != vocab_size or len(tgt_vocab) != tgt_size:
-        raise MarianError(
-            f"vocabularies of {len(src_vocab)} and {len(tgt_vocab)} tokens, but config.json says "
-            f"{vocab_size} and {tgt_size}"
-        )
     pad, eos = int(get("pad_token_id")), int(get("eos_token_id"))
     start = int(get("decoder_start_token_id", pad))
-    for side, vocab in (("source", src_vocab), ("target", tgt_vocab)):
-        if vocab.get("</s>") != eos or "<unk>" not in vocab or "<pad>" not in vocab:
-            raise MarianError(f"the {side} vocabulary lacks <unk> or <pad>, or its </s> is not eos_token_id={eos}")
+    check_vocabs(src_vocab, tgt_vocab, vocab_size, tgt_size, eos)
     # what generate never emits: the bad_words_ids of one token (OPUS-MT's generation configs
     # ban <pad>, the start token, whose zero embedding row would otherwise often win)
     bad = generation.get("bad_words_ids", marian.get("bad_words_ids")) or [[pad]]
