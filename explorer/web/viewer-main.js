@@ -70,7 +70,7 @@ export class MainView {
     this.moved = el("button", { id: "moved-btn", type: "button", className: "ax-explain-btn", "aria-pressed": "false",
       hidden: true, title: "Draw how much each key moved the output, ‖α·f(x)‖ (Kobayashi et al. 2020), "
         + "in place of the attention weight" },
-    // a phone says "What moved": the button then shares its row with "Explain a row" (viewer.css)
+    // a laptop or a phone says "What moved": the map's buttons then keep to one row (viewer.css)
     ["What moved", el("span", { className: "ax-moved-long", text: " the output" })]);
     // the page's buttons for the whole view (viewer-page.js: Present, the PNG)
     this.tools = el("span", { className: "ax-maintools" });
