@@ -45,8 +45,7 @@ import gradio as gr
 from transformer.interpret.attribution import activation_patching, direct_logit_attribution, greedy_targets
 from transformer.interpret.saliency import saliency
 
-from ..errors import GENERIC_ERROR, answer
-from ..blocks import message, view_host
+from ..blocks import view_host
 from ..serving import api_answer
 from .arithmetic import count
 from .base import Asked, Panel
@@ -151,20 +150,7 @@ class AttributionPanel(Panel):
     def request(self, trace, evt: Asked) -> str:
         """One analysis of the viewer's sentence, on the translation it shows (the module
         docstring gives the request); the answer names the action, key and sentence asked."""
-        asked = evt.fields
-        action, key = asked.get("action"), asked.get("key")
-        head = {
-            "action": action,
-            "sentenceId": asked.get("sentenceId"),
-            "key": key if isinstance(key, str) and len(key) <= 300 else None,
-        }
-        if action not in ACTIONS:
-            log.warning("unknown attribution request %r", action)
-            return message({**head, "error": GENERIC_ERROR})
-        if trace is None:
-            return message({**head, "error": "Translate a sentence first."})
-        data = answer(log, action, lambda: self.run(trace, action, asked), lambda msg: {"error": msg})
-        return message({**head, **data})
+        return self.analysis_request(trace, evt, ACTIONS, log)
 
     def run(self, trace, action: str, asked: dict) -> dict:
         target = list(trace.tgt_ids[1:])  # the translation on screen, forced tokens included

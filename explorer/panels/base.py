@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+
 import gradio as gr
+
+from ..blocks import message
+from ..errors import GENERIC_ERROR, answer
 
 
 class Asked(gr.EventData):
@@ -45,6 +50,25 @@ class Panel:
     def sentence_outputs(self) -> list:
         """The components :meth:`sentence_changed` updates."""
         return []
+
+    def analysis_request(self, trace, evt: Asked, actions: tuple[str, ...], log: logging.Logger) -> str:
+        """A view's request for one of ``actions`` on the viewer's sentence (``trace``), run by
+        ``self.run(trace, action, fields)``: the answer names the action, its key and the
+        sentence asked, so the view drops an answer for a sentence that has gone."""
+        asked = evt.fields
+        action, key = asked.get("action"), asked.get("key")
+        head = {
+            "action": action,
+            "sentenceId": asked.get("sentenceId"),
+            "key": key if isinstance(key, str) and len(key) <= 300 else None,
+        }
+        if action not in actions:
+            log.warning("unknown %s request %r", self.view, action)
+            return message({**head, "error": GENERIC_ERROR})
+        if trace is None:
+            return message({**head, "error": "Translate a sentence first."})
+        data = answer(log, action, lambda: self.run(trace, action, asked), lambda msg: {"error": msg})
+        return message({**head, **data})
 
     def sentence_changed(self, origin: str | None) -> dict:
         """Updates for a new trace in the viewer (``origin``: what brought it) or, with
