@@ -10,7 +10,7 @@ numpy alone), does not load torch.
 
 from __future__ import annotations
 
-import importlib
+from transformer.core.lazy import lazy_exports
 
 # public name -> the module that defines it
 _EXPORTS = {
@@ -28,14 +28,4 @@ _EXPORTS = {
 
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    globals()[name] = value  # found directly from now on
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_EXPORTS})
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
