@@ -3,6 +3,7 @@ shipped model (the plain helpers they are made with are in tests/helpers.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,9 +21,54 @@ from tests.helpers import (
     write_jsonl,
     write_marian_tokenizer,
 )
+from explorer.launch import NO_CHROMIUM, find_chromium
 from transformer.core.checkpoint import save_checkpoint
 from transformer.core.model import build_model
 from transformer.core.tokenizer import train_tokenizer
+
+
+skipped_browser_tests: list[str] = []
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto`` (pytest.ini): one worker per core, at most four. Each worker starts its own
+    app and Chromium for the browser tests, so more workers would mostly wait on each other."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, one torch thread per worker, and for the apps and CLIs the tests start:
+    with several workers every core is busy already, and more threads than cores make OpenMP's
+    threads wait on each other (a test that compares thread counts sets its own)."""
+    if getattr(config, "workerinput", {}).get("workercount", 1) > 1:
+        torch.set_num_threads(1)
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("APP_TORCH_THREADS", "1")
+
+
+def pytest_runtest_logreport(report):
+    """Count skipped browser tests (tests/browser/conftest.py marks them). Here rather than in
+    tests/browser: under pytest-xdist, reports reach the controller, which loads only this file."""
+    if report.skipped and "browser" in report.keywords:
+        skipped_browser_tests.append(report.nodeid)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if skipped_browser_tests:
+        n = len(skipped_browser_tests)
+        how = NO_CHROMIUM if find_chromium() is None else "see the skip reasons above (pytest -ra)"
+        terminalreporter.write_line(f"{n} browser test{'s' * (n != 1)} skipped: {how}", yellow=True, bold=True)
+        if os.environ.get("REQUIRE_BROWSER") == "1":
+            terminalreporter.write_line("REQUIRE_BROWSER=1: a skipped browser test fails the run", red=True, bold=True)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With ``REQUIRE_BROWSER=1`` a skipped browser test fails the run (CI sets it). Only the
+    controller decides: an xdist worker's count holds just its own share."""
+    if getattr(session.config, "workerinput", None) is not None:
+        return
+    if skipped_browser_tests and os.environ.get("REQUIRE_BROWSER") == "1" and exitstatus == 0:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

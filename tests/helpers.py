@@ -352,6 +352,12 @@ def serve_app(checkpoint, log: Path, extra: tuple[str, ...] = ()):
     assert "Traceback" not in text, text[-3000:]
 
 
+def slow(*values):
+    """A parameter set that runs in the slow set only: the default suite keeps one or two
+    variants of a browser check, the slow set the rest (the same check on other screens)."""
+    return pytest.param(*values, marks=pytest.mark.slow)
+
+
 # the two viewports every view is checked on
 DEVICES = {
     "desktop": {"viewport": {"width": 1366, "height": 900}},

@@ -52,6 +52,27 @@ def test_runtime_and_test_requirements_are_separate():
     assert dynamic["optional-dependencies"]["test"]["file"] == ["requirements-test.txt"]
 
 
+@pytest.mark.parametrize("require, workers", [("", "0"), pytest.param("1", "2", marks=pytest.mark.slow)])
+def test_browser_tests_without_a_chromium_skip_and_ci_fails(tmp_path, require, workers):
+    """No Chromium: the browser tests skip with the line that says how to get one, the summary
+    counts them, and REQUIRE_BROWSER=1 (CI) turns the skips into a failed run, also through
+    xdist's workers as the README's command runs them."""
+    env = {**os.environ, "CHROMIUM": str(tmp_path / "no-chromium"), "REQUIRE_BROWSER": require}
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", workers, "-p", "no:cacheprovider", "-ra", "tests/browser/test_theme.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    out = r.stdout + r.stderr
+    n = int(re.search(r"(\d+) browser tests? skipped: ", out).group(1))
+    assert n >= 2 and "playwright install chromium" in out, out[-2000:]
+    assert f"{n} skipped" in out and "passed" not in out, out[-2000:]
+    assert r.returncode == (1 if require else 0), out[-2000:]
+
+
 @pytest.mark.slow
 def test_wheel_has_modules_and_web_files_and_imports_from_anywhere(tmp_path):
     """Build the wheel from a copy of the sources (the tree stays clean), install it into a

@@ -8,13 +8,13 @@ tests/helpers.py.
 
 They need a Chromium (``explorer.launch.find_chromium``: ``$CHROMIUM``, the system's, or
 Playwright's own after ``playwright install chromium``). Where there is none, every test under
-tests/browser is skipped with one line saying how to get one, and the summary counts them.
-With ``REQUIRE_BROWSER=1`` (CI sets it) a skipped browser test fails the run instead.
+tests/browser is skipped with one line saying how to get one. The count in the summary, and
+``REQUIRE_BROWSER=1`` (CI sets it) turning a skipped browser test into a failed run, live in
+tests/conftest.py: with pytest-xdist only the root conftest sees every worker's reports.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,6 @@ from tests.helpers import CHROME_ARGS, NO_TOUR, SHIPPED, opened_page, serve_app
 
 HERE = Path(__file__).parent
 CHROMIUM = find_chromium()
-skipped_browser_tests: list[str] = []
 
 
 def pytest_collection_modifyitems(config, items):
@@ -34,25 +33,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
             if CHROMIUM is None:
                 item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
-
-
-def pytest_runtest_logreport(report):
-    if report.skipped and "browser" in report.keywords:
-        skipped_browser_tests.append(report.nodeid)
-
-
-def pytest_terminal_summary(terminalreporter):
-    if skipped_browser_tests:
-        n = len(skipped_browser_tests)
-        how = NO_CHROMIUM if CHROMIUM is None else "see the skip reasons above (pytest -ra)"
-        terminalreporter.write_line(f"{n} browser test{'s' * (n != 1)} skipped: {how}", yellow=True, bold=True)
-        if os.environ.get("REQUIRE_BROWSER") == "1":
-            terminalreporter.write_line("REQUIRE_BROWSER=1: a skipped browser test fails the run", red=True, bold=True)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    if skipped_browser_tests and os.environ.get("REQUIRE_BROWSER") == "1" and exitstatus == 0:
-        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

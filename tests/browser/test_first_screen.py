@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import NO_TOUR, frames, go_to_step, painted, settled, state, translate
+from tests.helpers import NO_TOUR, frames, go_to_step, painted, settled, slow, state, translate
 
 # twelve words: the measure of "the map is at least half the window's width"
 TWELVE = "Tom gave Mary a beautiful present for her birthday at the party."
@@ -88,8 +88,10 @@ def test_a_link_with_text_opens_its_own_sentence_not_the_example(browser, app_se
 # --- the picture owns the first screen ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-@pytest.mark.parametrize("screen", list(SCREENS))
+# each screen and each theme once in the default suite, the other two pairings in the slow set
+@pytest.mark.parametrize(
+    "screen, scheme", [("laptop", "light"), ("projector", "dark"), slow("laptop", "dark"), slow("projector", "light")]
+)
 def test_after_translate_the_whole_map_and_its_controls_are_on_the_first_screen(browser, app_server, screen, scheme):
     width, height = SCREENS[screen]
     ctx, page = page_on(browser, app_server.url, width, height, scheme)
@@ -192,7 +194,7 @@ def test_presentation_mode_keeps_layer_and_head_with_keys_listed_on_screen(deskt
 # --- presentation mode fits any sentence ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("picture", ["map", "lines"])
+@pytest.mark.parametrize("picture", ["map", slow("lines")])
 def test_presentation_fits_a_long_sentence_or_keeps_its_current_row_and_column_labels_in_view(desktop, picture):
     page = desktop
     translate(page, LONG)
@@ -272,7 +274,7 @@ def test_after_presentation_the_phone_map_returns_to_its_size(phone):
 
 
 @pytest.mark.parametrize(
-    "sentence", ["Where is the nearest pharmacy?", "The cat is sleeping on the sofa.", TWELVE, LONG]
+    "sentence", ["Where is the nearest pharmacy?", slow("The cat is sleeping on the sofa."), slow(TWELVE), LONG]
 )
 def test_the_opening_view_looks_at_a_whole_word_and_says_what_its_number_is(desktop, sentence):
     page = desktop
@@ -305,6 +307,7 @@ def test_the_opening_caption_follows_the_step(desktop):
     assert word in note, (word, note)
 
 
+@pytest.mark.slow  # three screens in turn; each screen's first view stays in the default suite
 def test_no_sideways_scroll_on_any_screen_after_one_translate(browser, app_server):
     for width, height, phone in ((1366, 900, False), (1920, 1080, False), (390, 844, True)):
         ctx, page = page_on(browser, app_server.url, width, height, "light", phone=phone)

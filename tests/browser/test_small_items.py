@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.helpers import open_panel, open_section, press, settled, state, translate
+from tests.helpers import open_panel, open_section, press, settled, slow, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -118,7 +118,7 @@ HEADINGS = [
 ]
 
 
-@pytest.mark.parametrize("device", ["desktop", "phone"])
+@pytest.mark.parametrize("device", ["desktop", slow("phone")])
 def test_a_click_on_a_glossary_word_in_a_heading_opens_and_closes_its_section(request, device):
     page = device_page(request, device)
     translate(page, SENTENCE, step=None)
@@ -268,7 +268,7 @@ def test_importance_and_epoch_maps_have_12px_labels_and_numbers_on_hover(desktop
 BANDS = {1: "one row of tiles per layer", 2: "two rows of tiles per layer", 4: "four rows of tiles per layer"}
 
 
-@pytest.mark.parametrize("device", ["desktop", "phone"])
+@pytest.mark.parametrize("device", ["desktop", slow("phone")])
 def test_each_tour_step_shows_its_target_on_screen_and_says_what_the_screen_shows(request, device):
     page = device_page(request, device)
     translate(page, LAKE, step=None)

@@ -20,7 +20,8 @@ SENTENCE = "Tom gave Mary a beautiful present for her birthday."
 REFERENCE = "Tom ha regalato a Maria un bel regalo per il suo compleanno."
 
 
-@pytest.fixture(params=list(DEVICES))
+# the desktop in the default suite, the phone in the slow set (the same walk on a narrower screen)
+@pytest.fixture(params=[d if d == "desktop" else pytest.param(d, marks=pytest.mark.slow) for d in DEVICES])
 def page(request, browser, app_server):
     with opened_page(browser, app_server.url, request.param, timeout_ms=90_000) as pg:
         yield pg

@@ -289,6 +289,7 @@ def on_screen(page, sel: str) -> bool:
     return r is not None and r["x"] >= 0 and r["x"] + r["width"] <= page.viewport_size["width"] + 0.5
 
 
+@pytest.mark.slow  # a walk over every map on a phone (the first screen's phone checks stay default)
 def test_phone_viewport_keeps_every_part_of_a_map_readable(server, browser):
     url, _ = server
     ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
