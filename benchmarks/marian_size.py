@@ -14,7 +14,8 @@ corpus (4000 pieces each), whose pieces fill vocab.json's first ids; the rest of
 ids are placeholders no SentencePiece model produces. The matrices are full size, so the
 conversion and the output projection (58101 logits per step) cost what they cost for a
 real OPUS-MT model. Random weights do not stop where a trained model would: the trace
-runs to its length limit (2 S + 10 steps), so the time per step is the figure to compare.
+runs to its length limit (2 S + 10 steps), so the benchmark also times the Marian trace held to
+our model's number of steps (those tokens forced, then [EOS]), the figure to compare.
 
 Needs the Marian extra (``pip install -e ".[marian]"``). Prints figures only; the last
 stdout line is one JSON object with all of them.
@@ -129,10 +130,19 @@ def median_ms(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def trace_figures(tr, repeat: int) -> dict:
+def trace_figures(tr, repeat: int, steps: int | None = None) -> dict:
+    """The 10-word trace's time. With ``steps``, also the trace held to that many steps (its
+    first ``steps - 1`` tokens forced, then [EOS]): what the trace costs when the model ends
+    the sentence where a trained one would, since random weights never choose [EOS]."""
     trace = tr.trace(TEN_WORDS)  # warm-up, and the number of steps
     ms = median_ms(lambda: tr.trace(TEN_WORDS), repeat)
-    return {"trace_ms": round(ms, 1), "steps": trace.steps, "ms_per_step": round(ms / trace.steps, 2)}
+    out = {"trace_ms": round(ms, 1), "steps": trace.steps, "ms_per_step": round(ms / trace.steps, 2)}
+    if steps is not None:
+        forced = [*trace.tgt_ids[1:steps], tr.cfg.tgt_eos_id]
+        held = tr.trace(TEN_WORDS, forced_prefix=forced)
+        out["held_steps"] = held.steps
+        out["held_trace_ms"] = round(median_ms(lambda: tr.trace(TEN_WORDS, forced_prefix=forced), repeat), 1)
+    return out
 
 
 def main(argv=None) -> int:
@@ -161,7 +171,8 @@ def main(argv=None) -> int:
         models = {"marian": converted, "ours": shipped}
         n_params = {name: sum(p.numel() for p in tr.model.parameters()) for name, tr in models.items()}
         with torch.no_grad():
-            figures = {"marian": trace_figures(converted, args.repeat), "ours": trace_figures(shipped, args.repeat)}
+            ours = trace_figures(shipped, args.repeat)
+            figures = {"marian": trace_figures(converted, args.repeat, ours["steps"]), "ours": ours}
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -174,6 +185,8 @@ def main(argv=None) -> int:
             f"  {label:31s} {n_params[name] / 1e6:6.1f} M parameters  {f['trace_ms']:8.1f} ms  "
             f"{f['steps']:3d} steps  {f['ms_per_step']:6.2f} ms/step"
         )
+    m = figures["marian"]
+    print(f"  {'the Marian trace held to ' + str(m['held_steps']) + ' steps':40s}{m['held_trace_ms']:19.1f} ms")
     print(
         json.dumps(
             {"build_s": round(build_s, 1), "convert_s": round(convert_s, 2), "params": n_params, **figures},

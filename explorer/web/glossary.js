@@ -41,6 +41,11 @@ export const GLOSSARY = Object.freeze({
     "Tokens of one sentence looking at each other (the encoder at the English, the decoder at the Italian so far).",
   encoder: "The half of the model that reads the whole English sentence at once.",
   decoder: "The half of the model that writes the Italian, one token at a time.",
+  prefix: "The Italian tokens the decoder has already written when it chooses the next one.",
+  "alti+": "ALTI+ (Ferrando et al. 2022): each token's share of a step's output, English and Italian alike, "
+    + "followed through every layer; the shares add up to 100%.",
+  decoderlens: "DecoderLens (Langedijk et al. 2024): the decoder reading an earlier encoder layer's output, "
+    + "to see what the encoder knew by then.",
 });
 
 const DEFS_ID = "gl-defs";

@@ -21,6 +21,7 @@
 import { quote } from "./attention.js";
 import { el } from "./canvas.js";
 import { HeatFigure } from "./frame.js";
+import { term } from "./glossary.js";
 import { Tooltip } from "./tooltip.js";
 import {
   drawMap, layerChoices, lensStatus, lensTable, matrices, percents, scoreStatus, scoreTable, shareBar, tokenRow,
@@ -57,19 +58,19 @@ export class Sources {
     this.map = new HeatFigure("src-map", "where each step's word came from");
     const section = (id, title, intro, controls = []) => el("section", { id: `src-${id}`, className: "at-section",
       "data-state": "idle" }, [
-      el("h4", { text: title }), el("p", { className: "ax-note", text: intro }),
+      el("h4", {}, Array.isArray(title) ? title : [title]), el("p", { className: "ax-note", text: intro }),
       ...(controls.length ? [el("div", { className: "ax-controls" }, controls)] : []),
       el("p", { id: `src-${id}-status`, className: "ax-note", "aria-live": "polite" }),
       el("div", { id: `src-${id}-body`, className: "at-body" }),
     ]);
     this.root = el("div", { className: "at-root src-root", id: "src-root" }, [
       el("p", { id: "src-what", className: "at-what" }),
-      section("alti", "Source or prefix: ALTI+",
+      section("alti", ["Source or ", term("prefix"), ": ", term("ALTI+", "alti+")],
         "How much of this step's word comes from the English sentence and how much from the Italian words "
         + "already written (ALTI+, Ferrando et al. 2022): each token's share of the step's output, through "
         + "the attention blocks of every layer. Hover or tap a token for its number.",
       [el("label", { className: "ax-field" }, [el("span", { text: "through" }), this.layer])]),
-      section("lens", "DecoderLens: if the encoder stopped early",
+      section("lens", [term("DecoderLens", "decoderlens"), ": if the encoder stopped early"],
         "What the decoder would write if it read the output of encoder layer l instead of the last one "
         + "(Langedijk et al. 2024). The last row reads the whole encoder: the model's translation."),
       section("score", "Your own reference",

@@ -302,6 +302,9 @@ TERMS = {
     "nats": "#analysis",
     "entropy": "#analysis",
     "beam": "#beam-summary",
+    "prefix": "#sources",
+    "alti+": "#sources",
+    "decoderlens": "#sources",
 }
 
 
@@ -329,7 +332,9 @@ def test_glossary_terms_explain_themselves_on_hover_and_on_tap(browser, app_serv
     translate(page, SENTENCE, step=None)
     toggle_panel(page, "analysis-panel")
     toggle_panel(page, "beam-panel")
+    toggle_panel(page, "sources-panel")
     page.wait_for_selector("#analysis .gl-term[data-term='nats']")
+    page.wait_for_selector("#sources .gl-term[data-term='decoderlens']")
     how = "hover" if device == "desktop" else "tap"
     for term, where in TERMS.items():
         text = show_term(page, term, where, how)

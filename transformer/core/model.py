@@ -580,8 +580,27 @@ class Transformer(nn.Module):
         return out
 
     def project(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Logits (..., V_tgt) of decoder outputs (..., D)."""
         weight = self.proj.weight if self.proj is not None else self.tgt_embed.weight  # (V_tgt, D)
-        return F.linear(hidden, weight, self.logits_bias)  # (B, T, V_tgt)
+        if self.training or torch.is_grad_enabled():
+            return F.linear(hidden, weight, self.logits_bias)  # (..., V_tgt)
+        # Decoding reads the whole (V, D) matrix at every step for one row of logits. Against a
+        # contiguous (D, V) copy, BLAS splits that product over every core, where F.linear's
+        # one-row kernel keeps to one: half the time at OPUS-MT's 58k vocabulary on 2 cores
+        # (benchmarks/marian_size.py). The same sums in another order: float rounding apart.
+        logits = hidden @ self._projection_t(weight)  # (..., V_tgt)
+        return logits if self.logits_bias is None else logits + self.logits_bias
+
+    def _projection_t(self, weight: torch.Tensor) -> torch.Tensor:
+        """``weight.T`` (D, V) as a contiguous copy, made again whenever the weights change (a
+        load, an optimiser step: the tensor's version counter moves). Not a parameter or buffer,
+        so never saved."""
+        key = (weight.data_ptr(), weight._version, weight.dtype, weight.device)
+        cached = self.__dict__.get("_projection_cache")
+        if cached is None or cached[0] != key:
+            cached = (key, weight.detach().t().contiguous())
+            self.__dict__["_projection_cache"] = cached
+        return cached[1]
 
     def forward(
         self, src: torch.Tensor, tgt: torch.Tensor, need_weights: bool = False, head_mask: dict | None = None
