@@ -34,7 +34,14 @@ export class WhatIf {
       ]),
       this.text,
     ]));
-    this.select.addEventListener("change", () => store.set({ candidate: Number(this.select.value) }));
+    // a token forced from another view (not one of the candidates) shows as the menu's choice
+    // until the visitor picks a candidate
+    this.showForced = false;
+    this.select.addEventListener("change", () => {
+      this.showForced = false;
+      store.set({ candidate: Number(this.select.value) });
+      this.render(store.get()); // the forced entry goes even when the candidate is the stored one
+    });
     this.decodeBtn.addEventListener("click", () => this.decode());
     this.openBtn.addEventListener("click", () => server.open({ sentenceId: store.get().sentenceId }));
     server.onValue((answer) => this.receive(answer));
@@ -58,6 +65,7 @@ export class WhatIf {
   force(f) {
     const s = this.store.get();
     if (!s.trace) return;
+    this.showForced = true;
     this.store.set({ whatifForce: null, whatif: { status: "pending", step: f.step, rank: null, token: f.token } });
     this.server.ask({ sentenceId: s.sentenceId, step: f.step, ids: f.ids });
   }
@@ -73,9 +81,15 @@ export class WhatIf {
   render(s) {
     const tr = s.trace, w = s.whatif;
     const cands = tr ? tr.topk(s.step - 1) : [];
-    this.select.replaceChildren(...cands.map((c, k) => el("option",
-      { value: k, text: `${k + 1}. ${c.token}  (p = ${share(c.prob)})` })));
-    this.select.value = String(Math.min(s.candidate, Math.max(0, cands.length - 1)));
+    // what another view forced at this step: its candidate, or an entry of its own when the
+    // token is none of them (its rank is null)
+    const mine = this.showForced && w && w.step === s.step;
+    const forced = mine && (w.rank ?? null) === null ? w.token : null;
+    this.select.replaceChildren(
+      ...(forced === null ? [] : [el("option", { value: "forced", disabled: true, text: `forced: ${forced}` })]),
+      ...cands.map((c, k) => el("option", { value: k, text: `${k + 1}. ${c.token}  (p = ${share(c.prob)})` })));
+    const k = mine && forced === null ? w.rank : s.candidate;
+    this.select.value = forced === null ? String(Math.min(k, Math.max(0, cands.length - 1))) : "forced";
     this.select.disabled = !tr;
     this.decodeBtn.disabled = !tr || (w && w.status === "pending");
     this.openBtn.disabled = !(w && w.status === "done");

@@ -118,8 +118,38 @@ def test_a_reference_token_opens_what_if_with_it_forced(page):
     page.wait_for_selector("#whatif-text[data-state='done']", state="attached")
     assert f"Step {step} forced to “{token.replace('▁', '')}”" in page.inner_text("#whatif-text")
     assert state(page)["step"] == step
+    # the candidate menu shows the forced token as its choice (its candidate, or an entry of its
+    # own when it is none of the step's candidates), until a candidate is picked
+    menu = page.locator("#candidate select")
+    n_candidates = page.locator("#candidate option:not([value='forced'])").count()
+    rank = int(first.get_attribute("data-rank"))
+    assert menu.evaluate("(s) => s.value") == (str(rank - 1) if rank <= n_candidates else "forced")
+    assert token.replace("▁", "") in menu.evaluate("(s) => s.selectedOptions[0].text")
+    pick = "0" if rank != 1 else "1"
+    menu.select_option(pick)
+    page.wait_for_function("(k) => window.__explorer.getState().candidate === k", arg=int(pick))
+    assert menu.evaluate("(s) => s.value") == pick and page.locator("#candidate option[value='forced']").count() == 0
     press(page, "#open-whatif-btn")
     page.wait_for_function("(n) => window.__explorer.getState().forcedPrefix.length === n", arg=step)
+
+
+@pytest.mark.slow  # the same walk as above, with a token none of the candidates
+def test_a_forced_reference_token_outside_the_candidates_has_its_own_entry_in_the_menu(page):
+    translate(page, SENTENCE, step=None)
+    open_view(page)
+    score(page, "Zanzara " + REFERENCE)
+    first = page.locator("#src-score-table tr[data-first='true']")
+    step = int(first.get_attribute("id").rsplit("-", 1)[1])
+    n_candidates = len(state(page)["trace"]["topk"][step - 1]) if "topk" in state(page)["trace"] else 10
+    assert int(first.get_attribute("data-rank")) > n_candidates, "the test needs a token outside the candidates"
+    press(page, f"#src-whatif-{step}")
+    page.wait_for_selector("#whatif-text[data-state='done']", state="attached")
+    menu = page.locator("#candidate select")
+    assert menu.evaluate("(s) => s.value") == "forced"
+    assert first.locator("td.at-tok").inner_text().replace("▁", "") in menu.evaluate("(s) => s.selectedOptions[0].text")
+    menu.select_option("0")
+    page.wait_for_selector("#candidate option[value='forced']", state="detached")
+    assert menu.evaluate("(s) => s.value") == "0"
 
 
 def test_what_moved_the_output_redraws_the_main_map(page):
