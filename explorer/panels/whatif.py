@@ -70,6 +70,10 @@ class WhatIfPanel(Panel):
         except (TypeError, ValueError):
             raise ValueError("Pick a step and a candidate first.") from None
         alt = self.app.tr.trace(trace.src_text, forced_prefix=texts.whatif_prefix(trace, step, rank))
+        return self.reply(trace, alt, sentence, step, rank, trace.topk_tokens[step - 1][rank])
+
+    def reply(self, trace, alt, sentence, step: int, rank: int | None, token: str, **extra) -> dict:
+        """The forced version ``alt`` kept for "Explore that version", and what the page shows of it."""
         return {
             self.alt_state: alt,
             self.host: message(
@@ -77,9 +81,10 @@ class WhatIfPanel(Panel):
                     "sentenceId": sentence,
                     "step": step,
                     "rank": rank,
-                    "token": texts.display_token(trace.topk_tokens[step - 1][rank]),
+                    "token": texts.display_token(token),
                     "original": trace.translation,
                     "translation": alt.translation,
+                    **extra,
                 }
             ),
         }
@@ -101,20 +106,10 @@ class WhatIfPanel(Panel):
         step = len(ids)
         top = trace.topk_ids[step - 1] if step <= trace.steps and list(trace.tgt_ids[1:step]) == ids[:-1] else []
         rank = next((k for k, i in enumerate(top) if int(i) == ids[-1]), None)
-        return {
-            self.alt_state: alt,
-            self.host: message(
-                {
-                    "sentenceId": sentence,
-                    "step": step,
-                    "rank": rank,
-                    "token": texts.display_token(self.app.tr.tgt_tok.id_to_token(ids[-1])),
-                    "original": trace.translation,
-                    "translation": alt.translation,
-                    "prefixForced": list(trace.tgt_ids[1:step]) != ids[:-1],
-                }
-            ),
-        }
+        token = self.app.tr.tgt_tok.id_to_token(ids[-1])
+        return self.reply(
+            trace, alt, sentence, step, rank, token, prefixForced=list(trace.tgt_ids[1:step]) != ids[:-1]
+        )
 
     def explore(self, alt) -> dict:
         """Open the What-if version in the viewer."""
