@@ -107,9 +107,7 @@ class WhatIfPanel(Panel):
         top = trace.topk_ids[step - 1] if step <= trace.steps and list(trace.tgt_ids[1:step]) == ids[:-1] else []
         rank = next((k for k, i in enumerate(top) if int(i) == ids[-1]), None)
         token = self.app.tr.tgt_tok.id_to_token(ids[-1])
-        return self.reply(
-            trace, alt, sentence, step, rank, token, prefixForced=list(trace.tgt_ids[1:step]) != ids[:-1]
-        )
+        return self.reply(trace, alt, sentence, step, rank, token, prefixForced=list(trace.tgt_ids[1:step]) != ids[:-1])
 
     def explore(self, alt) -> dict:
         """Open the What-if version in the viewer."""
