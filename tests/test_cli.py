@@ -305,6 +305,44 @@ def test_distill_from_is_checked_before_the_data_loads(capfd, monkeypatch, data_
     assert line == "error: --distill-from: the teacher translates en->it, this run it->en"
 
 
+def fine_tune(data_dir, out, start, *extra):
+    """``train.main`` with the tiny preset on the fixture corpus, from the checkpoint ``start``."""
+    argv = ["--preset", "tiny", "--dataset", str(data_dir), "--out", str(out), "--threads", "1"]
+    return train.main([*argv, "--batch-tokens", "600", "--init-from", str(start), *extra])
+
+
+def test_init_from_is_checked_before_the_data_loads(capfd, monkeypatch, data_dir, tmp_path, tiny_checkpoint):
+    monkeypatch.setattr(cli_train, "load_run_data", not_called("data loading"))
+    out = tmp_path / "o"
+    line = exit_2(capfd, fine_tune, data_dir, out, "/nonexistent")
+    assert line == "error: --init-from: checkpoint directory not found: /nonexistent does not exist"
+    line = exit_2(capfd, fine_tune, data_dir, out, tiny_checkpoint, "--src", "it", "--tgt", "en")
+    assert line == f"error: --init-from: {tiny_checkpoint} translates en->it, this run it->en"
+    line = exit_2(capfd, fine_tune, data_dir, out, tiny_checkpoint, "--tag-synthetic")
+    assert line == (
+        f"error: --init-from: {tiny_checkpoint} has no {SYNTHETIC_TAG} token to tag synthetic sources with "
+        "(--tag-synthetic)"
+    )
+    line = exit_2(capfd, fine_tune, data_dir, out, tiny_checkpoint, "--d-model", "48", "--vocab-size", "300")
+    assert line == "error: --d-model, --vocab-size: --init-from takes the checkpoint's shape, dropout and vocabularies"
+
+
+def test_init_from_goes_on_training_the_checkpoint(data_dir, tmp_path):
+    """A fine-tune starts from the checkpoint's weights (its first epoch ends below where the
+    checkpoint's own first epoch did) and keeps its tokenizers and shape, and its run records
+    where it started."""
+    first, tuned = tmp_path / "first", tmp_path / "tuned"
+    assert tiny_main(data_dir, first, "--epochs", "3", "--snapshots", "none") == 0
+    assert fine_tune(data_dir, tuned, first / "best", "--epochs", "1", "--snapshots", "none") == 0
+    configs = [json.loads((run / "best" / "config.json").read_text()) for run in (first, tuned)]
+    assert configs[0] == configs[1]  # the shape, dropout and vocabularies, and the files they are in
+    for name in {configs[0]["src_tokenizer_file"], configs[0]["tgt_tokenizer_file"]}:
+        assert (first / "best" / name).read_bytes() == (tuned / "best" / name).read_bytes(), name
+    losses = [json.loads((run / "history.json").read_text())[0]["val_loss"] for run in (first, tuned)]
+    assert losses[1] < losses[0], losses
+    assert json.loads((tuned / "run.json").read_text())["init_from"] == str(first / "best")
+
+
 def test_evaluate_names_the_file_it_reads_in_a_folder(capfd, tmp_path, tiny_checkpoint):
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -138,6 +138,16 @@ class RunOptions:
         },
     )
     distill_beam: int = field(default=4, metadata={"help": "beam size of the --distill-from teacher", "recorded": True})
+    init_from: str | None = field(
+        default=None,
+        metadata={
+            "metavar": "CHECKPOINT",
+            "help": "fine-tune: start from this checkpoint's weights, shape, dropout and vocabularies (a directory "
+            "or hub id) instead of a new model and new tokenizers; the preset's training settings still apply "
+            "(a lower --lr and fewer --warmup-steps suit a model that already translates)",
+            "recorded": True,
+        },
+    )
     max_train_pairs: int | None = field(
         default=None, metadata={"help": "use only the first N training pairs (for quick trials)", "recorded": True}
     )

@@ -41,7 +41,13 @@ from transformer.training.loop import Trainer
 from transformer.training.presets import PRESETS, Preset, TrainingError, TrainSettings
 from transformer.training.progress import RunStart
 from transformer.training.run_folder import check_out_dir, clear_run, read_run_record, run_items, write_run_record
-from transformer.training.setup import build_fresh, load_run_data, run_tags_synthetic
+from transformer.training.setup import (
+    build_fresh,
+    build_from_checkpoint,
+    check_fine_tune,
+    load_run_data,
+    run_tags_synthetic,
+)
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -141,10 +147,7 @@ def take_run_flags(args, argv) -> None:
         NEGATED_RUN_KEYS.get(name, name): (not value if name in NEGATED_RUN_KEYS else value)
         for name, value in read_run_record(args.out).items()
     }
-    strict = build_parser()
-    for action in strict._actions:  # parsed again without defaults, only what was typed is left
-        action.default = argparse.SUPPRESS
-    given, now = vars(strict.parse_args(argv)), run_flags(args)
+    given, now = given_flags(argv), run_flags(args)
     recorded = {name: value for name, value in recorded.items() if not (name == "threads" and name in given)}
     for name in sorted(given.keys() & recorded.keys()):
         if json.loads(json.dumps(now.get(name))) != recorded[name]:
@@ -155,6 +158,27 @@ def take_run_flags(args, argv) -> None:
             )
     for name, value in recorded.items():
         setattr(args, name, tuple(value) if name in ("extra_train", "snapshots", "tag_origins") else value)
+
+
+# what a checkpoint fixes for a run that starts from it (--init-from)
+CHECKPOINT_FIXES = ("d_model", "heads", "d_ff", "layers", "dropout", "attn_dropout", "vocab_size", "joint_vocab")
+
+
+def given_flags(argv) -> dict:
+    """The flags typed on the command line (``argv``; None: ``sys.argv``), without defaults."""
+    strict = build_parser()
+    for action in strict._actions:
+        action.default = argparse.SUPPRESS
+    return vars(strict.parse_args(argv))
+
+
+def refuse_shape_flags(argv) -> None:
+    """--init-from takes the checkpoint's shape, dropout and vocabularies: a flag that would
+    set one of them is refused in one line rather than silently ignored."""
+    clash = [name for name in CHECKPOINT_FIXES if name in given_flags(argv)]
+    if clash:
+        flags = ", ".join("--" + name.replace("_", "-") for name in clash)
+        raise TrainingError(f"{flags}: --init-from takes the checkpoint's shape, dropout and vocabularies")
 
 
 def _launch_command() -> str:
@@ -178,17 +202,23 @@ def resume_command(out) -> str:
 
 def check_before_loading(args, preset: Preset) -> str | None:
     """What can be checked before the data loads: the vocabulary size against the
-    tokenizer's special tokens, and the --distill-from teacher (it exists, loads, and
-    translates this run's direction). Returns the teacher's local folder (a hub id is
-    downloaded here), or None without --distill-from."""
+    tokenizer's special tokens, the --init-from checkpoint (it exists and loads), and the
+    --distill-from teacher (it exists, loads, and translates this run's direction). Returns
+    the teacher's local folder (a hub id is downloaded here), or None without --distill-from."""
     extra = [SYNTHETIC_TAG] if preset.tag_synthetic else []
     specials, least = SPECIAL_TOKENS + extra, min_vocab_size(extra)
-    if not args.resume and preset.vocab_size < least:
+    if not args.resume and not args.init_from and preset.vocab_size < least:
         raise TrainingError(
             f"--vocab-size {preset.vocab_size} is too small: the {len(specials)} special tokens "
             f"({' '.join(specials)}) and one character need {least}, and every distinct "
             f"character of the corpus one id more"
         )
+    if args.init_from and not args.resume:
+        start = load_translator_or_exit(args.init_from, flag="--init-from")
+        try:
+            check_fine_tune(start.model.cfg, start.src_tok, args.src, args.tgt, preset.tag_synthetic, start.directory)
+        except TrainingError as exc:
+            raise TrainingError(f"--init-from: {exc}") from None
     if not args.distill_from:
         return None
     teacher = load_translator_or_exit(args.distill_from, flag="--distill-from")
@@ -259,7 +289,7 @@ def load(args, preset: Preset, dist) -> tuple:
     return data, extra, tags
 
 
-def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: StopSignals) -> Trainer:
+def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: StopSignals, tags: bool) -> Trainer:
     options = dict(
         device=device,
         val_limit=args.val_limit,
@@ -279,9 +309,14 @@ def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: Stop
             save_every_minutes=args.save_every_minutes or 0,
         )
         return Trainer.resume(args.out, data, requested, **options)
-    model, src_tok, tgt_tok = build_fresh(
-        preset, data, args.src, args.tgt, args.storage_dtype, seed=preset.train.seed, dist=dist
-    )
+    if args.init_from:
+        model, src_tok, tgt_tok = build_from_checkpoint(
+            args.init_from, args.src, args.tgt, args.storage_dtype, tags_synthetic=tags
+        )
+    else:
+        model, src_tok, tgt_tok = build_fresh(
+            preset, data, args.src, args.tgt, args.storage_dtype, seed=preset.train.seed, dist=dist
+        )
     return Trainer(model, src_tok, tgt_tok, data, preset.train, args.out, **options)
 
 
@@ -305,7 +340,7 @@ def run(args, argv, stop: StopSignals) -> int:
     dist = init_distributed(device)
     try:
         data, extra, tags = load(args, preset, dist)
-        trainer = make_trainer(args, argv, data, preset, device, dist, stop)
+        trainer = make_trainer(args, argv, data, preset, device, dist, stop, tags)
         if dist.is_main:
             announce(trainer, args, data, extra, tags)
         result = trainer.fit()
@@ -368,6 +403,8 @@ def start(args, argv, stop: StopSignals, script: str) -> int:
     """This process's part: launch the training processes (each runs ``script``), or be one."""
     if args.resume:
         take_run_flags(args, argv)
+    elif args.init_from:
+        refuse_shape_flags(argv)
     if not launched_by_torchrun():
         processes, extra_args = launch_plan(args)
         if processes > 1:

@@ -1,8 +1,10 @@
 """What a run starts from: its data (the splits, and the extra training corpora appended)
-and, for a new run, tokenizers trained on that data and a fresh model sized from the preset.
+and, for a new run, tokenizers trained on that data and a fresh model sized from the preset,
+or a checkpoint's model and tokenizers to fine-tune.
 
     data = load_run_data("data/tatoeba-en-it", "en", "it")
     model, src_tok, tgt_tok = build_fresh(PRESETS["tiny"], data, "en", "it")
+    model, src_tok, tgt_tok = build_from_checkpoint("checkpoints/en-it", "en", "it", tags_synthetic=True)
 
 A resumed run reads its tokenizers and weights back from its folder instead
 (``transformer.training.loop.Trainer.resume``).
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer
 
+from transformer.core.checkpoint import load_checkpoint
 from transformer.core.config import TransformerConfig
 from transformer.core.model import Transformer, build_model
 from transformer.core.tokenizer import SYNTHETIC_TAG, load_tokenizer, special_ids, train_tokenizer
@@ -135,6 +138,31 @@ def build_fresh(
         raise TrainingError(str(exc)) from exc
     seed_everything(seed)
     return build_model(cfg), src_tok, tgt_tok
+
+
+def build_from_checkpoint(
+    directory: str | Path, src_lang: str, tgt_lang: str, storage_dtype: str = "float32", tags_synthetic: bool = False
+) -> tuple[Transformer, Tokenizer, Tokenizer]:
+    """A checkpoint's model (in train mode, float32) and tokenizers, to fine-tune: its shape,
+    dropout and vocabularies stay, so its ids keep their meaning (refused as
+    :func:`check_fine_tune` says)."""
+    model, src_tok, tgt_tok, where = load_checkpoint(directory)
+    check_fine_tune(model.cfg, src_tok, src_lang, tgt_lang, tags_synthetic, where)
+    model.cfg = replace(model.cfg, storage_dtype=storage_dtype)
+    model.float().train()
+    return model, src_tok, tgt_tok
+
+
+def check_fine_tune(
+    cfg: TransformerConfig, src_tok: Tokenizer, src_lang: str, tgt_lang: str, tags_synthetic: bool, where
+) -> None:
+    """A ``TrainingError`` when a checkpoint cannot go on training this run: it translates
+    another direction, or the run tags synthetic sources (``tags_synthetic``) and its source
+    vocabulary has no tag."""
+    if (cfg.src_lang, cfg.tgt_lang) != (src_lang, tgt_lang):
+        raise TrainingError(f"{where} translates {cfg.src_lang}->{cfg.tgt_lang}, this run {src_lang}->{tgt_lang}")
+    if tags_synthetic and src_tok.token_to_id(SYNTHETIC_TAG) is None:
+        raise TrainingError(f"{where} has no {SYNTHETIC_TAG} token to tag synthetic sources with (--tag-synthetic)")
 
 
 def check_options(settings: TrainSettings, keep_epochs: int, val_limit: int, data: ParallelData) -> None:
