@@ -1,6 +1,7 @@
 """torchrun with 2 CPU processes (gloo): the tiny preset trains data-parallel, rank 0 alone
 evaluates and writes checkpoints, --resume works, and the loss lands close to a
-single-process run that sees the same tokens per optimiser step."""
+single-process run that sees the same tokens per optimiser step. (train.py's own
+--processes 2, and stopping it, are in tests/test_stop_and_resume.py.)"""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
-import torch
 import torch.distributed as dist
-from tests.helpers import ROOT
+import train
+from tests.helpers import ROOT, single_thread
 
 EPOCHS = 8
 COMMON = ["--preset", "tiny", "--device", "cpu", "--snapshots", "none", "--batch-tokens", "600", "--vocab-size", "200"]
@@ -63,28 +64,9 @@ def test_two_processes_train_resume_and_match_one(data_dir, tmp_path):
 
     # the same data and tokens per optimiser step in one process: 2 x 600 = 1200
     single = tmp_path / "single"
-    s = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            *COMMON,
-            "--batch-tokens",
-            "1200",
-            "--threads",
-            "1",
-            "--dataset",
-            str(data_dir),
-            "--out",
-            str(single),
-            "--epochs",
-            str(EPOCHS),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert s.returncode == 0, s.stderr[-3000:]
+    argv = [*COMMON, "--batch-tokens", "1200", "--threads", "1", "--dataset", str(data_dir), "--out", str(single)]
+    with single_thread():
+        assert train.main([*argv, "--epochs", str(EPOCHS)]) == 0
     one, two = epochs_of(single)[-1]["val_loss"], history[-1]["val_loss"]
     start = math.log(200)  # the tiny preset's vocabulary: an untrained model's loss is about ln(V)
     assert two < start - 1.0 and one < start - 1.0  # both learn
@@ -103,39 +85,6 @@ def train_py(*args):
     return subprocess.run(
         [sys.executable, "train.py", *COMMON, *args], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
-
-
-def test_train_py_starts_its_own_processes(data_dir, tmp_path):
-    """--processes 2 is torchrun without torchrun: two ranks, rank 0 alone in the terminal,
-    and the run records the command that was typed."""
-    out = tmp_path / "two"
-    r = train_py("--dataset", str(data_dir), "--out", str(out), "--epochs", "2", "--processes", "2")
-    assert r.returncode == 0, r.stderr[-3000:]
-    assert "on each of 2 processes" in r.stderr
-    assert r.stdout.count('"best_chrf"') == 1
-    assert "OMP_NUM_THREADS" not in r.stderr  # the launcher's own warning is not shown
-    history = epochs_of(out)
-    # 2 ranks share each epoch's batches: half the optimiser steps of one process
-    single = tmp_path / "one"
-    s = train_py("--dataset", str(data_dir), "--out", str(single), "--epochs", "2")
-    assert s.returncode == 0, s.stderr[-3000:]
-    assert history[-1]["step"] == epochs_of(single)[-1]["step"] // 2
-    card = (out / "best" / "README.md").read_text()
-    assert "python train.py " in card and "--processes 2" in card and "torchrun" not in card
-    recorded = [
-        torch.load(run / "epochs" / "epoch-002" / "train_state.pt", weights_only=True)["settings"]["processes"]
-        for run in (out, single)
-    ]
-    assert recorded == [2, 1]
-    # the schedule depends on the processes: resuming with another count is one line, exit 2
-    r = train_py("--dataset", str(data_dir), "--out", str(out), "--epochs", "3", "--resume", "--processes", "1")
-    assert r.returncode == 2, r.stderr
-    assert r.stderr.strip().splitlines() == [
-        (
-            f"error: --processes 1: {out} was trained with --processes 2; --resume "
-            "goes on with the run's own (leave the flag out)"
-        )
-    ]
 
 
 def test_train_py_processes_bad_input_one_line(data_dir, tmp_path):

@@ -26,7 +26,7 @@ from transformer.training import progress
 from transformer.training.loop import FitResult, Trainer
 from transformer.training.run_folder import MID_EPOCH_DIR, RUN_FILE, STATE_FILE
 
-from tests.helpers import ROOT, tiny_main, write_jsonl
+from tests.helpers import ROOT, single_thread, tiny_main, write_jsonl
 
 # the tiny preset on the fixture corpus (96 pairs) in small batches: 14 steps per epoch
 # (7 per process with 2), so that a stop lands within an epoch
@@ -34,6 +34,25 @@ RUN = ["--preset", "tiny", "--batch-tokens", "150", "--vocab-size", "200", "--ep
 EVERY_STEP = ["--save-every-minutes", "1e-6"]  # a mid-epoch checkpoint after every step: what the tests wait for
 
 pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def train_py(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.fixture(scope="module")
+def straight(data_dir, tmp_path_factory) -> dict:
+    """Runs of RUN that never stopped, made once for every test that compares with them: in
+    this process with one thread ("one"), and by train.py with --processes 2 ("two", with
+    ``"two_process"``, its finished process)."""
+    root = tmp_path_factory.mktemp("straight")
+    with single_thread():
+        assert train.main([*RUN, "--dataset", str(data_dir), "--threads", "1", "--out", str(root / "one")]) == 0
+    r = train_py(*RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2", "--out", str(root / "two"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    return {"one": root / "one", "two": root / "two", "two_process": r}
 
 
 def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str, str]:
@@ -98,11 +117,11 @@ def same(a: dict, b: dict) -> bool:
 
 
 @pytest.mark.slow  # training subprocesses, stopped with a real SIGINT
-def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path):
+def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path, straight):
     """Ctrl-C within an epoch: exit 130, one line, the position saved; a bare --resume goes
     on from that step (taking the run's own settings, threads included) and ends with the
     very weights of a run that never stopped."""
-    out, straight = tmp_path / "stopped", tmp_path / "straight"
+    out, straight = tmp_path / "stopped", straight["one"]
     code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *RUN, "--dataset", str(data_dir), "--threads", "1")
     assert code == 130, stderr[-3000:]
     where = the_stop_line(out, stdout, stderr)
@@ -112,7 +131,6 @@ def test_ctrl_c_mid_epoch_then_resume_ends_bit_identical(data_dir, tmp_path):
         assert position == tuple(map(int, where.groups()[:3]))
     assert train.main(["--out", str(out), "--resume", "--save-every-minutes", "10"]) == 0
     assert not (out / MID_EPOCH_DIR).exists()  # out of date once an epoch checkpoint follows it
-    assert train.main([*RUN, "--dataset", str(data_dir), "--threads", "1", "--out", str(straight)]) == 0
     for epoch in (1, 2):
         assert same(float32_weights(out, epoch), float32_weights(straight, epoch)), epoch
     history = [{k: v for k, v in r.items() if k != "minutes"} for r in json.loads((out / "history.json").read_text())]
@@ -126,59 +144,74 @@ gloo = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(
 
 @gloo
 @pytest.mark.slow
-def test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical(data_dir, tmp_path):
+def test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical(data_dir, tmp_path, straight):
     """--processes 2 and Ctrl-C (the terminal signals train.py and both training processes):
     one line, exit 130, no traceback from any process; a bare --resume starts 2 processes
     again and ends with the weights of a 2-process run that never stopped."""
-    out, straight = tmp_path / "stopped", tmp_path / "straight"
+    out = tmp_path / "stopped"
     args = [*RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2"]
     code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *args)
     assert code == 130, stderr[-3000:]
     the_stop_line(out, stdout, stderr)
-    r = subprocess.run(
-        [sys.executable, "train.py", "--out", str(out), "--resume", "--save-every-minutes", "10"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    r = train_py("--out", str(out), "--resume", "--save-every-minutes", "10")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "on each of 2 processes" in r.stderr
-    r = subprocess.run(
-        [sys.executable, "train.py", *args, "--out", str(straight)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
     for epoch in (1, 2):
-        assert same(float32_weights(out, epoch), float32_weights(straight, epoch)), epoch
+        assert same(float32_weights(out, epoch), float32_weights(straight["two"], epoch)), epoch
+
+
+@gloo
+@pytest.mark.slow
+def test_train_py_starts_its_own_processes(data_dir, straight, capfd):
+    """--processes 2 is torchrun without torchrun: two ranks, rank 0 alone in the terminal,
+    half the optimiser steps of one process, and the run records the command that was typed
+    and its process count, which --resume keeps."""
+    r, two, one = straight["two_process"], straight["two"], straight["one"]
+    assert "on each of 2 processes" in r.stderr
+    assert r.stdout.count('"best_chrf"') == 1
+    assert "OMP_NUM_THREADS" not in r.stderr  # the launcher's own warning is not shown
+    steps = [json.loads((run / "history.json").read_text())[1]["step"] for run in (two, one)]
+    assert steps[0] == steps[1] // 2  # 2 ranks share each epoch's batches
+    card = (two / "best" / "README.md").read_text()
+    assert "python train.py " in card and "--processes 2" in card and "torchrun" not in card
+    recorded = [
+        torch.load(run / "epochs" / "epoch-002" / STATE_FILE, weights_only=True)["settings"]["processes"]
+        for run in (two, one)
+    ]
+    assert recorded == [2, 1]
+    # the schedule depends on the processes: resuming with another count is one line, exit 2
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        train.main(["--out", str(two), "--epochs", "3", "--resume", "--processes", "1"])
+    assert exc.value.code == 2
+    assert capfd.readouterr().err.strip().splitlines() == [
+        (
+            f"error: --processes 1: {two} was trained with --processes 2; --resume "
+            "goes on with the run's own (leave the flag out)"
+        )
+    ]
 
 
 @gloo
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["launcher", "rank1"])
-def test_sigterm_to_any_process_stops_both(data_dir, tmp_path, target):
+def test_sigterm_to_any_process_stops_both(data_dir, tmp_path, target, straight):
     """SIGTERM to train.py (which forwards it) or to one training process alone: both
-    processes stop at the same step, one line, exit 143; the run resumes."""
+    processes stop at the same step, one line, exit 143, and the step is saved."""
     out = tmp_path / "run"
     code, stdout, stderr = stopped_run(
         out, signal.SIGTERM, target, *RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2"
     )
     assert code == 143, stderr[-3000:]
-    the_stop_line(out, stdout, stderr)
-    r = subprocess.run(
-        [sys.executable, "train.py", "--out", str(out), "--resume", "--epochs", "1"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
+    where = the_stop_line(out, stdout, stderr)
+    # what --resume reads is whole, at the step the line names (a resume after a stop of 2
+    # processes runs in test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical)
+    metrics = json.loads((out / MID_EPOCH_DIR / "metrics.json").read_text())
+    assert (metrics["epoch"] + 1, metrics["batches_done"], metrics["n_batches"]) == tuple(map(int, where.groups()[:3]))
+    state = torch.load(out / MID_EPOCH_DIR / STATE_FILE, weights_only=True)
+    assert state["settings"]["processes"] == 2 and len(state["rng"]) == 2  # both ranks' random state
+    assert state["weights"].keys() == float32_weights(straight["two"], 1).keys()
+    assert state["optimizer"]["state"] and state["step"] == metrics["step"]
 
 
 def test_a_stop_before_training_starts_is_one_line(data_dir, tmp_path, monkeypatch, capsys):
