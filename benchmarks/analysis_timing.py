@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -27,21 +25,11 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.timing import SENTENCE, median_ms  # noqa: E402
+
 from transformer.core import readings  # noqa: E402
 from transformer.interpret import knockout  # noqa: E402
 from transformer.cli import load_translator_or_exit  # noqa: E402
-
-SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def main(argv=None) -> int:

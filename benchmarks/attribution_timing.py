@@ -24,9 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -34,22 +32,13 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.timing import SENTENCE, median_ms  # noqa: E402
+
 from transformer.interpret.attribution import activation_patching, direct_logit_attribution, greedy_targets
 from transformer.cli import load_translator_or_exit
 from transformer.interpret.saliency import saliency
 
-SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 OTHER = "My sister bought a beautiful red dress for the wedding."  # one word changed (two more subwords)
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(times), 2)
 
 
 def first_difference(a: list[int], b: list[int]) -> int:

@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -33,24 +31,15 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.timing import SENTENCE, median_ms  # noqa: E402
+
 from transformer.cli import load_translator_or_exit
 from transformer.interpret.contributions import alti_contributions, value_norms
 from transformer.interpret.decoder_lens import decoder_lens
 from transformer.interpret.reference import score_reference
 
-SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 REFERENCE = "Mia sorella ha comprato un bellissimo vestito rosso per la festa."
 TARGET_MS = 1000
-
-
-def median_ms(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1000)
-    return round(statistics.median(times), 1)
 
 
 def main(argv=None) -> int:
