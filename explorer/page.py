@@ -337,6 +337,9 @@ class App:
         # thread: let in two batches' worth, in their own queue (concurrency_id), so the
         # next batch gathers while one runs
         batched = dict(concurrency_limit=2 * self.batcher.max_batch, concurrency_id=self.api_name("translate"))
+        # the pending animation on the translation box only: drawn on every output, it costs
+        # the page a re-layout of each view while the model runs, and another when it is removed
+        shown = dict(batched, show_progress_on=[self.translation])
         outputs = self.outputs
         self.then_download(
             self.translate_btn.click(
@@ -345,7 +348,7 @@ class App:
                 outputs,
                 api_name=self.api_name("show"),
                 api_visibility="private",
-                **batched,
+                **shown,
             )
         )
         self.then_download(
@@ -355,7 +358,7 @@ class App:
                 outputs,
                 api_name=self.api_name("show_on_enter"),
                 api_visibility="private",
-                **batched,
+                **shown,
             )
         )
         self.then_download(
@@ -365,7 +368,7 @@ class App:
                 outputs,
                 api_name=self.api_name("run_example"),
                 api_visibility="private",
-                **batched,
+                **shown,
             )
         )
         self.then_download(
@@ -375,7 +378,7 @@ class App:
                 [self.src_text, *outputs],
                 api_name=self.api_name("open_link"),
                 api_visibility="private",
-                **batched,
+                **shown,
             )
         )
         gr.api(self.api_translate, api_name=self.api_name("translate"), **batched)
