@@ -158,11 +158,11 @@ def main(argv=None) -> int:
         print("error: --repeat and --long-tokens must be at least 1", file=sys.stderr)
         return 2
 
-    import app as app_module
+    from explorer.page import App
     from transformer.cli import load_translator_or_exit
 
     tr = load_translator_or_exit(args.checkpoint)
-    app = app_module.App(tr)
+    app = App(tr)
     app.build()  # callbacks return dicts keyed by the components build() makes
     app.translate(SENTENCE)  # warm-up: first calls allocate and load code paths
     result = {"sentence_words": len(SENTENCE.split()), "short": measure(app, SENTENCE, args.repeat)}

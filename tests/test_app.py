@@ -17,7 +17,7 @@ from explorer import page as explorer_page
 from explorer import downloads
 from explorer.payload import decode_payload
 from transformer.core.wire import unpack_arrays
-from tests.helpers import SHIPPED
+from tests.helpers import SHIPPED, load_script
 from explorer.panels.base import Asked
 
 
@@ -384,3 +384,14 @@ def test_two_models_get_one_page_each_with_their_own_endpoints(translator, tmp_p
     for name in ("translate", "knockout", "beam", "attribution", "contributions", "decoder_lens", "score_reference"):
         assert name in names and f"{name}_tiny" in names
     assert [path for path, *_ in demo.pages] == ["", "tiny"]
+
+
+def test_the_server_timing_benchmark_runs_against_the_app(tiny_checkpoint, capsys):
+    """benchmarks/app_timing.py drives the app's own callbacks, so it must follow them: it
+    times every part on a tiny checkpoint and ends with its one JSON line."""
+    app_timing = load_script("benchmarks/app_timing.py")
+    args = ["--checkpoint", str(tiny_checkpoint), "--repeat", "1", "--long-tokens", "8", "--skip-startup"]
+    assert app_timing.main(args) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert figures["short"]["trace_ms"] > 0 and figures["short"]["payload_kb"] > 0
+    assert figures["long_8_tokens"]["translate_ms"] > 0
