@@ -63,6 +63,9 @@ def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str,
     p = subprocess.Popen(
         [sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP],
         cwd=ROOT,
+        # an abort in torch's C++ (once seen here: the launcher ended with SIGABRT after a
+        # SIGTERM stop) then prints every thread's Python stack into the failure message
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
