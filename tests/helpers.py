@@ -493,6 +493,9 @@ def translate(page, text: str, read: str | None = None, step: int | None = 1):
         arg=[text if read is None else read, serial],
     )
     painted(page)  # a new sentence opens on its own focus step
+    # the event chained after it (the download file) ends too: a test that then counts the
+    # page's requests must not see that event's own
+    page.wait_for_selector("#download-trace:not([disabled])")
     if step is not None:
         go_to_step(page, step)
     return before
