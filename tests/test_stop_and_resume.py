@@ -63,8 +63,8 @@ def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str,
     p = subprocess.Popen(
         [sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP],
         cwd=ROOT,
-        # an abort in torch's C++ (once seen here: the launcher ended with SIGABRT after a
-        # SIGTERM stop) then prints every thread's Python stack into the failure message
+        # should torch's C++ teardown abort the launcher (SIGABRT instead of the signal's exit
+        # code), every thread's Python stack is then in the failure message
         env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
