@@ -74,7 +74,8 @@ def main(argv=None) -> int:
         return 128 + exc.signum
     except TrainingStopped as exc:
         if rank() == 0:
-            print(stop_line(exc, Path(args.out), resume_command(args.out)), file=sys.stderr)
+            # the folder of the stage that stopped; --resume of the whole run goes on in either stage
+            print(stop_line(exc, exc.out or Path(args.out), resume_command(args.out)), file=sys.stderr)
         return 128 + exc.signum
     except VocabularyError as exc:
         leave_to_rank_0(EXIT_USAGE)

@@ -395,3 +395,16 @@ def test_the_server_timing_benchmark_runs_against_the_app(tiny_checkpoint, capsy
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert figures["short"]["trace_ms"] > 0 and figures["short"]["payload_kb"] > 0
     assert figures["long_8_tokens"]["translate_ms"] > 0
+
+
+def test_the_model_budget_benchmark_compares_two_checkpoints(tiny_checkpoint, tmp_path, capsys):
+    """benchmarks/model_budget.py times both checkpoints and sizes their folders; a folder
+    without weights is one line before any model loads."""
+    budget = load_script("benchmarks/model_budget.py")
+    assert budget.main(["--old", str(tiny_checkpoint), "--new", str(tiny_checkpoint), "--rounds", "1"]) == 0
+    figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for side in ("old", "new"):
+        assert figures[side]["trace_ms"] > 0 and figures[side]["payload_kb"] > 0
+        assert figures[side]["weights_mb"] == round((tiny_checkpoint / "model.safetensors").stat().st_size / 1e6, 1)
+    assert budget.main(["--old", str(tmp_path), "--new", str(tiny_checkpoint)]) == 2
+    assert capsys.readouterr().err == f"error: --old {tmp_path}: no model.safetensors there\n"

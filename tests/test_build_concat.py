@@ -42,3 +42,21 @@ def test_main_writes_a_gzipped_jsonl_folder(tmp_path):
     with gzip.open(tmp_path / "joined" / "train.jsonl.gz", "rt", encoding="utf-8") as f:
         rows = [json.loads(line) for line in f]
     assert len(rows) == 30 and set(rows[0]) == {"id", "translation", "origin"}
+
+
+def test_long_rows_keep_both_word_limits_and_shuffled_ids_follow_the_order():
+    build = load_builder()
+    rows = build.concatenations(PAIRS, 300, max_words=12, seed=2, pieces=(2, 3, 4), min_words=9, shuffle=True)
+    # 3 words a sentence: 9-12 words are 3 or 4 pieces, never 2
+    assert {row["origin"] for row in rows} == {"concat:3", "concat:4"}
+    assert all(9 <= len(row["translation"]["en"].split()) <= 12 for row in rows)
+    assert [row["id"] for row in rows] == [str(i) for i in range(300)]
+    unshuffled = build.concatenations(PAIRS, 300, max_words=12, seed=2, pieces=(2, 3, 4), min_words=9)
+    assert rows != unshuffled
+    key = lambda row: row["translation"]["en"]  # noqa: E731
+    assert sorted(map(key, rows)) == sorted(map(key, unshuffled))
+
+
+def test_main_refuses_a_piece_count_under_two(tmp_path, capsys):
+    assert load_builder().main(["--out", str(tmp_path / "joined"), "--pieces", "1", "2"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not (tmp_path / "joined").exists()

@@ -530,3 +530,8 @@ def test_the_default_run_adds_the_repositorys_further_pairs_and_only_to_its_own_
     assert cli_train.extra_train(cli_train.parse_args(["--src", "it", "--tgt", "en"])) == ()
     assert cli_train.extra_train(cli_train.parse_args(["--dataset", str(data_dir)])) == ()
     assert cli_train.extra_train(cli_train.parse_args(["--extra-train"])) == ()
+    # and its second stage's long pairs
+    long = cli_train.fine_tune_train(cli_train.parse_args([]))
+    assert [Path(p).name for p in long] == ["tatoeba-en-it-joined-long"]
+    assert all((Path(p) / "README.md").is_file() and (Path(p) / "train.jsonl.gz").is_file() for p in long)
+    assert cli_train.fine_tune_train(cli_train.parse_args(["--src", "it", "--tgt", "en"])) == ()

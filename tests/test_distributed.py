@@ -81,6 +81,27 @@ def test_two_processes_train_resume_and_match_one(data_dir, tmp_path):
     assert (out / "epochs" / f"epoch-{EPOCHS + 1:03d}" / "train_state.pt").is_file()
 
 
+def test_a_torchrun_of_ones_own_trains_the_first_stage_and_says_how_to_fine_tune(data_dir, tmp_path):
+    """The second stage runs in one process, so under a torchrun the user started it is not
+    run on every rank: the first stage ends with the command that runs it, which does."""
+    long = tmp_path / "long.jsonl"
+    long.write_text((data_dir / "train.jsonl").read_text(encoding="utf-8"), encoding="utf-8")
+    out = tmp_path / "ddp"
+    r = torchrun("--dataset", str(data_dir), "--out", str(out), "--epochs", "1", "--fine-tune-train", str(long))
+    assert r.returncode == 0, r.stderr[-3000:]
+    line = f"the second, fine-tuning stage runs in one process: python train.py --out {out} --resume"
+    assert r.stderr.count(line) == 1 and not (out / "fine-tune" / "best").exists()
+    r = subprocess.run(
+        [sys.executable, "train.py", "--out", str(out), "--resume", "--threads", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert (out / "fine-tune" / "best" / "model.safetensors").is_file()
+
+
 def train_py(*args):
     return subprocess.run(
         [sys.executable, "train.py", *COMMON, *args], cwd=ROOT, capture_output=True, text=True, timeout=600

@@ -11,7 +11,7 @@ import pytest
 import explorer.page as explorer_page
 from explorer.panels import epochs as epoch_panel
 from explorer.payload import decode_payload
-from tests.helpers import make_snapshots
+from tests.helpers import make_snapshots, run_node
 from transformer.core.translator import load_translator
 from explorer.panels.base import Asked
 
@@ -188,3 +188,16 @@ def test_epoch_cache_is_bounded():
     for i in range(3):
         cache.get(i, lambda i=i: i * 10)
     assert list(cache.data) == [1, 2] and cache.get(1, lambda: -1) == 10 and cache.misses == 3
+
+
+def test_a_fine_tuned_models_epoch_counts_on_from_the_model_it_started_from(tmp_path):
+    """The snapshots of a fine-tune are those of the model it started from, so its final
+    epoch reads as that model's epochs plus its own, on the server and in the browser."""
+    assert epoch_panel.final_epoch({"epoch": 3, "epochs_before": 13}) == {"epoch": 3, "epochs_before": 13}
+    assert epoch_panel.final_epoch({"epoch": 15}) == {"epoch": 15, "epochs_before": None}
+    script = (
+        'import { finalEpoch } from "./numbers.js";\n'
+        "const cases = [{ epoch: 3, epochs_before: 13 }, { epoch: 15, epochs_before: null }, { epoch: null }];\n"
+        "console.log(JSON.stringify(cases.map(finalEpoch)));\n"
+    )
+    assert run_node(tmp_path, ("numbers.js",), script) == ["epoch 13 + 3 of fine-tuning", "epoch 15", ""]

@@ -26,7 +26,7 @@ from transformer.training import progress
 from transformer.training.loop import FitResult, Trainer
 from transformer.training.run_folder import MID_EPOCH_DIR, RUN_FILE, STATE_FILE
 
-from tests.helpers import ROOT, single_thread, tiny_main, write_jsonl
+from tests.helpers import PAIRS, ROOT, lines_of, single_thread, tiny_main, write_jsonl
 
 # the tiny preset on the fixture corpus (96 pairs) in small batches: 14 steps per epoch
 # (7 per process with 2), so that a stop lands within an epoch
@@ -55,11 +55,11 @@ def straight(data_dir, tmp_path_factory) -> dict:
     return {"one": root / "one", "two": root / "two", "two_process": r}
 
 
-def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str, str]:
+def stopped_run(out: Path, sig: int, target: str, *args: str, within: Path | None = None) -> tuple[int, str, str]:
     """train.py in a process group of its own (as a terminal starts it), sent ``sig`` once its
-    first mid-epoch checkpoint is on disk: to the whole group as Ctrl-C does (``target``
-    'group'), to train.py itself ('launcher'), or to the training process of rank 1 ('rank1').
-    Returns (exit code, stdout, stderr)."""
+    first mid-epoch checkpoint is on disk (in the run folder ``within``, ``out`` unless given):
+    to the whole group as Ctrl-C does (``target`` 'group'), to train.py itself ('launcher'), or
+    to the training process of rank 1 ('rank1'). Returns (exit code, stdout, stderr)."""
     p = subprocess.Popen(
         [sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP],
         cwd=ROOT,
@@ -72,7 +72,7 @@ def stopped_run(out: Path, sig: int, target: str, *args: str) -> tuple[int, str,
         start_new_session=True,
     )
     deadline = time.monotonic() + 300
-    while not (out / MID_EPOCH_DIR / STATE_FILE).is_file():
+    while not ((within or out) / MID_EPOCH_DIR / STATE_FILE).is_file():
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
         time.sleep(0.05)
     if target == "group":
@@ -147,6 +147,29 @@ gloo = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(
 
 @gloo
 @pytest.mark.slow
+def test_a_stop_in_the_second_stage_resumes_it_and_ends_bit_identical(data_dir, tmp_path):
+    """Ctrl-C while the second, fine-tuning stage trains: the line names that stage's folder
+    and the whole run's --resume, which leaves the finished first stage alone and ends the
+    fine-tune with the weights of a run that never stopped."""
+    joined = [(f"{a[0]} {b[0]}", f"{a[1]} {b[1]}") for a, b in zip(PAIRS, PAIRS[1:] + PAIRS[:1])]
+    both = [*RUN, "--dataset", str(data_dir), "--threads", "1", "--device", "cpu"]
+    both += ["--fine-tune-train", str(write_jsonl(tmp_path / "long.jsonl", joined))]
+    straight = train_py(*both, "--out", str(tmp_path / "straight"))
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    out = tmp_path / "stopped"
+    code, stdout, stderr = stopped_run(out, signal.SIGINT, "group", *both, within=out / "fine-tune")
+    assert code == 130, stderr[-3000:]
+    assert lines_of(stderr)[-1].startswith(f"stopped: saved {out / 'fine-tune'} at epoch 1, step ")
+    assert lines_of(stderr)[-1].endswith(f"continue with: python train.py --out {out} --resume")
+    first_stage = (out / "history.json").read_bytes()
+    resumed = train_py("--out", str(out), "--resume")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"python train.py --out {out / 'fine-tune'} --resume" in resumed.stderr
+    assert (out / "history.json").read_bytes() == first_stage
+    weights = [run / "fine-tune" / "best" / "model.safetensors" for run in (tmp_path / "straight", out)]
+    assert weights[0].read_bytes() == weights[1].read_bytes()
+
+
 def test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical(data_dir, tmp_path, straight):
     """--processes 2 and Ctrl-C (the terminal signals train.py and both training processes):
     one line, exit 130, no traceback from any process; a bare --resume starts 2 processes

@@ -56,6 +56,12 @@ class SnapshotModel:
         self.epoch, self.tr, self.metrics = epoch, tr, metrics
 
 
+def final_epoch(metrics: dict) -> dict:
+    """The final model's epoch, and for a fine-tune the epochs of the model it started from
+    (the snapshots are that model's, so the epoch control reads "epoch 13 + 3 of fine-tuning")."""
+    return {"epoch": metrics.get("epoch"), "epochs_before": metrics.get("epochs_before")}
+
+
 def load_snapshots(directory) -> list[SnapshotModel]:
     """Every loadable snapshot of the checkpoint folder, by epoch; [] without a folder or
     snapshots. A broken snapshot is logged and skipped: it must not stop the app."""
@@ -143,7 +149,7 @@ class EpochPanel(Panel):
             "key": [trace.src_text, list(trace.tgt_tokens)],
             "snapshots": [self.epoch_entry(s, trace.src_text, target) for s in self.snapshots],
             "final": {
-                "epoch": final_metrics.get("epoch"),
+                **final_epoch(final_metrics),
                 "translation": final_translation,
                 "scores": scores_of(final_metrics),
             },
@@ -169,7 +175,7 @@ class EpochPanel(Panel):
             "schema": EPOCH_SCHEMA,
             "meta": True,
             "snapshots": [{"epoch": s.epoch, "scores": scores_of(s.metrics)} for s in self.snapshots],
-            "final": {"epoch": m.get("epoch"), "scores": scores_of(m)},
+            "final": {**final_epoch(m), "scores": scores_of(m)},
         }
 
     def build(self) -> None:

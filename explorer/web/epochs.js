@@ -17,7 +17,7 @@ import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./frame.js";
 import { el } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
-import { count, weight as weightText } from "./numbers.js";
+import { count, finalEpoch, weight as weightText } from "./numbers.js";
 
 /** This view's store keys (store.js registerState), kept across sentences. */
 export const STATE = {
@@ -88,7 +88,8 @@ export class Epochs {
   options(meta) {
     if (!meta) return;
     const opts = meta.snapshots.map((s) => [String(s.epoch), `epoch ${s.epoch}`]);
-    opts.push(["final", `final model${meta.final.epoch ? ` (epoch ${meta.final.epoch})` : ""}`]);
+    const epoch = finalEpoch(meta.final);
+    opts.push(["final", `final model${epoch ? ` (${epoch})` : ""}`]);
     this.select.replaceChildren(...opts.map(([v, t]) => el("option", { value: v, text: t })));
     this.select.value = this.store.get().epoch;
   }
@@ -167,8 +168,8 @@ export class Epochs {
 
   describe(entry, selected) {
     const snap = entry.snapshots.find((x) => String(x.epoch) === selected);
-    const which = snap ? `Epoch ${snap.epoch}`
-      : `Final model${entry.final.epoch ? ` (epoch ${entry.final.epoch})` : ""}`;
+    const epoch = finalEpoch(entry.final);
+    const which = snap ? `Epoch ${snap.epoch}` : `Final model${epoch ? ` (${epoch})` : ""}`;
     const info = snap || entry.final, box = this.el["epoch-translation"];
     box.replaceChildren(
       el("strong", { text: `${which}: ` }), `“${info.translation}”`,
@@ -183,8 +184,8 @@ export class Epochs {
     const settings = { view, step: s.step, hide: s.hide };
     const items = entry.snapshots.map((x) => ({ id: String(x.epoch), title: `epoch ${x.epoch}`, scores: x.scores,
       trace: x.trace }));
-    items.push({ id: "final", title: entry.final.epoch ? `final (epoch ${entry.final.epoch})` : "final",
-      scores: entry.final.scores, trace: tr });
+    const epoch = finalEpoch(entry.final);
+    items.push({ id: "final", title: epoch ? `final (${epoch})` : "final", scores: entry.final.scores, trace: tr });
     const layer = Math.min(s.layer, tr.layers(view)), head = headIndex(s.head);
     const figs = items.map((it) => {
       const lay = layout(it.trace, settings, true);

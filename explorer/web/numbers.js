@@ -43,3 +43,11 @@ export function signed(x) {
 
 /** "1 step/s", "4 steps/s": a count with its noun, singular for one. */
 export const count = (n, noun, plural = `${noun}s`) => `${n} ${n === 1 ? noun : plural}`;
+
+/** The final model's epoch as the epoch panel names it: "epoch 15", or for a fine-tuned model
+ * (its snapshots are those of the model it started from) "epoch 13 + 3 of fine-tuning"; ""
+ * when the checkpoint does not say. */
+export function finalEpoch(final) {
+  if (!final || !final.epoch) return "";
+  return final.epochs_before ? `epoch ${final.epochs_before} + ${final.epoch} of fine-tuning` : `epoch ${final.epoch}`;
+}

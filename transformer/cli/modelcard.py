@@ -171,7 +171,7 @@ while it translates.
 | | |
 |---|---|
 | command | `{command}` |
-| training wall time | {train_minutes} minutes |
+| training wall time | {train_minutes} |
 | parameters | {n_params:,} |
 | shape | {shape} |
 | vocabulary | {cfg.src_vocab_size} (source) / {cfg.tgt_vocab_size} (target), tied embeddings: {cfg.tie_embeddings} |
@@ -214,6 +214,14 @@ Greedy decoding, scored with sacrebleu (BLEU 13a, chrF):
 
 {history}
 """
+
+
+def _wall_time(metrics: dict) -> str:
+    """The run's minutes; a fine-tune's are its own, after the epochs of the model it started from."""
+    minutes, before = metrics.get("train_minutes"), metrics.get("epochs_before")
+    if before:
+        return f"{minutes} minutes of fine-tuning, after epoch {before} of the model it started from"
+    return f"{minutes} minutes"
 
 
 def _shape(cfg: TransformerConfig) -> str:
@@ -311,7 +319,7 @@ def build_model_card(
     body = CARD_TEMPLATE.format(
         title=title or f"{src}->{tgt} Transformer (from scratch)",
         command=_cell(command),
-        train_minutes=metrics.get("train_minutes"),
+        train_minutes=_wall_time(metrics),
         n_params=n_params,
         shape=_shape(cfg),
         cfg=cfg,
@@ -376,15 +384,23 @@ def snapshots_section(directory: str | Path) -> str | None:
             f"{val.get('chrf', '')} | {size:.1f} MB |"
         )
     own = read_metrics(Path(directory))
+    before = own.get("epochs_before")
     if own.get("epoch") is not None:
         val = own.get("validation", {})
+        epoch = f"{before} + {own['epoch']} of fine-tuning" if before else own["epoch"]
         rows.append(
-            f"| {own['epoch']} (this model) | {own.get('step', '')} | {own.get('train_minutes', '')} | "
+            f"| {epoch} (this model) | {own.get('step', '')} | {own.get('train_minutes', '')} | "
             f"{val.get('bleu', '')} | {val.get('chrf', '')} | |"
         )
+    run = (
+        f"the run this model was fine-tuned from, after a few of its epochs (this model is that run's epoch "
+        f"{before}, fine-tuned for {own.get('epoch')} more; its step and minutes count from the fine-tune's start)"
+        if before
+        else "the same run after a few epochs"
+    )
     return (
-        "`snapshots/` holds the same run after a few epochs (sharing this folder's tokenizer), so the "
-        "app's training-epoch panel can show attention forming. Validation scores, greedy:\n\n" + "\n".join(rows)
+        f"`snapshots/` holds {run}, sharing this folder's tokenizer, so the app's training-epoch panel can show "
+        "attention forming. Validation scores, greedy:\n\n" + "\n".join(rows)
     )
 
 

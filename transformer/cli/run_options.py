@@ -31,6 +31,9 @@ DEFAULT_EXTRA_TRAIN = tuple(
     for name in ("tatoeba-en-it-bt2", "tatoeba-en-it-more", "tatoeba-en-it-ft4", "tatoeba-en-it-concat")
 )
 
+# the long joined pairs the preset's second, fine-tuning stage trains on beside the real pairs
+DEFAULT_FINE_TUNE_TRAIN = (str(DATA / "tatoeba-en-it-joined-long"),)
+
 
 def repo_id(text: str) -> str:
     """A hub repo id, 'owner/name'; raises ``ValueError`` on anything else."""
@@ -52,6 +55,16 @@ def _extra_train_help() -> str:
         "'ft' forward-translated. "
         f"(default: {' '.join(str(Path(p).relative_to(DATA.parent)) for p in DEFAULT_EXTRA_TRAIN)} with the default "
         "--dataset and --src/--tgt, none otherwise; give no PATH for none)"
+    )
+
+
+def _fine_tune_train_help() -> str:
+    return (
+        "the pairs of the preset's second stage (base: 3 epochs of fine-tuning from the first stage's best "
+        "checkpoint, in OUT/fine-tune, on the real pairs plus these): local JSONL folders or files "
+        f"(default: {' '.join(str(Path(p).relative_to(DATA.parent)) for p in DEFAULT_FINE_TUNE_TRAIN)} with the "
+        "default --dataset and --src/--tgt, none otherwise or with --init-from; give no PATH to train the first "
+        "stage only)"
     )
 
 
@@ -78,6 +91,9 @@ class RunOptions:
     )
     extra_train: tuple[str, ...] | None = field(
         default=None, metadata=_data(_extra_train_help(), nargs="*", metavar="PATH", recorded=True)
+    )
+    fine_tune_train: tuple[str, ...] | None = field(
+        default=None, metadata=_data(_fine_tune_train_help(), nargs="*", metavar="PATH", recorded=True)
     )
     tag_origins: tuple[str, ...] = field(
         default=("bt",),

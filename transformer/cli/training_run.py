@@ -35,12 +35,28 @@ from transformer.training.distributed import (
     launched_by_train_py,
     pick_device,
     plan_processes,
+    rank,
 )
-from transformer.cli.run_options import DEFAULT_DATASET, DEFAULT_EXTRA_TRAIN, RECORDED, RunOptions
+from transformer.cli.run_options import (
+    DEFAULT_DATASET,
+    DEFAULT_EXTRA_TRAIN,
+    DEFAULT_FINE_TUNE_TRAIN,
+    RECORDED,
+    RunOptions,
+)
 from transformer.training.loop import Trainer
 from transformer.training.presets import PRESETS, Preset, TrainingError, TrainSettings
 from transformer.training.progress import RunStart
-from transformer.training.run_folder import check_out_dir, clear_run, read_run_record, run_items, write_run_record
+from transformer.training.run_folder import (
+    HISTORY_FILE,
+    RUN_FILE,
+    check_out_dir,
+    clear_run,
+    read_run_record,
+    resume_dir,
+    run_items,
+    write_run_record,
+)
 from transformer.training.setup import (
     build_fresh,
     build_from_checkpoint,
@@ -105,13 +121,26 @@ def preset_from_args(args) -> Preset:
     return apply_flags(PRESETS[args.preset], PRESET_FLAGS, args)
 
 
+def _own_corpus(args) -> bool:
+    """The run trains on the default corpus in its own direction (so its further pairs apply)."""
+    return Path(args.dataset).resolve() == Path(DEFAULT_DATASET) and (args.src, args.tgt) == ("en", "it")
+
+
 def extra_train(args) -> tuple[str, ...]:
     """The --extra-train corpora; by default the further pairs that belong to the default
     corpus, when the run uses that corpus in its own direction."""
     if args.extra_train is not None:
         return tuple(args.extra_train)
-    own = Path(args.dataset).resolve() == Path(DEFAULT_DATASET) and (args.src, args.tgt) == ("en", "it")
-    return DEFAULT_EXTRA_TRAIN if own else ()
+    return DEFAULT_EXTRA_TRAIN if _own_corpus(args) else ()
+
+
+def fine_tune_train(args) -> tuple[str, ...]:
+    """The --fine-tune-train corpora of the preset's second stage: by default the long joined
+    pairs of the default corpus, as --extra-train's, except for a run that is itself a
+    fine-tune (--init-from)."""
+    if args.fine_tune_train is not None:
+        return tuple(args.fine_tune_train)
+    return DEFAULT_FINE_TUNE_TRAIN if _own_corpus(args) and not args.init_from else ()
 
 
 def run_flags(args) -> dict:
@@ -122,6 +151,7 @@ def run_flags(args) -> dict:
     return {
         **{name: getattr(args, name) for name in RECORDED},
         "extra_train": list(extra_train(args)),
+        "fine_tune_train": list(fine_tune_train(args)),
         **{flag.dest: value_of(p, flag) for flag in PRESET_FLAGS if flag.dest not in EXTENDS_RUN},
     }
 
@@ -149,6 +179,8 @@ def take_run_flags(args, argv) -> None:
     }
     given, now = given_flags(argv), run_flags(args)
     recorded = {name: value for name, value in recorded.items() if not (name == "threads" and name in given)}
+    if recorded and "fine_tune_train" not in recorded:  # a run recorded before runs had a second stage
+        recorded["fine_tune_train"] = []
     for name in sorted(given.keys() & recorded.keys()):
         if json.loads(json.dumps(now.get(name))) != recorded[name]:
             flag = "--" + name.replace("_", "-")
@@ -157,7 +189,8 @@ def take_run_flags(args, argv) -> None:
                 f"{_shown(recorded[name])}; --resume goes on with the run's own (leave the flag out)"
             )
     for name, value in recorded.items():
-        setattr(args, name, tuple(value) if name in ("extra_train", "snapshots", "tag_origins") else value)
+        tuples = ("extra_train", "fine_tune_train", "snapshots", "tag_origins")
+        setattr(args, name, tuple(value) if name in tuples else value)
 
 
 # what a checkpoint fixes for a run that starts from it (--init-from)
@@ -310,7 +343,7 @@ def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: Stop
         )
         return Trainer.resume(args.out, data, requested, **options)
     if args.init_from:
-        model, src_tok, tgt_tok = build_from_checkpoint(
+        model, src_tok, tgt_tok, options["start"] = build_from_checkpoint(
             args.init_from, args.src, args.tgt, args.storage_dtype, tags_synthetic=tags
         )
     else:
@@ -351,9 +384,10 @@ def run(args, argv, stop: StopSignals) -> int:
 
 
 def report(result, args) -> int:
-    """The last line, on stdout (JSON), after pushing best/ to the hub when asked."""
+    """The stage's last line, on stdout (JSON), after pushing best/ to the hub when asked
+    (by the last stage: a first stage whose fine-tuning follows pushes nothing)."""
     summary = {"best_chrf": result.best_chrf, "minutes": result.minutes, "best": str(result.best_dir)}
-    if args.push_to_hub:
+    if args.push_to_hub and second_stage(args) is None:
         try:
             from transformer.core.hub import push_checkpoint
 
@@ -370,10 +404,10 @@ def report(result, args) -> int:
     return 0
 
 
-def check_paths_exist(extra: tuple[str, ...]) -> None:
+def check_paths_exist(extra: tuple[str, ...], flag: str = "--extra-train") -> None:
     for path in extra:
         if not Path(path).exists():
-            raise DataError(f"--extra-train {path}: no such file or directory")
+            raise DataError(f"{flag} {path}: no such file or directory")
 
 
 def check_before_launch(args) -> None:
@@ -382,6 +416,7 @@ def check_before_launch(args) -> None:
     check_out_dir(args.out, args.resume, args.overwrite)
     check_before_loading(args, preset_from_args(args))
     check_paths_exist(extra_train(args))
+    check_paths_exist(fine_tune_train(args), "--fine-tune-train")
 
 
 def launch_plan(args) -> tuple[int, list[str]]:
@@ -399,12 +434,87 @@ def launch_plan(args) -> tuple[int, list[str]]:
     return plan.processes, ["--batch-tokens", str(plan.batch_tokens)] if plan.note else []
 
 
+# the second, fine-tuning stage's run folder, inside the first stage's
+FINE_TUNE_DIR = "fine-tune"
+# what a flag given for the run sets in both stages (the preset's ``fine_tune`` settles the rest)
+SHARED_BY_STAGES = {"save_every_minutes"}
+
+
+def _flag_text(flag, value) -> list[str]:
+    """``flag`` set to ``value`` as typed on a command line ([] for None: the preset's)."""
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        return [flag.option if value else "--no-" + flag.option[2:]]
+    return [flag.option, str(value)]
+
+
+def second_stage(args) -> list[str] | None:
+    """The command line (without ``python train.py``) of the run's second stage: the
+    preset's ``fine_tune`` settings, from OUT/best, on the real pairs plus --fine-tune-train,
+    in OUT/fine-tune. None when the preset has no second stage or there are no such pairs."""
+    preset, pairs = preset_from_args(args), fine_tune_train(args)
+    if preset.fine_tune is None or not pairs:
+        return None
+    out = Path(args.out)
+    argv = ["--preset", args.preset, "--dataset", args.dataset, "--src", args.src, "--tgt", args.tgt]
+    argv += ["--dataset-config", args.dataset_config] if args.dataset_config else []
+    argv += ["--out", str(out / FINE_TUNE_DIR), "--init-from", str(out / "best")]
+    argv += ["--extra-train", *pairs, "--fine-tune-train", "--tag-origins", *args.tag_origins]
+    argv += ["--storage-dtype", args.storage_dtype, "--device", args.device, "--val-limit", str(args.val_limit)]
+    argv += ["--keep-epochs", str(args.keep_epochs), "--snapshots", "none"]
+    argv += ["--threads", str(args.threads)] if args.threads else []
+    argv += ["--push-to-hub", args.push_to_hub] if args.push_to_hub else []
+    for flag in field_flags(Preset):
+        if flag.dest in ("tag_synthetic", "noise_forward"):  # how the first stage read its sources
+            argv += _flag_text(flag, value_of(preset, flag))
+    for flag in field_flags(TrainSettings):
+        given = getattr(args, flag.dest, None) if flag.dest in SHARED_BY_STAGES else None
+        argv += _flag_text(flag, value_of(preset.fine_tune, flag) if given is None else given)
+    return argv
+
+
+def start_second_stage(args, second: list[str], stop: StopSignals, script: str, fresh: bool) -> int:
+    """Run the second stage (``second_stage``) in this process: a new run after a first stage
+    that has just trained (``fresh``), else the one OUT/fine-tune holds, resumed where it stopped."""
+    out = Path(args.out) / FINE_TUNE_DIR
+    if not fresh and resume_dir(out) is not None:
+        argv = ["--out", str(out), "--resume", *(["--threads", str(args.threads)] if args.threads else [])]
+    else:
+        argv = [*second, *(["--overwrite"] if run_items(out) or (out / RUN_FILE).exists() else [])]
+    print(f"second stage, fine-tuning {Path(args.out) / 'best'}: {command_line(argv)}", file=sys.stderr)
+    return start(parse_args(argv), argv, stop, script)
+
+
 def start(args, argv, stop: StopSignals, script: str) -> int:
-    """This process's part: launch the training processes (each runs ``script``), or be one."""
+    """This process's part: launch the training processes (each runs ``script``), or be one;
+    then, for a preset with a second stage, run it (``start_second_stage``). ``--resume`` of a
+    run whose first stage has finished goes on with the second (unless it extends the first
+    with --epochs or --max-minutes)."""
+    extends = bool(given_flags(argv).keys() & {"epochs", "max_minutes"}) if args.resume else False
     if args.resume:
         take_run_flags(args, argv)
     elif args.init_from:
         refuse_shape_flags(argv)
+    second = None if launched_by_torchrun() else second_stage(args)
+    if second is not None:
+        check_paths_exist(fine_tune_train(args), "--fine-tune-train")
+        if args.resume and (Path(args.out) / HISTORY_FILE).is_file() and not extends:
+            return start_second_stage(args, second, stop, script, fresh=False)
+        if not args.resume:  # a new first stage must not end on a fine-tune folder it may not replace
+            check_out_dir(Path(args.out) / FINE_TUNE_DIR, overwrite=args.overwrite)
+    code = start_first_stage(args, argv, stop, script)
+    if code == 0 and second is None and launched_by_torchrun() and not launched_by_train_py() and rank() == 0:
+        if second_stage(args) is not None:  # a torchrun of one's own trains the first stage only
+            line = f"python train.py --out {shlex.quote(str(args.out))} --resume"
+            print(f"the second, fine-tuning stage runs in one process: {line}", file=sys.stderr)
+    if code or second is None:
+        return code
+    return start_second_stage(args, second, stop, script, fresh=True)
+
+
+def start_first_stage(args, argv, stop: StopSignals, script: str) -> int:
+    """The run as its flags say, in this process or in the processes it launches."""
     if not launched_by_torchrun():
         processes, extra_args = launch_plan(args)
         if processes > 1:

@@ -45,7 +45,7 @@ from transformer.training.optim import rng_state, train_step
 from transformer.training.presets import TrainingError, TrainSettings, resume_settings
 from transformer.training.run_folder import DEFAULT_SNAPSHOTS, STATE_FILE, latest_epoch_dir, resume_dir
 from transformer.training.saving import RunWriter, load_resume_point
-from transformer.training.setup import check_options, record_processes
+from transformer.training.setup import StartPoint, check_options, record_processes
 
 EVENTS = ("on_epoch_start", "on_batch_end", "on_evaluate", "on_time_budget", "on_stop", "on_end")
 
@@ -65,6 +65,7 @@ class TrainingStopped(Exception):
     n_batches: int
     step: int
     at_epoch_end: bool = False
+    out: Path | None = None  # the run's folder
 
     def __str__(self) -> str:
         return f"stopped by signal {self.signum} at epoch {self.epoch}; saved {self.directory}"
@@ -125,13 +126,17 @@ class Trainer:
         state: dict | None = None,
         stop: StopSignals | None = None,
         model_card: Callable[["Trainer", dict, list], str] | None = None,
+        start: StartPoint | None = None,
     ) -> None:
         check_options(settings, keep_epochs, val_limit, data)
         self.dist = dist or DistContext(device=device)
         self.device = self.dist.device if self.dist.enabled else device
         settings = float32_unless_bf16_is_fast(record_processes(settings, state, self.dist), self.device, self.dist)
         self.settings, self.out, self.data, self.val_limit, self.command = settings, Path(out), data, val_limit, command
-        self.files = RunWriter(self.out, src_tok, tgt_tok, self.device, snapshots, keep_epochs)
+        # a fine-tune's start (``--init-from``); a resumed run reads its own back from its state
+        self.start_point = StartPoint.from_state((state or {}).get("start")) if state else start
+        inherited = self.start_point.snapshots if self.start_point else None
+        self.files = RunWriter(self.out, src_tok, tgt_tok, self.device, snapshots, keep_epochs, inherited)
         self.best_dir = self.files.best_dir
         self.model_card = model_card  # (trainer, metrics, samples) -> the README.md written into best/
         self.model, self.src_tok, self.tgt_tok, self.cfg = model.to(self.device), src_tok, tgt_tok, model.cfg
@@ -280,7 +285,7 @@ class Trainer:
         """The :class:`TrainingStopped` to raise, once this rank has noted its signal (a rank
         stopped by another's signal must not take a later one for a new stop) and ``on_stop``
         has fired."""
-        stopped = TrainingStopped(signum, directory, epoch, done, n, self.step, at_epoch_end=at_end)
+        stopped = TrainingStopped(signum, directory, epoch, done, n, self.step, at_epoch_end=at_end, out=self.out)
         self.stop.request(signum)  # inside ``fit``, only noted
         self._fire("on_stop", stopped=stopped)
         return stopped
@@ -306,6 +311,7 @@ class Trainer:
             # the reserve in force during this epoch (the previous end's), so that a resumed
             # run keeps room for its last evaluation from its first batch on
             "finish_seconds": self.finish_seconds,
+            "start": self.start_point.state() if self.start_point else None,
         }
 
     def save_resume_point(self, epoch: int, batches_done: int, n_batches: int, loss: float) -> Path:
@@ -384,6 +390,8 @@ class Trainer:
         record = measured.record(tag, self.step, minutes, train_loss)
         self.history.append(record)
         metrics = measured.metrics(tag, self.step, minutes, self.n_params)
+        if self.start_point and self.start_point.epochs:
+            metrics["epochs_before"] = self.start_point.epochs  # this run's epochs come on top of its start's
         is_best = measured.scores["chrf"] > self.best_chrf
         if is_best:
             self.best_chrf = measured.scores["chrf"]

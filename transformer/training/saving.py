@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import math
 import shutil
 import tempfile
 from dataclasses import replace
@@ -93,9 +94,12 @@ class RunWriter:
         device: str,
         snapshots: tuple[int, ...],
         keep_epochs: int,
+        inherited_snapshots: Path | None = None,
     ) -> None:
         self.out, self.src_tok, self.tgt_tok, self.device = Path(out), src_tok, tgt_tok, device
         self.snapshots, self.keep_epochs = snapshots, keep_epochs
+        # a fine-tune that keeps no snapshots of its own carries those of the model it started from
+        self.inherited_snapshots = None if snapshots else inherited_snapshots
         self.best_dir = self.out / "best"
         self.epochs_dir = self.out / "epochs"
         self.snapshots_dir = self.out / "snapshots"
@@ -148,7 +152,7 @@ class RunWriter:
         rebuilt from the folder), its model card and the snapshots up to its epoch."""
         with on_cpu(model, self.device) as model:
             save_checkpoint(self.best_dir, model, self.src_tok, self.tgt_tok, metrics=metrics, model_card=card)
-        copy_snapshots_to_best(self.snapshots_dir, self.best_dir)
+        copy_snapshots_to_best(self.snapshots_dir, self.best_dir, self.inherited_snapshots)
 
     def write_history(self, history: list[dict]) -> None:
         self.out.mkdir(parents=True, exist_ok=True)
@@ -165,21 +169,28 @@ class RunWriter:
         return [d.name for d in recent]
 
 
-def copy_snapshots_to_best(snapshots_dir: Path, best_dir: Path) -> None:
+def copy_snapshots_to_best(snapshots_dir: Path, best_dir: Path, inherited: Path | None = None) -> None:
     """best/snapshots/ mirrors OUT/snapshots/ up to best/'s own epoch, so the shipped folder
     carries how that model formed and nothing trained after it (the epoch panel ends with
-    the model itself). Called whenever either changes (saving best/ replaces the whole folder)."""
-    if not snapshots_dir.is_dir() or not best_dir.is_dir():
+    the model itself). Called whenever either changes (saving best/ replaces the whole folder).
+    Without OUT/snapshots, a fine-tune's ``inherited`` snapshots (the folder of the checkpoint it
+    started from): every one of them comes before best/."""
+    if not best_dir.is_dir():
         return
-    last = best_epoch(best_dir)
+    if snapshots_dir.is_dir():
+        source, last = snapshots_dir, best_epoch(best_dir)
+    elif inherited is not None and inherited.is_dir():
+        source, last = inherited, math.inf
+    else:
+        return
 
     def ignore(folder: str, names: list[str]) -> list[str]:
-        later = [n for n in names if Path(folder) == snapshots_dir and snapshot_epoch(n) > last]
+        later = [n for n in names if Path(folder) == source and snapshot_epoch(n) > last]
         return [n for n in names if n.startswith(".")] + later
 
     tmp = Path(tempfile.mkdtemp(prefix=".snapshots.tmp-", dir=best_dir))
     try:
-        shutil.copytree(snapshots_dir, tmp, dirs_exist_ok=True, ignore=ignore)
+        shutil.copytree(source, tmp, dirs_exist_ok=True, ignore=ignore)
         replace_dir(tmp, best_dir / "snapshots")
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -4,7 +4,7 @@ or a checkpoint's model and tokenizers to fine-tune.
 
     data = load_run_data("data/tatoeba-en-it", "en", "it")
     model, src_tok, tgt_tok = build_fresh(PRESETS["tiny"], data, "en", "it")
-    model, src_tok, tgt_tok = build_from_checkpoint("checkpoints/en-it", "en", "it", tags_synthetic=True)
+    model, src_tok, tgt_tok, start = build_from_checkpoint("checkpoints/en-it", "en", "it", tags_synthetic=True)
 
 A resumed run reads its tokenizers and weights back from its folder instead
 (``transformer.training.loop.Trainer.resume``).
@@ -12,12 +12,12 @@ A resumed run reads its tokenizers and weights back from its folder instead
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tokenizers import Tokenizer
 
-from transformer.core.checkpoint import load_checkpoint
+from transformer.core.checkpoint import load_checkpoint, read_metrics
 from transformer.core.config import TransformerConfig
 from transformer.core.model import Transformer, build_model
 from transformer.core.tokenizer import SYNTHETIC_TAG, load_tokenizer, special_ids, train_tokenizer
@@ -25,7 +25,7 @@ from transformer.training.data import SYNTHETIC_ORIGIN, ParallelData, load_extra
 from transformer.training.distributed import DistContext
 from transformer.training.optim import seed_everything
 from transformer.training.presets import Preset, TrainingError, TrainSettings, check_settings
-from transformer.training.run_folder import resume_dir
+from transformer.training.run_folder import resume_dir, snapshot_epoch
 
 
 def load_run_data(
@@ -140,17 +140,49 @@ def build_fresh(
     return build_model(cfg), src_tok, tgt_tok
 
 
+@dataclass(frozen=True)
+class StartPoint:
+    """What a fine-tuning run carries over from the checkpoint it starts from: the epochs
+    that checkpoint had trained (its own and any before them), which the run's metrics keep
+    as ``epochs_before`` so that its epoch 3 reads as 3 epochs on top of those, and that
+    checkpoint's snapshots folder, which the run's best/ carries when the run keeps no
+    snapshots of its own (they show how the model it started from formed)."""
+
+    epochs: int = 0
+    snapshots: Path | None = None
+
+    @classmethod
+    def of(cls, directory: Path) -> "StartPoint":
+        metrics = read_metrics(directory)
+        # an average of the last epochs counts as the last of them
+        last_averaged = max((snapshot_epoch(name) for name in metrics.get("averaged") or ()), default=None)
+        epoch = metrics.get("epoch", last_averaged)
+        epochs = sum(v for v in (epoch, metrics.get("epochs_before")) if isinstance(v, int))
+        snapshots = directory / "snapshots"
+        return cls(epochs, snapshots if snapshots.is_dir() else None)
+
+    def state(self) -> dict:
+        """As a training state keeps it (``StartPoint.from_state`` reads it back)."""
+        return {"epochs": self.epochs, "snapshots": None if self.snapshots is None else str(self.snapshots)}
+
+    @classmethod
+    def from_state(cls, state: dict | None) -> "StartPoint | None":
+        if not state:
+            return None
+        return cls(int(state.get("epochs", 0)), Path(state["snapshots"]) if state.get("snapshots") else None)
+
+
 def build_from_checkpoint(
     directory: str | Path, src_lang: str, tgt_lang: str, storage_dtype: str = "float32", tags_synthetic: bool = False
-) -> tuple[Transformer, Tokenizer, Tokenizer]:
-    """A checkpoint's model (in train mode, float32) and tokenizers, to fine-tune: its shape,
-    dropout and vocabularies stay, so its ids keep their meaning (refused as
-    :func:`check_fine_tune` says)."""
+) -> tuple[Transformer, Tokenizer, Tokenizer, StartPoint]:
+    """A checkpoint's model (in train mode, float32), tokenizers and :class:`StartPoint`, to
+    fine-tune: its shape, dropout and vocabularies stay, so its ids keep their meaning
+    (refused as :func:`check_fine_tune` says)."""
     model, src_tok, tgt_tok, where = load_checkpoint(directory)
     check_fine_tune(model.cfg, src_tok, src_lang, tgt_lang, tags_synthetic, where)
     model.cfg = replace(model.cfg, storage_dtype=storage_dtype)
     model.float().train()
-    return model, src_tok, tgt_tok
+    return model, src_tok, tgt_tok, StartPoint.of(Path(where))
 
 
 def check_fine_tune(

@@ -1,0 +1,103 @@
+"""A preset with a second stage (``Preset.fine_tune``): ``python train.py`` trains the first
+stage in OUT, then fine-tunes OUT/best in OUT/fine-tune on the real pairs plus
+--fine-tune-train, with the preset's fine-tuning settings; the fine-tune's best/ carries the
+first stage's snapshots and counts its epochs on top of the first stage's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import train
+from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
+from transformer.cli import training_run as cli_train
+from transformer.cli.modelcard import snapshots_section
+from transformer.core.checkpoint import list_snapshots
+from transformer.training.presets import PRESETS
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+@pytest.fixture
+def long_pairs(tmp_path) -> Path:
+    """Joined fixture pairs: the kind of pairs the base preset's second stage trains on."""
+    joined = [(f"{a[0]} {b[0]}", f"{a[1]} {b[1]}") for a, b in zip(PAIRS, PAIRS[1:] + PAIRS[:1])]
+    return write_jsonl(tmp_path / "long.jsonl", joined)
+
+
+def test_the_base_recipe_ends_with_the_fine_tuning_stage_and_quick_without_it():
+    args = cli_train.parse_args([])
+    second = cli_train.second_stage(args)
+    tuned = cli_train.parse_args(second)
+    assert tuned.out == str(Path("runs/base/fine-tune")) and tuned.init_from == str(Path("runs/base/best"))
+    assert tuned.extra_train == list(cli_train.DEFAULT_FINE_TUNE_TRAIN) and tuned.fine_tune_train == []
+    # every optimisation setting is the preset's fine-tuning one, and no snapshots of its own
+    assert cli_train.preset_from_args(tuned).train == PRESETS["base"].fine_tune
+    assert tuned.snapshots == () and PRESETS["base"].fine_tune.processes == 1
+    # the second stage has no stage after it
+    assert cli_train.second_stage(tuned) is None
+    for argv in (
+        ["--preset", "quick"],  # the first stage alone
+        ["--fine-tune-train"],  # asked for none
+        ["--init-from", "checkpoints/en-it"],  # a fine-tune of one's own
+        ["--dataset", "elsewhere"],  # another corpus has no long pairs of ours
+    ):
+        assert cli_train.second_stage(cli_train.parse_args(argv)) is None, argv
+    assert PRESETS["quick"].train == PRESETS["base"].train and PRESETS["quick"].model == PRESETS["base"].model
+
+
+def test_two_stages_fine_tune_the_first_stages_best_in_a_folder_of_its_own(capfd, data_dir, long_pairs, tmp_path):
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "2", "--snapshots", "1", "--fine-tune-train", str(long_pairs)) == 0
+    captured = capfd.readouterr()
+    first, second = (json.loads(line) for line in lines_of(captured.out)[-2:])
+    assert first["best"] == str(out / "best") and second["best"] == str(out / "fine-tune" / "best")
+    assert f"second stage, fine-tuning {out / 'best'}: python train.py" in captured.err
+    record = json.loads((out / "fine-tune" / "run.json").read_text())
+    assert record["init_from"] == str(out / "best") and record["extra_train"] == [str(long_pairs)]
+    assert record["lr"] == PRESETS["tiny"].fine_tune.lr and record["processes"] == 1
+    assert record["threads"] == 1 and record["fine_tune_train"] == []
+    # one epoch of fine-tuning, counted on top of the epoch the first stage's best holds
+    start = json.loads((out / "best" / "metrics.json").read_text())
+    tuned = json.loads((out / "fine-tune" / "best" / "metrics.json").read_text())
+    # (an average of the last epochs counts as the last of them)
+    start_epoch = start.get("epoch") or int(start["averaged"][-1].split("-")[1])
+    assert tuned["epoch"] == 1 and tuned["epochs_before"] == start_epoch
+    card = (out / "fine-tune" / "best" / "README.md").read_text()
+    assert f"minutes of fine-tuning, after epoch {start_epoch} of the model it started from |" in card
+    assert f"| {start_epoch} + 1 of fine-tuning (this model) |" in snapshots_section(out / "fine-tune" / "best")
+    # the shipped folder shows how the model it started from formed
+    assert [s.epoch for s in list_snapshots(out / "fine-tune" / "best")] == [1]
+    for name in ("model.safetensors", "metrics.json"):
+        snapshot = Path("snapshots") / "epoch-001" / name
+        assert (out / "fine-tune" / "best" / snapshot).read_bytes() == (out / "best" / snapshot).read_bytes()
+
+
+def test_a_missing_fine_tuning_folder_is_one_line_before_any_training(capfd, monkeypatch, data_dir, tmp_path):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the data loaded before the bad input was noticed")
+
+    monkeypatch.setattr(cli_train, "load_run_data", refuse)
+    line = exit_2(capfd, tiny_main, data_dir, tmp_path / "o", "--fine-tune-train", str(tmp_path / "nowhere"))
+    assert line == f"error: --fine-tune-train {tmp_path / 'nowhere'}: no such file or directory"
+
+
+def test_a_new_run_does_not_end_on_a_fine_tune_it_was_not_told_to_replace(capfd, data_dir, long_pairs, tmp_path):
+    out = tmp_path / "run"
+    (out / "fine-tune" / "best").mkdir(parents=True)
+    (out / "fine-tune" / "best" / "config.json").write_text("{}")
+    line = exit_2(capfd, tiny_main, data_dir, out, "--fine-tune-train", str(long_pairs))
+    assert line.startswith(f"error: {out / 'fine-tune'} already holds a run (best)")
+    assert (out / "fine-tune" / "best" / "config.json").read_text() == "{}"
+
+
+def test_a_run_recorded_before_second_stages_resumes_without_one(data_dir, long_pairs, tmp_path):
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "1", "--snapshots", "none", "--fine-tune-train") == 0
+    record = json.loads((out / "run.json").read_text())
+    del record["fine_tune_train"]
+    (out / "run.json").write_text(json.dumps(record))
+    assert train.main(["--out", str(out), "--resume", "--epochs", "2"]) == 0
+    assert not (out / "fine-tune").exists()
