@@ -46,7 +46,7 @@ TOM = "Tom gave Mary a beautiful present for her birthday."
 LAKE = "My parents live in a small house near the lake."
 TWO_CARS = "I have two red cars."
 MILK = "We need to buy bread, milk and eggs."
-JOHN = "Tom gave John a beautiful present for his birthday."
+NICE = "Tom gave Mary a nice present for her birthday."  # parts from TOM at TOM_PART: Mary last
 BROTHER, SISTER = "My brother is tall.", "My sister is tall."
 DOCTOR_SHE, DOCTOR_HE = "The doctor said she was tired.", "The doctor said he was tired."
 GRANDPARENTS = "Yesterday we visited our grandparents."
@@ -111,9 +111,11 @@ def whatif(tr, trace, step: int, token: str):
 
 
 # The steps the texts name (1-based, as the app shows them)
-TOM_CLOSE = 7  # the Tom sentence's closest call: 'per' against 'a' (Mary), asked "Why this word?"
-TOM_PART = 4  # where the Tom and John sentences part ('un' against 'a', John first), patched
-GRANDPARENTS_STEP = 5  # 'nostra' against 'nostro' and 'i': where the plural is lost
+TOM_CLOSE = 4  # the Tom sentence's closest call: 'a' (Mary first) against 'un', asked "Why this word?"
+TOM_PART = 4  # where the Tom and nice-present sentences part ('a' against 'un', Mary last), patched
+TOM_UN_STEP = 7  # the Tom sentence forced to 'un' at TOM_CLOSE: 'per' against 'a' (Mary before the birthday)
+GRANDPARENTS_STEP = 5  # 'nostro' against 'i' and 'nostra': where the plural is lost
+YOUNG_NOUN = 3  # the young doctor's noun: 'dottore' after 'Il', 'dotto' (of 'dottoressa') after a forced 'La'
 
 
 # ----------------------------------------------------------------------------- the model, measured once
@@ -181,9 +183,10 @@ class Measured:
         return whatif(self.tr, trace, TOM_CLOSE, trace.topk_tokens[TOM_CLOSE - 1][1])
 
     @cached_property
-    def tom_step4_a(self):
-        """What if? at the Tom sentence's step 4, forcing 'a' (the name first)."""
-        return whatif(self.tr, self.trace(TOM), 4, "▁a")
+    def tom_un_a(self):
+        """That version explored ("Explore that version"), then What if? at its step
+        ``TOM_UN_STEP``, forcing 'a' (Mary before the birthday)."""
+        return whatif(self.tr, self.tom_close, TOM_UN_STEP, "▁a")
 
     @cached_property
     def tom_knockouts(self) -> list[str]:
@@ -199,8 +202,8 @@ class Measured:
         return [h for h in heads if knockout.knockout(self.tr, TOM, h)["changed"]]
 
     @cached_property
-    def grandparents_nostro(self):
-        return whatif(self.tr, self.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostro")
+    def grandparents_nostra(self):
+        return whatif(self.tr, self.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostra")
 
     @cached_property
     def grandparents_i(self):
@@ -215,8 +218,8 @@ class Measured:
         return whatif(self.tr, self.trace(TWO_CARS), 6, "ossi")
 
     @cached_property
-    def doctor_she_st(self):
-        return whatif(self.tr, self.trace(DOCTOR_SHE), 7, "▁st")
+    def doctor_she_stanco(self):
+        return whatif(self.tr, self.trace(DOCTOR_SHE), 7, "▁stanco")
 
     @cached_property
     def why(self):
@@ -224,13 +227,13 @@ class Measured:
         (explorer/panels/attribution.py; steps 0-based here): at step ``TOM_CLOSE`` direct logit
         attribution against the runner-up and gradient attribution at 64 integration steps
         beside cross-attention at the last layer, mean of the heads; at step ``TOM_PART``
-        patching with the John sentence."""
+        patching with the nice-present sentence."""
         from transformer.interpret.attribution import activation_patching, direct_logit_attribution
         from transformer.interpret.saliency import saliency
 
         return SimpleNamespace(
             dla=direct_logit_attribution(self.tr, TOM, TOM_CLOSE - 1, versus="runner-up"),
-            patch=activation_patching(self.tr, TOM, JOHN, TOM_PART - 1),
+            patch=activation_patching(self.tr, TOM, NICE, TOM_PART - 1),
             grad=saliency(self.tr, TOM, TOM_CLOSE - 1, n_steps=64),
         )
 
@@ -258,37 +261,38 @@ def lowest_source_share(m) -> dict:
 MEASURES = {
     "test_sentences": lambda m: m.test_set["n_sentences"],
     "same_test_set": lambda m: same_token(m.test_set["kinds"], 2, 6),
-    "same_red_car": lambda m: same_token(m.trace(RED_CAR).head_stats["kinds"], 1, 6),
+    "same_red_car": lambda m: same_token(m.trace(RED_CAR).head_stats["kinds"], 1, 8),
     "tom_drop_first": lambda m: head_drop(m.importance, *ranked_first(m.importance)),
-    "tom_close_per": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁per"),
     "tom_close_a": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁a"),
-    "tom_step4_a": lambda m: prob(m.trace(TOM), 4, "▁a"),
+    "tom_close_un": lambda m: prob(m.trace(TOM), TOM_CLOSE, "▁un"),
+    "tom_un_step7_a": lambda m: prob(m.tom_close, TOM_UN_STEP, "▁a"),
     "lake_step11_vicino": lambda m: prob(m.trace(LAKE), 11, "▁vicino"),
     "lake_step11_near": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 11, "translate"), "near"),
     "lake_step13_la": lambda m: on(m.trace(LAKE), shown_cross(m.trace(LAKE), 3, 13, "translate"), "la"),
     "milk_step6_latte": lambda m: prob(m.trace(MILK), 6, "▁latte"),
     "milk_step6_milk": lambda m: on(m.trace(MILK), shown_cross(m.trace(MILK), 3, 6, "translate"), "milk"),
-    "grand_step5_nostra": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostra"),
     "grand_step5_nostro": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostro"),
     "grand_step5_i": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁i"),
+    "grand_step5_nostra": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP, "▁nostra"),
     "grand_step6_non": lambda m: prob(m.trace(GRANDPARENTS), GRANDPARENTS_STEP + 1, "▁non"),
     "grand_step6_grand": lambda m: on(
         m.trace(GRANDPARENTS), shown_cross(m.trace(GRANDPARENTS), 3, GRANDPARENTS_STEP + 1, "translate"), "grand"
     ),
     "young_step1_il": lambda m: prob(m.trace(YOUNG_DOCTOR), 1, "▁Il"),
     "young_step1_la": lambda m: prob(m.trace(YOUNG_DOCTOR), 1, "▁La"),
-    "young_la_step4_ia": lambda m: prob(m.young_doctor_la, 4, "ia"),
-    "young_la_step4_ica": lambda m: prob(m.young_doctor_la, 4, "ica"),
-    "dla_per_over_a": lambda m: m.why.dla.value,
-    "dla_cross_l3h3": lambda m: m.why.dla.cross[2, 2],
-    "dla_cross_l2h1": lambda m: m.why.dla.cross[1, 0],
-    "dla_cross_l3h2_against": lambda m: -m.why.dla.cross[2, 1],
-    "patch_cross_l2h2": lambda m: m.why.patch.fraction("cross")[1, 1],
-    "patch_cross_l2h6": lambda m: m.why.patch.fraction("cross")[1, 5],
-    "ig_her": lambda m: ig(m, "her"),
-    "ig_for": lambda m: ig(m, "for"),
-    "grad_attn_sos": lambda m: grad_attention(m, "[SOS]"),
-    "grad_attn_her": lambda m: grad_attention(m, "her"),
+    "young_step3_dottore": lambda m: prob(m.trace(YOUNG_DOCTOR), YOUNG_NOUN, "▁dottore"),
+    "young_la_step3_dottore": lambda m: prob(m.young_doctor_la, YOUNG_NOUN, "▁dottore"),
+    "young_la_step3_dotto": lambda m: prob(m.young_doctor_la, YOUNG_NOUN, "▁dotto"),
+    "dla_a_over_un": lambda m: m.why.dla.value,
+    "dla_cross_l2h7": lambda m: m.why.dla.cross[1, 6],
+    "dla_cross_l3h3_against": lambda m: -m.why.dla.cross[2, 2],
+    "dla_cross_l4h4_against": lambda m: -m.why.dla.cross[3, 3],
+    "patch_cross_l4h1": lambda m: m.why.patch.fraction("cross")[3, 0],
+    "patch_cross_l1h4": lambda m: m.why.patch.fraction("cross")[0, 3],
+    "ig_mary": lambda m: ig(m, "Mary"),
+    "ig_beautiful": lambda m: ig(m, "beautiful"),
+    "grad_attn_a": lambda m: grad_attention(m, "a"),
+    "grad_attn_mary": lambda m: grad_attention(m, "Mary"),
     "grad_rank_correlation": lambda m: m.why.grad.spearman()["src"]["integrated_gradients"],
     "brother_step1_mio": lambda m: prob(m.trace(BROTHER), 1, "▁Mio"),
     "sister_step1_mia": lambda m: prob(m.trace(SISTER), 1, "▁Mia"),
@@ -301,9 +305,9 @@ MEASURES = {
     "two_cars_step5_red": lambda m: on(m.trace(TWO_CARS), shown_cross(m.trace(TWO_CARS), 3, 5), "red"),
     "two_cars_step6_osse": lambda m: prob(m.trace(TWO_CARS), 6, "osse"),
     "two_cars_step6_ossi": lambda m: prob(m.trace(TWO_CARS), 6, "ossi"),
+    "doctor_she_step7_st": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁st"),
     "doctor_she_step7_stanco": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁stanco"),
     "doctor_he_step7_stanco": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁stanco"),
-    "doctor_she_step7_st": lambda m: prob(m.trace(DOCTOR_SHE), 7, "▁st"),
     "doctor_he_step7_st": lambda m: prob(m.trace(DOCTOR_HE), 7, "▁st"),
     "doctor_she_weight": lambda m: on(m.trace(DOCTOR_SHE), shown_cross(m.trace(DOCTOR_SHE), 2, 5), "she"),
     "doctor_he_weight": lambda m: on(m.trace(DOCTOR_HE), shown_cross(m.trace(DOCTOR_HE), 2, 5), "he"),
@@ -336,24 +340,25 @@ def quotes(m: Measured) -> list[tuple[str, str]]:
     """(text, passage): each translation a text quotes, with the model's own translation in it."""
     out = {
         text: m.trace(text).translation
-        for text in (TOM, JOHN, GRANDPARENTS, YOUNG_DOCTOR, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE)
+        for text in (TOM, NICE, GRANDPARENTS, YOUNG_DOCTOR, BROTHER, SISTER, RED_CAR, TWO_CARS, DOCTOR_SHE, DOCTOR_HE)
     }
     return [
         ("readme", f'"{TOM}" → "{out[TOM]}"'),
         ("readme", f'the model says "{m.tom_knockout["knockout"]["translation"]}"'),
         ("readme", f'the model goes on to "{m.tom_close.translation}"'),
-        ("readme", f'there and it says "{m.tom_step4_a.translation}"'),
+        ("readme", f'there and it says "{m.tom_un_a.translation}"'),
         ("readme", f'"{GRANDPARENTS}" → "{out[GRANDPARENTS]}"'),
-        ("readme", f'Force "nostro" with What if? and it says "{m.grandparents_nostro.translation}"'),
+        ("readme", f'Force "nostra" with What if? and it says "{m.grandparents_nostra.translation}"'),
         ("readme", f'force "i" and it says "{m.grandparents_i.translation}"'),
         ("readme", f'"{YOUNG_DOCTOR}" → "{out[YOUNG_DOCTOR]}"'),
         ("readme", f'it goes on to "{m.young_doctor_la.translation}"'),
-        ("readme", f'(→ "{out[JOHN]}"'),
+        ("readme", f'(→ "{out[NICE]}"'),
+        ("readme", f'the decoder writes "{m.lake_lens.rows[0].text}"'),
         (f"pair {BROTHER}", f"'{out[BROTHER]}' against '{out[SISTER]}'"),
         (f"pair {RED_CAR}", f"'{out[RED_CAR]}' against '{out[TWO_CARS]}'"),
         (f"pair {RED_CAR}", f"it says '{m.two_cars_ossi.translation}'"),
-        (f"pair {DOCTOR_SHE}", f"both are '{out[DOCTOR_SHE]}'"),
-        (f"pair {DOCTOR_SHE}", f"it says '{m.doctor_she_st.translation}'"),
+        (f"pair {DOCTOR_SHE}", f"'{out[DOCTOR_SHE]}' against '{out[DOCTOR_HE]}'"),
+        (f"pair {DOCTOR_SHE}", f"it says '{m.doctor_she_stanco.translation}'"),
     ]
 
 

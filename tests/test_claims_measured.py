@@ -35,18 +35,20 @@ from explorer.measure import (
     DOCTOR_SHE,
     GRANDPARENTS,
     GRANDPARENTS_STEP,
-    JOHN,
     LAKE,
     MEASURES,
     MILK,
+    NICE,
     RED_CAR,
     SISTER,
     TOM,
     TOM_CLOSE,
     TOM_PART,
+    TOM_UN_STEP,
     TWO_CARS,
     TWO_CARS_PIECE,
     YOUNG_DOCTOR,
+    YOUNG_NOUN,
     Measured,
     exact_cross,
     first_difference,
@@ -106,15 +108,15 @@ def test_a_wrong_figure_or_quote_in_a_copy_of_claims_json_fails(m, tmp_path):
     """The checks above compare with the file, not with themselves: a copy with one probability,
     the sentence count and one translation changed is caught on each."""
     data = json.loads((SHIPPED / FILE).read_text(encoding="utf-8"))
-    data["values"]["tom_close_per"]["value"] = round(data["values"]["tom_close_per"]["value"] + 0.01, 2)
+    data["values"]["tom_close_a"]["value"] = round(data["values"]["tom_close_a"]["value"] + 0.01, 2)
     data["values"]["test_sentences"]["value"] = 999
     lines = data["readme"]["items"][1]["lines"]
-    first = next(i for i, line in enumerate(lines) if "compleanno a Mary" in line)  # the first quote only
-    lines[first] = lines[first].replace("compleanno a Mary", "compleanno a Maria", 1)
+    first = next(i for i, line in enumerate(lines) if "dato a Mary" in line)  # the first quote only
+    lines[first] = lines[first].replace("dato a Mary", "dato a Maria", 1)
     copy = tmp_path / FILE
     copy.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     wrong = load(copy)
-    for name in ("tom_close_per", "test_sentences"):
+    for name in ("tom_close_a", "test_sentences"):
         measured, stated = measured_and_stated(wrong, name, m)
         assert measured != stated and measured == measured_and_stated(CLAIMS, name, m)[1]
     assert misquoted(wrong, m) == [f'readme: "{TOM}" → "{m.trace(TOM).translation}"']
@@ -130,17 +132,14 @@ def test_measure_update_writes_the_measured_figures_and_nothing_else(tmp_path, c
         if item.name != FILE:
             (tmp_path / item.name).symlink_to(item)
     original = (SHIPPED / FILE).read_text(encoding="utf-8")
-    shown = CLAIMS.values["tom_close_per"].shown()
-    stale = original.replace(f'"tom_close_per": {{"value": {shown},', '"tom_close_per": {"value": 0.01,', 1)
+    shown = CLAIMS.values["tom_close_a"].shown()
+    stale = original.replace(f'"tom_close_a": {{"value": {shown},', '"tom_close_a": {"value": 0.01,', 1)
     stale = stale.replace('"test_sentences": {"value": 1000,', '"test_sentences": {"value": 999,', 1)
     assert stale != original and '"value": 999,' in stale
     (tmp_path / FILE).write_text(stale, encoding="utf-8")
     assert measure.main(["--checkpoint", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert [line.split()[0] for line in out.splitlines() if line.endswith("stale")] == [
-        "test_sentences",
-        "tom_close_per",
-    ]
+    assert [line.split()[0] for line in out.splitlines() if line.endswith("stale")] == ["test_sentences", "tom_close_a"]
     assert measure.main(["--checkpoint", str(tmp_path), "--update"]) == 0
     assert (tmp_path / FILE).read_text(encoding="utf-8") == original
     assert measure.main(["--checkpoint", str(tmp_path)]) == 0
@@ -152,9 +151,9 @@ def example_hint(sentence: str) -> str:
 
 
 def test_hint_red_car_reordering(m):
-    """Example "I have a red car.": "'red car' becomes 'macchina rossa'"."""
-    assert "'red car' becomes 'macchina rossa'" in example_hint(RED_CAR)
-    assert "macchina rossa" in m.trace(RED_CAR).translation
+    """Example "I have a red car.": "'red car' becomes 'auto rossa'"."""
+    assert "'red car' becomes 'auto rossa'" in example_hint(RED_CAR)
+    assert "auto rossa" in m.trace(RED_CAR).translation
 
 
 def test_hint_coffee_negation(m):
@@ -184,12 +183,13 @@ def test_same_token_heads_over_the_test_set(m):
 
 
 def test_same_token_heads_on_red_car(m):
-    """Example red car: "layer 1, heads 2, 6 and 8 look mostly at the token just read (same-token
-    heads)"; README: "on 'I have a red car.' layer 1 head 6 puts [its most] there"."""
+    """Example red car: "layer 1, heads 6 and 8 look mostly at the token just read (same-token
+    heads)"; README: "on 'I have a red car.' layer 1 head 8 puts [the most of layer 1] there"."""
     dec = with_habits(m.trace(RED_CAR).head_stats)["kinds"]["decoder_self"]
-    assert [h + 1 for h, habit in enumerate(dec["habit"][0]) if habit == "same-token head"] == [2, 6, 8]
-    assert max(dec["same"][0]) == dec["same"][0][5]
-    assert "layer 1, heads 2, 6 and 8" in example_hint(RED_CAR)
+    assert [h + 1 for h, habit in enumerate(dec["habit"][0]) if habit == "same-token head"] == [6, 8]
+    assert max(dec["same"][0]) == dec["same"][0][7]
+    assert "layer 1, heads 6 and 8" in example_hint(RED_CAR)
+    assert "layer 1 head 8 puts" in texts_of(CLAIMS)["readme"]
 
 
 def test_previous_and_next_token_heads(m):
@@ -201,75 +201,101 @@ def test_previous_and_next_token_heads(m):
 
 def test_sinks_and_aligners(m):
     """README "Heads with habits": "The sinks of decoder self-attention are all on [SOS]: layer 1
-    heads 1, 4 and 7, layer 2 heads 1, 4 and 8, layer 3 head 1; the encoder's layer 3 head 7 sinks
-    on [EOS]. In cross-attention every head of layers 2 and 3 is a monotonic aligner"."""
+    heads 1, 4, 5 and 7, layer 2 heads 2 and 8, layer 3 heads 1 and 5; the encoder's layer 3 head 7
+    sinks on [EOS]. In cross-attention every head of layer 2 is a monotonic aligner, and so is every
+    head of layer 3 but head 8"."""
     kinds = m.test_set["kinds"]
     assert [(layer, head) for kind, layer, head in heads_with(kinds, "[SOS] sink") if kind == "decoder_self"] == [
         (1, 1),
         (1, 4),
+        (1, 5),
         (1, 7),
-        (2, 1),
-        (2, 4),
+        (2, 2),
         (2, 8),
         (3, 1),
+        (3, 5),
     ]
     assert heads_with(kinds, "[EOS] sink") == [("encoder", 3, 7)]
-    assert kinds["cross"]["habit"][1] == kinds["cross"]["habit"][2] == ["monotonic aligner"] * 8
+    assert kinds["cross"]["habit"][1] == ["monotonic aligner"] * 8
+    assert [h + 1 for h, habit in enumerate(kinds["cross"]["habit"][2]) if habit != "monotonic aligner"] == [8]
 
 
 # ----------------------------------------------------------------------------- importance and knock-out
-def test_head_importance_ranks_cross_l1_h6_first(m):
+def test_head_importance_ranks_cross_l1_h4_first(m):
     """README "Knock out one head and Mary is gone." and the Tom example: "Head importance ranks
-    cross-attention layer 1, head 6 first"."""
-    assert ranked_first(m.importance) == ("cross", 1, 6)
+    cross-attention layer 1, head 4 first"."""
+    assert ranked_first(m.importance) == ("cross", 1, 4)
     assert m.importance["translation"] == m.trace(TOM).translation
-    assert "ranks cross-attention layer 1, head 6 first" in example_hint(TOM)
+    assert "ranks cross-attention layer 1, head 4 first" in example_hint(TOM)
 
 
 @pytest.mark.slow  # 96 knock-outs of the shipped model
-def test_three_single_head_knockouts_lose_mary(m):
+def test_three_single_head_knockouts_lose_mary_and_nine_move_her(m):
     """README "Knock out one head and Mary is gone.": knocking out the first head loses 'a Mary'
     (the translation is checked among the quotes); "Two more of the 96 heads lose her the same way
-    (encoder self-attention layer 3 head 3, decoder self-attention layer 1 head 7); the other 93
-    leave the translation as it is"."""
+    (encoder self-attention layer 4 head 4, cross-attention layer 1 head 6), nine more move her to
+    the end, and the other 84 leave the translation as it is"."""
     from transformer.interpret import knockout
 
-    assert m.tom_knockout["heads"] == [{"kind": "cross", "layer": 0, "head": 5}]
-    assert m.tom_knockout["changed"] and "Mary" not in m.tom_knockout["knockout"]["translation"]
-    assert m.tom_knockouts == ["encoder:2:2", "decoder_self:0:6", "cross:0:5"]
-    lost = [knockout.knockout(m.tr, TOM, h)["knockout"]["translation"] for h in m.tom_knockouts]
-    assert lost == [m.tom_knockout["knockout"]["translation"]] * 3
+    assert m.tom_knockout["heads"] == [{"kind": "cross", "layer": 0, "head": 3}]
+    gone = m.tom_knockout["knockout"]["translation"]
+    assert m.tom_knockout["changed"] and "Mary" not in gone
+    by_translation = {}
+    for h in m.tom_knockouts:
+        by_translation.setdefault(knockout.knockout(m.tr, TOM, h)["knockout"]["translation"], []).append(h)
+    moved = gone[: -len(".")] + " a Mary."  # the same words, Mary at the end
+    assert by_translation == {
+        gone: ["encoder:3:3", "cross:0:3", "cross:0:5"],
+        moved: [
+            "encoder:0:7",
+            "encoder:2:0",
+            "encoder:2:4",
+            "encoder:3:6",
+            "encoder:3:7",
+            "decoder_self:1:7",
+            "cross:0:1",
+            "cross:1:6",
+            "cross:2:6",
+        ],
+    }
     cfg = m.tr.cfg
     assert cfg.h * (cfg.n_encoder_layers + 2 * cfg.n_decoder_layers) == 96
-    assert "96 heads" in texts_of(CLAIMS)["readme"] and "the other 93" in texts_of(CLAIMS)["readme"]
+    readme = texts_of(CLAIMS)["readme"]
+    assert "96 heads" in readme and "nine more move her to the end" in readme and "the other 84" in readme
 
 
-def test_tom_whatif_at_the_closest_call_and_at_step_4(m):
-    """README and the Tom example: "The closest call is step 7: 'per', 'a'; force 'a' with What
-    if?", and "At step 4 'a' is the runner-up too" (the translations are checked among the quotes)."""
+def test_tom_whatif_at_the_closest_call_and_in_the_forced_version(m):
+    """README and the Tom example: "The closest call is step 4: 'a', 'un'; force 'un' with What
+    if?" (Mary moves to the end), and "Explore that version: at its step 7 'a' is the runner-up of
+    'per'; force it there" (the translations are checked among the quotes)."""
     trace = m.trace(TOM)
     margins = [trace.topk_probs[t][0] - trace.topk_probs[t][1] for t in range(len(trace.tgt_tokens) - 1)]
     assert int(np.argmin(margins)) + 1 == TOM_CLOSE
-    assert words(trace.topk_tokens[TOM_CLOSE - 1][:2]) == ["per", "a"]
-    assert words(trace.topk_tokens[3][:2]) == ["un", "a"]
-    assert viewer.forced_label(m.tom_close) == "step 7 forced to 'a'"
-    assert viewer.forced_label(m.tom_step4_a) == "step 4 forced to 'a'"
-    assert "Mary" in m.tom_close.translation and "Mary" in m.tom_step4_a.translation
+    assert words(trace.topk_tokens[TOM_CLOSE - 1][:2]) == ["a", "un"]
+    assert words(trace.tgt_tokens[TOM_CLOSE : TOM_CLOSE + 2]) == ["a", "Mary"]
+    assert viewer.forced_label(m.tom_close) == "step 4 forced to 'un'"
+    assert m.tom_close.translation.endswith(" a Mary.")
+    assert words(m.tom_close.topk_tokens[TOM_UN_STEP - 1][:2]) == ["per", "a"]
+    assert viewer.forced_label(m.tom_un_a) == "step 7 forced to 'a'"
+    # three word orders of the same words
+    versions = [trace.translation, m.tom_close.translation, m.tom_un_a.translation]
+    assert len(set(versions)) == 3 and len({tuple(sorted(v.rstrip(".").split())) for v in versions}) == 1
 
 
 # ----------------------------------------------------------------------------- logit lens
 def test_logit_lens_which_steps_are_decided_where(m):
-    """README "Where the final word appears." and the Tom example: "'a' appears in layer 3"."""
+    """README "Where the final word appears." and the Tom example: "'a' appears in layer 2, 'un'
+    only in layer 3"."""
     trace = m.trace(TOM)
     first = readings.logit_lens_first_layer(trace)  # 0-based; the viewer's note uses the same rule
     emitted = words(trace.tgt_tokens[1:])
     by_layer = {layer + 1: [w for w, f in zip(emitted, first) if f == layer] for layer in set(first)}
     assert by_layer == {
         1: ["[EOS]"],
-        2: ["ha", "dato", "bel", "per", "il", "suo", "Mary", "."],
-        3: ["Tom", "un", "regalo", "compleanno", "a"],
+        2: ["ha", "dato", "a", "Mary", "bel", "per", "il", "suo", "."],
+        3: ["Tom", "un", "regalo", "compleanno"],
     }
-    assert "'a' appears in layer 3" in example_hint(TOM)
+    assert "'a' appears in layer 2, 'un' only in layer 3" in example_hint(TOM)
 
 
 # ----------------------------------------------------------------------------- the lake and milk sentences
@@ -310,32 +336,40 @@ def test_milk_every_item_comes_out(m):
 
 
 # ----------------------------------------------------------------------------- failures to study
-def test_grandparents_become_one_grandmother(m):
-    """README "A failure to study.": "'grandparents' reaches the model in four pieces [...] and the
-    plural is lost before the noun: at step 5 'nostra' [...], 'nostro' [...] and 'i' [...]. At step 6
-    it writes 'non' while cross-attention (layer 3, mean of the heads) looks at 'grand'. Force
-    'nostro' [...]; force 'i'" (the translations are checked among the quotes)."""
+def test_grandparents_become_one_grandfather(m):
+    """README "A failure to study.": "one grandfather [...] 'grandparents' reaches the model in four
+    pieces [...] and the plural is lost before the noun: at step 5 'nostro' [...], 'i' [...] and
+    'nostra' [...]. At step 6 it writes 'non' while cross-attention (layer 3, mean of the heads)
+    looks at 'grand'. Force 'nostra' [...]; force 'i' [...]: grandchildren" (the translations are
+    checked among the quotes)."""
     trace = m.trace(GRANDPARENTS)
-    assert "nonna" in trace.translation
+    assert "nonno" in trace.translation and "nonni" not in trace.translation
     assert words(trace.src_tokens[6:10]) == ["grand", "p", "aren", "ts"]
-    assert words(trace.topk_tokens[GRANDPARENTS_STEP - 1][:3]) == ["nostra", "nostro", "i"]
-    assert words(trace.tgt_tokens[GRANDPARENTS_STEP : GRANDPARENTS_STEP + 2]) == ["nostra", "non"]
+    assert words(trace.topk_tokens[GRANDPARENTS_STEP - 1][:3]) == ["nostro", "i", "nostra"]
+    assert words(trace.tgt_tokens[GRANDPARENTS_STEP : GRANDPARENTS_STEP + 2]) == ["nostro", "non"]
     assert_mean_cross_looks_at(trace, 3, GRANDPARENTS_STEP + 1, "grand", "grand_step6_grand")
-    assert viewer.forced_label(m.grandparents_nostro) == "step 5 forced to 'nostro'"
+    assert viewer.forced_label(m.grandparents_nostra) == "step 5 forced to 'nostra'"
     assert viewer.forced_label(m.grandparents_i) == "step 5 forced to 'i'"
-    assert "nipoti" in m.grandparents_i.translation
+    assert "nonn" not in m.grandparents_i.translation and "nipoti" in m.grandparents_i.translation
 
 
 def test_young_doctor_gender_is_settled_at_step_1(m):
     """README "A mistake to study.": "The gender is settled at step 1, 'Il' against 'La'. Force 'La'
-    with What if? [...] At step 4 of that version 'ia' beats 'ica', which would have made 'medica'"
+    with What if? [...]: right, word for word. The article decides the noun: at step 3 'dottore' has
+    [...] after 'Il giovane' and [...] after 'La giovane', where 'dotto' [...] starts 'dottoressa'"
     (the translations are checked among the quotes)."""
     trace = m.trace(YOUNG_DOCTOR)
     assert trace.translation.startswith("Il giovane dottore")
     assert words([trace.tgt_tokens[1]]) == ["Il"] and "▁La" in trace.topk_tokens[0]
+    assert words(trace.tgt_tokens[1 : YOUNG_NOUN + 1]) == ["Il", "giovane", "dottore"]
     forced = m.young_doctor_la
     assert viewer.forced_label(forced) == "step 1 forced to 'La'"
-    assert words(forced.tgt_tokens[3:5]) == ["med", "ia"] and words(forced.topk_tokens[3][:2]) == ["ia", "ica"]
+    assert forced.translation.startswith("La giovane dottoressa")
+    assert words(forced.tgt_tokens[1:YOUNG_NOUN]) == ["La", "giovane"]
+    assert words(forced.tgt_tokens[YOUNG_NOUN : YOUNG_NOUN + 3]) == ["dotto", "res", "sa"]
+    assert (
+        words(forced.topk_tokens[YOUNG_NOUN - 1][:1]) == ["dotto"] and "▁dottore" in forced.topk_tokens[YOUNG_NOUN - 1]
+    )
 
 
 # ----------------------------------------------------------------------------- minimal pairs
@@ -350,11 +384,13 @@ def test_pair_brother_sister(m):
 
 
 def test_pair_red_car_two_red_cars(m):
-    """Pair red car / two red cars: "At step 2 A's 'una' becomes 'due', and B writes its noun in two
-    pieces, 'macch' + 'ine'. [...] at step 5 cross-attention (layer 3, mean of heads) looks at 'red',
-    and at step 6 'osse' [...] beats 'ossi'. Force 'ossi'" (its translation is among the quotes)."""
+    """Pair red car / two red cars: "At step 2 A's 'un'' becomes 'due', and the noun changes with it:
+    A writes 'auto' ('a' + 'uto'), B 'macchine', in two pieces, 'macch' + 'ine'. [...] at step 5
+    cross-attention (layer 3, mean of heads) looks at 'red', and at step 6 'osse' [...] beats
+    'ossi'. Force 'ossi'" (its translation is among the quotes)."""
     a, b = m.trace(RED_CAR), m.trace(TWO_CARS)
-    assert words([a.tgt_tokens[2], b.tgt_tokens[2]]) == ["una", "due"]
+    assert words([a.tgt_tokens[2], b.tgt_tokens[2]]) == ["un'", "due"]
+    assert words(a.tgt_tokens[3:5]) == ["a", "uto"]
     assert words(b.tgt_tokens[3:5]) == ["macch", "ine"]
     assert top(b, shown_cross(b, 3, 5)) == "red"
     assert words(b.tgt_tokens[5:7]) == ["r", "osse"] and prob(b, 6, "osse") > prob(b, 6, "ossi")
@@ -362,16 +398,19 @@ def test_pair_red_car_two_red_cars(m):
 
 
 def test_pair_doctor_she_he(m):
-    """Pair doctor she / he: "both are [the same translation], though 'she' needs 'stanca'. [...] at
-    step 5 cross-attention (layer 2, mean of heads) puts [its most] on 'she' and on 'he' [...] at
-    step 7 'stanco' [is emitted in both], and 'st' (the start of 'stanca') [is a candidate].
-    Force 'st' in A with What if? [...] The difference map pairs 'she' with 'he' in one column:
-    the only word the two sentences do not share"."""
+    """Pair doctor she / he: "The pronoun changes one word, the adjective [...] at step 5
+    cross-attention (layer 2, mean of heads) puts [its most] on 'she' and on 'he' [...] at step 7 A
+    writes 'st' (the start of 'stanca') over 'stanco', while B writes 'stanco' over 'st'. Force
+    'stanco' in A with What if? [...] The difference map pairs 'she' with 'he' in one column: the
+    only word the two sentences do not share" (the translations are checked among the quotes)."""
     a, b = m.trace(DOCTOR_SHE), m.trace(DOCTOR_HE)
-    assert a.translation == b.translation and "stanco" in a.translation.split()[-1]
-    assert a.tgt_tokens[7] == b.tgt_tokens[7] == "▁stanco"
+    assert a.translation.endswith("stanca.") and b.translation == a.translation.replace("stanca", "stanco")
+    assert words(a.topk_tokens[6][:2]) == ["st", "stanco"] and words(b.topk_tokens[6][:2]) == ["stanco", "st"]
+    assert words(a.tgt_tokens[7:9]) == ["st", "anca"] and words([b.tgt_tokens[7]]) == ["stanco"]
+    assert a.topk_probs[6][0] < b.topk_probs[6][0]  # "less sure with 'she'"
     assert (top(a, shown_cross(a, 2, 5)), top(b, shown_cross(b, 2, 5))) == ("she", "he")
-    assert m.doctor_she_st.translation == a.translation.replace("stanco", "stanca")
+    assert viewer.forced_label(m.doctor_she_stanco) == "step 7 forced to 'stanco'"
+    assert m.doctor_she_stanco.translation == b.translation
     # the only source tokens not shared (the view's alignment: tests/test_panel_pairs.py)
     assert [t for t in a.src_tokens if t not in b.src_tokens] == ["▁she"]
     assert [t for t in b.src_tokens if t not in a.src_tokens] == ["▁he"]
@@ -379,50 +418,61 @@ def test_pair_doctor_she_he(m):
 
 
 # ----------------------------------------------------------------------------- why this word?
-def test_tom_and_john_part_at_step_4(m):
+def test_tom_and_the_nice_present_part_at_step_4(m):
     """README "What a head adds to a word" and "Patching finds no single head for word order": at
-    step 7 the Tom sentence says 'per' ('a' the runner-up); the John sentence parts from it at step
-    4, 'un' against 'a' (John named first)."""
-    tom, john = m.trace(TOM), m.trace(JOHN)
-    assert first_difference(tom.tgt_tokens[1:], john.tgt_tokens[1:]) == TOM_PART
-    assert words([tom.tgt_tokens[TOM_PART], john.tgt_tokens[TOM_PART]]) == ["un", "a"]
-    assert words(john.tgt_tokens[TOM_PART + 1 : TOM_PART + 2]) == ["John"]
-    assert words(tom.topk_tokens[TOM_CLOSE - 1][:2]) == ["per", "a"] and words([tom.tgt_tokens[TOM_CLOSE]]) == ["per"]
+    step 4 the Tom sentence says 'a' ('un' the runner-up); the nice-present sentence parts from it
+    there, 'a' against 'un' (Mary kept for the end), "though 'beautiful' and 'nice' both become
+    'bel'"."""
+    tom, nice = m.trace(TOM), m.trace(NICE)
+    assert first_difference(tom.tgt_tokens[1:], nice.tgt_tokens[1:]) == TOM_PART
+    assert words([tom.tgt_tokens[TOM_PART], nice.tgt_tokens[TOM_PART]]) == ["a", "un"]
+    assert words(tom.tgt_tokens[TOM_PART + 1 : TOM_PART + 2]) == ["Mary"]
+    assert (
+        nice.translation.endswith(" a Mary.") and "bel" in tom.translation.split() and "bel" in nice.translation.split()
+    )
+    assert words(tom.topk_tokens[TOM_CLOSE - 1][:2]) == ["a", "un"] and words([tom.tgt_tokens[TOM_CLOSE]]) == ["a"]
 
 
-def test_direct_logit_attribution_of_per_against_a(m):
-    """README "What a head adds to a word": ""per" beats "a" [...]. Split against the runner-up,
-    cross-attention layer 3 head 3 adds [...] and layer 2 head 1 adds [...], while layer 3 head 2
-    takes [...] away": those three are the largest head parts, and the parts add up to the difference."""
+def test_direct_logit_attribution_of_a_against_un(m):
+    """README "What a head adds to a word": ""a" beats "un" [...]. Split against the runner-up,
+    cross-attention layer 2 head 7 adds [...], while layer 3 head 3 takes [...] away and layer 4
+    head 4 [...]: each of them is larger than the whole difference, and they pull both ways": those
+    three are the largest head parts, with those signs, and all the parts add up to the difference."""
     d = m.why.dla
-    assert words([d.token, d.versus]) == ["per", "a"]
+    assert words([d.token, d.versus]) == ["a", "un"]
     assert abs(d.total() - d.value) < 1e-3
-    assert [(x["kind"], x["layer"] + 1, x["head"] + 1) for x in d.ranking(3)] == [
+    ranked = d.ranking(3)
+    assert [(x["kind"], x["layer"] + 1, x["head"] + 1) for x in ranked] == [
         ("cross", 3, 3),
-        ("cross", 2, 1),
-        ("cross", 3, 2),
+        ("cross", 2, 7),
+        ("cross", 4, 4),
     ]
+    assert [x["value"] > 0 for x in ranked] == [False, True, False]
+    assert 0 < d.value < min(abs(x["value"]) for x in ranked)
 
 
-def test_patching_john_finds_no_single_head(m):
-    """README "Patching finds no single head for word order": "Every component together turns "un"
-    into "a" (the patch of all is exact). One at a time, the head that moves it furthest,
-    cross-attention layer 2 head 2, [...] and the next, layer 2 head 6"."""
+def test_patching_the_nice_present_finds_no_single_head(m):
+    """README "Patching finds no single head for word order": "Every component together turns "a"
+    into "un" (the patch of all is exact). One at a time, the head that moves it furthest,
+    cross-attention layer 4 head 1, [...] and the next, layer 1 head 4, [...] none of them moves it
+    even half-way"."""
     p = m.why.patch
-    assert words([p.token_a, p.token_b]) == ["un", "a"]
+    assert words([p.token_a, p.token_b]) == ["a", "un"]
     assert p.fraction("all") == pytest.approx(1.0, abs=1e-3)
-    assert [(x["kind"], x["layer"] + 1, x["head"] + 1) for x in p.ranking(2)] == [("cross", 2, 2), ("cross", 2, 6)]
+    ranked = p.ranking(2)
+    assert [(x["kind"], x["layer"] + 1, x["head"] + 1) for x in ranked] == [("cross", 4, 1), ("cross", 1, 4)]
+    assert all(abs(x["fraction"]) < 0.5 for x in p.ranking(100))
 
 
-def test_gradients_and_attention_disagree_on_her(m):
+def test_gradients_and_attention_disagree_on_mary(m):
     """README "Where attention and gradients disagree": "integrated gradients put the most weight on
-    "her", then on "for"", at 64 steps, beside cross-attention (layer 4, mean of the heads), which
-    "looks most at [SOS]"."""
+    "Mary", then on "beautiful"", at 64 steps, beside cross-attention (layer 4, mean of the heads),
+    which "looks most at "a""."""
     g = m.why.grad
-    assert words([g.token]) == ["per"] and g.attention == {"layer": 3, "head": "mean"}
+    assert words([g.token]) == ["a"] and g.attention == {"layer": 3, "head": "mean"}
     src = words(g.src_tokens)
-    assert [src[i] for i in np.argsort(-np.abs(g.ig_src))[:2]] == ["her", "for"]
-    assert src[int(np.argmax(g.cross_attn))] == "[SOS]"
+    assert [src[i] for i in np.argsort(-np.abs(g.ig_src))[:2]] == ["Mary", "beautiful"]
+    assert src[int(np.argmax(g.cross_attn))] == "a"
     # at 64 steps the scores add up to f(x) - f(baseline) within 5 %
     assert abs(g.completeness_gap) < 0.05 * abs(g.logprob - g.baseline_logprob)
 
@@ -453,11 +503,13 @@ def test_ine_comes_mostly_from_the_prefix(m):
 
 
 def test_lake_decoder_lens_is_done_after_layer_2(m):
-    """ "read after encoder layer 1, the decoder writes 'I miei genitori vivono in una casa piccola.'":
-    "near the lake" is missing there, and every later row is the translation."""
-    rows = m.lake_lens.rows
-    assert rows[0].text == "I miei genitori vivono in una casa piccola."
-    assert all(r.text == m.trace(LAKE).translation for r in rows[1:])
+    """ "read after encoder layer 1, the decoder writes 'I miei genitori vivono in una piccola casa
+    vicino al lago.': every word is there, but 'piccola' still comes before 'casa'", and every later
+    row is the translation (the row itself is checked among the quotes)."""
+    rows, final = m.lake_lens.rows, m.trace(LAKE).translation
+    assert rows[0].text != final and sorted(rows[0].text.split()) == sorted(final.split())
+    assert "piccola casa" in rows[0].text and "casa piccola" in final
+    assert all(r.text == final for r in rows[1:])
 
 
 def test_bleeding_reference_parts_at_step_7_on_cop(m):
@@ -471,10 +523,12 @@ def test_bleeding_reference_parts_at_step_7_on_cop(m):
     assert any(r["src"] == BLEEDING and r["ref"] == BLEEDING_REF for r in m.glance)
 
 
-def test_the_lowest_source_share_of_the_test_set_is_misinformed(m):
-    """ "Sort the test set by source share: first comes 'I was misinformed.' [...] translated 'Ero
-    meraviglioso.' [...] against 'Ero disinformata.'" (the file the app ships, as the list shows it)."""
+def test_the_lowest_source_share_of_the_test_set_is_the_towel(m):
+    """ "Sort the test set by source share: first comes 'Don't throw in the towel.' [...] translated
+    'Non buttate nel asciugamano.' [...] against 'Non gettare la spugna.'" (the file the app ships,
+    as the list shows it), and that is the model's translation today."""
     first = lowest_source_share(m)
     shown = (first["src"], first["hyp"], first["ref"])
-    assert shown == ("I was misinformed.", "Ero meraviglioso.", "Ero disinformata.")
+    assert shown == ("Don't throw in the towel.", "Non buttate nel asciugamano.", "Non gettare la spugna.")
+    assert m.trace(first["src"]).translation == first["hyp"]
     assert len(m.glance) == 1000
