@@ -34,7 +34,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 TEXT = "the black cat sleeps."
 OTHER = "the white dog eats."
 TOM = "Tom gave Mary a beautiful present for her birthday."
-JOHN = "Tom gave John a beautiful present for his birthday."
+NICE = "Tom gave Mary a nice present for her birthday."
 
 
 def teacher_forced_logits(translator, text: str, target_ids: list[int]) -> torch.Tensor:
@@ -255,11 +255,11 @@ def test_patching_refuses_equal_tokens_and_bad_input(translator):
         activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[8, 6], tokens_ab=[9])
 
 
-def test_patching_tom_and_john_on_the_shipped_model(shipped):
-    """The two sentences part at step 4 (1-based): A says "un" and keeps Mary for the end, B says
-    "a" and names John first. Patching every component together moves the whole difference."""
-    res = activation_patching(shipped, TOM, JOHN, 3)
-    assert (res.token_a, res.token_b) == ("▁un", "▁a")
+def test_patching_two_word_orders_on_the_shipped_model(shipped):
+    """The two sentences part at step 4 (1-based): A says "a" and names Mary first, B says "un"
+    and keeps her for the end. Patching every component together moves the whole difference."""
+    res = activation_patching(shipped, TOM, NICE, 3)
+    assert (res.token_a, res.token_b) == ("▁a", "▁un")
     assert res.diff_a > 0 > res.diff_b
     assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
     cfg = shipped.cfg

@@ -84,9 +84,17 @@ export const diverging = (v) => RDBU_LUT[Math.max(0, Math.min(255, Math.round((v
 export { hexRgb };
 usePalette(); // for the colours an HTML view takes before any canvas is drawn
 
-/** Ink that reads on a cell of colour `rgb`: white on dark colours, near-black on light ones
- * (the same in both themes: the cell, not the page, is behind it). */
-export const inkOn = ([r, g, b]) => (0.299 * r + 0.587 * g + 0.114 * b < 140 ? "#fff" : "#222");
+/** A channel's linear light (WCAG 2's relative luminance, sRGB). */
+const linear = (c) => (c <= 10.0164 ? c / 3294.6 : ((c / 255 + 0.055) / 1.055) ** 2.4);
+
+/** Ink that reads on a cell of colour `rgb` (the same in both themes: the cell, not the page, is
+ * behind it): white or black, whichever has the higher WCAG contrast ratio. One of the two always
+ * reaches 4.58:1, the AA level for text; a brightness threshold, or a dark grey for black, leaves
+ * some mid-tone cells below it. */
+export function inkOn([r, g, b]) {
+  const lum = 0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b);
+  return 1.05 / (lum + 0.05) >= (lum + 0.05) / 0.05 ? "#fff" : "#000";
+}
 
 // Sentinels inside value matrices: NaN = masked cell (MASKED), -Infinity = row not generated
 // yet (FUTURE), +Infinity = gap between tiles (the background).
