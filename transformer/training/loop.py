@@ -135,8 +135,7 @@ class Trainer:
         self.settings, self.out, self.data, self.val_limit, self.command = settings, Path(out), data, val_limit, command
         # a fine-tune's start (``--init-from``); a resumed run reads its own back from its state
         self.start_point = StartPoint.from_state((state or {}).get("start")) if state else start
-        inherited = self.start_point.snapshots if self.start_point else None
-        self.files = RunWriter(self.out, src_tok, tgt_tok, self.device, snapshots, keep_epochs, inherited)
+        self.files = RunWriter(self.out, src_tok, tgt_tok, self.device, snapshots, keep_epochs, self.start_point)
         self.best_dir = self.files.best_dir
         self.model_card = model_card  # (trainer, metrics, samples) -> the README.md written into best/
         self.model, self.src_tok, self.tgt_tok, self.cfg = model.to(self.device), src_tok, tgt_tok, model.cfg
@@ -389,9 +388,7 @@ class Trainer:
         minutes = round(self.clock.elapsed / 60, 2)
         record = measured.record(tag, self.step, minutes, train_loss)
         self.history.append(record)
-        metrics = measured.metrics(tag, self.step, minutes, self.n_params)
-        if self.start_point and self.start_point.epochs:
-            metrics["epochs_before"] = self.start_point.epochs  # this run's epochs come on top of its start's
+        metrics = {**measured.metrics(tag, self.step, minutes, self.n_params), **StartPoint.tag(self.start_point)}
         is_best = measured.scores["chrf"] > self.best_chrf
         if is_best:
             self.best_chrf = measured.scores["chrf"]

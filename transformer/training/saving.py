@@ -94,12 +94,13 @@ class RunWriter:
         device: str,
         snapshots: tuple[int, ...],
         keep_epochs: int,
-        inherited_snapshots: Path | None = None,
+        start=None,
     ) -> None:
         self.out, self.src_tok, self.tgt_tok, self.device = Path(out), src_tok, tgt_tok, device
         self.snapshots, self.keep_epochs = snapshots, keep_epochs
-        # a fine-tune that keeps no snapshots of its own carries those of the model it started from
-        self.inherited_snapshots = None if snapshots else inherited_snapshots
+        # a fine-tune (``start``: its ``setup.StartPoint``) that keeps no snapshots of its own
+        # carries those of the model it started from
+        self.inherited_snapshots = None if snapshots or start is None else start.snapshots
         self.best_dir = self.out / "best"
         self.epochs_dir = self.out / "epochs"
         self.snapshots_dir = self.out / "snapshots"

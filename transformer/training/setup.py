@@ -161,6 +161,11 @@ class StartPoint:
         snapshots = directory / "snapshots"
         return cls(epochs, snapshots if snapshots.is_dir() else None)
 
+    @staticmethod
+    def tag(start: "StartPoint | None") -> dict:
+        """What a fine-tune's metrics.json adds: its start's epochs, which its own come on top of."""
+        return {"epochs_before": start.epochs} if start and start.epochs else {}
+
     def state(self) -> dict:
         """As a training state keeps it (``StartPoint.from_state`` reads it back)."""
         return {"epochs": self.epochs, "snapshots": None if self.snapshots is None else str(self.snapshots)}
