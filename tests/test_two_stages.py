@@ -48,6 +48,25 @@ def test_the_base_recipe_ends_with_the_fine_tuning_stage_and_quick_without_it():
     assert PRESETS["quick"].train == PRESETS["base"].train and PRESETS["quick"].model == PRESETS["base"].model
 
 
+def test_the_big_preset_is_the_base_recipe_wider_on_the_surest_forward_translations():
+    args = cli_train.parse_args(["--preset", "big", "--out", "runs/big"])
+    big, base = PRESETS["big"], PRESETS["base"]
+    assert (big.model.d_model, big.model.d_ff) == (384, 1536)
+    assert big.model.n_encoder_layers == base.model.n_encoder_layers == 4 and big.model.h == base.model.h
+    assert big.train.epochs == base.train.epochs and big.train.max_minutes is None
+    # the first stage reads the filtered forward translations in place of all of them, the rest as base
+    names = [Path(p).name for p in cli_train.extra_train(args)]
+    assert names == [Path(p).name.replace("-ft4", "-ft4-conf80") for p in cli_train.DEFAULT_EXTRA_TRAIN]
+    assert all(Path(p).is_dir() for p in cli_train.extra_train(args))
+    # and its second stage fine-tunes the first stage's best on the long pairs, in one process
+    tuned = cli_train.parse_args(cli_train.second_stage(args))
+    assert tuned.init_from == str(Path("runs/big/best")) and cli_train.preset_from_args(tuned).train == big.fine_tune
+    assert big.fine_tune.processes == 1 and big.fine_tune.lr < big.train.lr
+    # a named --extra-train still wins, and another corpus gets none
+    assert cli_train.extra_train(cli_train.parse_args(["--preset", "big", "--extra-train", "x"])) == ("x",)
+    assert cli_train.extra_train(cli_train.parse_args(["--preset", "big", "--dataset", "elsewhere"])) == ()
+
+
 def test_two_stages_fine_tune_the_first_stages_best_in_a_folder_of_its_own(capfd, data_dir, long_pairs, tmp_path):
     out = tmp_path / "run"
     assert tiny_main(data_dir, out, "--epochs", "2", "--snapshots", "1", "--fine-tune-train", str(long_pairs)) == 0

@@ -30,6 +30,14 @@ DEFAULT_EXTRA_TRAIN = tuple(
     str(DATA / name)
     for name in ("tatoeba-en-it-bt2", "tatoeba-en-it-more", "tatoeba-en-it-ft4", "tatoeba-en-it-concat")
 )
+# a preset whose first stage reads other further pairs: the teacher reads the surest 80% of the
+# forward translations in place of all of them (data/tatoeba-en-it-ft4-conf80/README.md)
+PRESET_EXTRA_TRAIN = {
+    "big": tuple(
+        str(DATA / name)
+        for name in ("tatoeba-en-it-bt2", "tatoeba-en-it-more", "tatoeba-en-it-ft4-conf80", "tatoeba-en-it-concat")
+    )
+}
 
 # the long joined pairs the preset's second, fine-tuning stage trains on beside the real pairs
 DEFAULT_FINE_TUNE_TRAIN = (str(DATA / "tatoeba-en-it-joined-long"),)
@@ -54,7 +62,8 @@ def _extra_train_help() -> str:
         "and test always come from --dataset). Pairs whose 'origin' starts with 'bt' are back-translated, "
         "'ft' forward-translated. "
         f"(default: {' '.join(str(Path(p).relative_to(DATA.parent)) for p in DEFAULT_EXTRA_TRAIN)} with the default "
-        "--dataset and --src/--tgt, none otherwise; give no PATH for none)"
+        "--dataset and --src/--tgt, none otherwise; give no PATH for none; preset big reads "
+        "data/tatoeba-en-it-ft4-conf80 in place of data/tatoeba-en-it-ft4)"
     )
 
 

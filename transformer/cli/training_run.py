@@ -41,6 +41,7 @@ from transformer.cli.run_options import (
     DEFAULT_DATASET,
     DEFAULT_EXTRA_TRAIN,
     DEFAULT_FINE_TUNE_TRAIN,
+    PRESET_EXTRA_TRAIN,
     RECORDED,
     RunOptions,
 )
@@ -131,7 +132,7 @@ def extra_train(args) -> tuple[str, ...]:
     corpus, when the run uses that corpus in its own direction."""
     if args.extra_train is not None:
         return tuple(args.extra_train)
-    return DEFAULT_EXTRA_TRAIN if _own_corpus(args) else ()
+    return PRESET_EXTRA_TRAIN.get(args.preset, DEFAULT_EXTRA_TRAIN) if _own_corpus(args) else ()
 
 
 def fine_tune_train(args) -> tuple[str, ...]:
