@@ -3,8 +3,9 @@
 Every chart and every per-step text is made in the browser (``explorer/web/``) from the
 payload of :mod:`explorer.payload`. What stays here needs the model or is shown outside
 the viewer: the What-if prefix, the label of a forced translation, and the notices about
-truncation, unknown characters and text that is not English (another language, or no
-language at all, such as keyboard mashing). Steps are 1-based in every text, as in the UI.
+truncation, unknown characters (emoji among them) and text that is not English (another
+language, or no language at all, such as keyboard mashing). Steps are 1-based in every text,
+as in the UI.
 """
 
 from __future__ import annotations
@@ -276,6 +277,16 @@ ENDINGS = (
     ("less", ("",)),
 )
 PREFIXES = ("un", "re", "dis", "mis", "non", "over", "pre")  # "misinformed"
+# a syllable said again and again ("hahaha", "lololo", "zzzzzz"): laughter or babble, not a word
+# to translate, even where the corpus's word list holds it
+BABBLE = re.compile(r"([^\W\d_]{1,3})\1{2,}")
+# emoji: pictographs and symbols, and the characters that join or modify them (zero-width joiner,
+# variation selectors, keycap, tags). The tokenizer reads them as unknown or not at all; they
+# are said apart, and the junk checks judge the words around them.
+EMOJI = re.compile(
+    "[\U0001f000-\U0001faff\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\u200d\ufe0e\ufe0f\u20e3\U000e0020-\U000e007f]+"
+)
+EMOJI_NAMED = 5  # how many different emoji the notice quotes
 
 
 def clean_input(text: str) -> tuple[str, str]:
@@ -326,6 +337,8 @@ def is_english(word: str) -> bool:
     """Whether ``word`` (as :func:`english_word_list` gives it) is in the list, or is a listed
     word with a common ending or prefix added, or joins listed words with hyphens."""
     known = english_words()
+    if BABBLE.fullmatch(word):
+        return False
     if word in known:
         return True
     if "-" in word:
@@ -387,27 +400,42 @@ def language_guess(text: str) -> str | None:
     return lang if n >= 1 and (english == 0 or n > english + 1) else None
 
 
+def read_part(text: str, dropped: str) -> str:
+    """The part of ``text`` the model read: what comes before ``dropped`` (:func:`dropped_text`,
+    a suffix of ``text`` but for the spaces around it); all of ``text`` when nothing was dropped."""
+    return text[: text.rfind(dropped)] if dropped else text
+
+
 def truncation_notice(trace: Trace, max_source_tokens: int, dropped: str) -> str:
+    """What the token cap cut off, in tokens and, when ``dropped`` says where the cut is, in
+    words: a word cut in two counts as read."""
     total = max_source_tokens + trace.n_src_tokens_dropped
     cut = dropped if len(dropped) <= DROPPED_PREVIEW_CHARS else dropped[:DROPPED_PREVIEW_CHARS].rstrip() + "…"
     where = f", from “{cut}” on" if cut else ""
+    words = ""
+    if dropped:
+        n, read = word_count(trace.src_text), word_count(read_part(trace.src_text, dropped))
+        words = f": {read} of its {n} words were read and {n - read} were dropped"
     return (
         f"⚠️ Too long for the model: it reads at most {max_source_tokens} subword tokens and this text has "
-        f"{total}. Only the first {max_source_tokens} were translated ({trace.n_src_tokens_dropped} tokens "
+        f"{total}. Only the first {max_source_tokens} were translated{words} ({trace.n_src_tokens_dropped} tokens "
         f"dropped{where})."
     )
 
 
-def long_sentence_notice(text: str, test: dict | None) -> str | None:
+def long_sentence_notice(text: str, test: dict | None, cut: bool = False) -> str | None:
     """A warning for a sentence as long as the ones the model was measured to translate badly,
     with that measurement: ``test`` is the checkpoint's ``metrics.json`` test entry, whose
-    ``long`` slice ``python -m transformer.cli.evaluate --save`` records. None for a shorter text."""
+    ``long`` slice ``python -m transformer.cli.evaluate --save`` records. None for a shorter text.
+    ``cut``: ``text`` is the part of a longer text that the model read (its words are counted as read)."""
     long = (test or {}).get("long")
     least = long["min_words"] if long else LONG_SENTENCE_WORDS
     words = word_count(text)
     if words < least:
         return None
-    head = f"⚠️ A long sentence ({words} words). This model learned from short everyday sentences"
+    head = (
+        f"⚠️ A long sentence ({words} words{' read' if cut else ''}). This model learned from short everyday sentences"
+    )
     if not long:
         return head + ", so expect mistakes in this translation."
     return (
@@ -417,43 +445,92 @@ def long_sentence_notice(text: str, test: dict | None) -> str | None:
     )
 
 
-def notices(trace: Trace, max_source_tokens: int, dropped: str = "", test: dict | None = None) -> list[str]:
-    """Warnings that belong next to the translation, in the units the model works in
-    (tokens). ``dropped``: the text that truncation cut off (:func:`dropped_text`); ``test``:
-    the checkpoint's test scores (``metrics.json``), for the long-sentence warning."""
-    notes = []
-    if trace.truncated:
-        notes.append(truncation_notice(trace, max_source_tokens, dropped))
-    long = long_sentence_notice(trace.src_text, test)
-    if long:
-        notes.append(long)
+def emoji_notice(text: str, src_tok, unk: str) -> str | None:
+    """What became of the emoji of ``text``, quoted (each run once): turned into ``unk`` or left
+    out by the tokenizer. None when it knows them all, or there are none."""
+    runs = list(dict.fromkeys(EMOJI.findall(text)))
+    if not runs:
+        return None
+    tokens = src_tok.encode(" ".join(runs), add_special_tokens=False).tokens
+    quoted = " ".join(runs[:EMOJI_NAMED]) + (" …" if len(runs) > EMOJI_NAMED else "")
+    if unk in tokens:  # the model reads a token it knows nothing about, and may still write a word for it
+        fate = (
+            f"turns them into {unk}, which means nothing to the model (an odd word in the translation may come from it)"
+        )
+    elif all(not t.strip("▁ ") for t in tokens):
+        fate = "leaves them out, so the model never sees them"
+    else:
+        return None
+    return f"The emoji {quoted} are not read: the tokenizer {fate}."
+
+
+def meaningless_notice(trace: Trace, text: str, share: float) -> str | None:
+    """Why the translation of ``text`` (the trace's text, or its words without its emoji) means
+    nothing, if it does: ``share`` of its subwords are unknown, or it looks like another language,
+    or it is mostly not words, or most of its words are not English."""
     unk = trace.unk_token  # [UNK], or a converted Marian model's <unk>
-    share = unk_fraction(trace.src_tokens, trace.special_tokens, unk)
-    lang = language_guess(trace.src_text)
+    lang = language_guess(text)
     if share >= MEANINGLESS_UNK_SHARE:
         n_real = sum(t not in trace.special_tokens or t == unk for t in trace.src_tokens)
         n_unk = trace.src_tokens.count(unk)
-        notes.append(
+        return (
             f"⚠️ This model reads English only: {n_unk} of the {n_real} subword tokens of this text are "
             f"unknown to it ({unk}, e.g. another script or emoji), so the translation below is meaningless."
         )
-    elif lang:
-        notes.append(
+    if lang:
+        return (
             f"⚠️ This model reads English only, and this text looks like {lang}. It translates English into "
             "Italian, so the translation below is meaningless: type an English sentence."
         )
-    elif word_share(trace.src_text) < MOSTLY_NOT_WORDS:
-        notes.append(
+    if word_share(text) < MOSTLY_NOT_WORDS:
+        return (
             "⚠️ This model reads English sentences, and most of this text is not words (code, numbers, "
             "symbols or markup), so the translation below is meaningless: type an English sentence."
         )
-    elif not_english_share(trace.src_text) > MOSTLY_NOT_ENGLISH:
-        notes.append(
+    if not_english_share(text) > MOSTLY_NOT_ENGLISH:
+        return (
             "⚠️ This model reads English sentences, and most words of this text are not English (random letters "
             "or keyboard mashing?), so the translation below is meaningless: type an English sentence."
         )
-    elif unk in trace.src_tokens:
-        notes.append(f"Some characters are unknown to the tokenizer and were read as {unk}.")
+    return None
+
+
+def notices(
+    trace: Trace, max_source_tokens: int, dropped: str = "", test: dict | None = None, src_tok=None
+) -> list[str]:
+    """Warnings that belong next to the translation, in the units the model works in
+    (tokens). ``dropped``: the text that truncation cut off (:func:`dropped_text`), which the
+    notice quotes and counts in words; ``test``: the checkpoint's test scores (``metrics.json``),
+    for the long-sentence warning; ``src_tok``: the source tokenizer, which reads the words
+    without the emoji, so that emoji do not count against the words around them (without it
+    they count as unknown characters)."""
+    notes = []
+    if trace.truncated:
+        notes.append(truncation_notice(trace, max_source_tokens, dropped))
+    long = long_sentence_notice(read_part(trace.src_text, dropped), test, cut=bool(dropped))
+    if long:
+        notes.append(long)
+    unk = trace.unk_token
+    text, share, unknown = (
+        trace.src_text,
+        unk_fraction(trace.src_tokens, trace.special_tokens, unk),
+        unk in trace.src_tokens,
+    )
+    emoji = None
+    if src_tok is not None and EMOJI.search(text):
+        words = " ".join(EMOJI.sub(" ", text).split())
+        tokens = src_tok.encode(words, add_special_tokens=False).tokens if words else []
+        if tokens:  # words besides the emoji: they are judged alone (emoji alone stay unknown characters)
+            text, share, unknown = words, tokens.count(unk) / len(tokens), unk in tokens
+            emoji = emoji_notice(trace.src_text, src_tok, unk)
+    meaningless = meaningless_notice(trace, text, share)
+    if meaningless:
+        notes.append(meaningless)
+    else:
+        notes.extend([emoji] if emoji else [])
+        if unknown:
+            other = " other" if emoji else ""
+            notes.append(f"Some{other} characters are unknown to the tokenizer and were read as {unk}.")
     if not trace.finished:
         notes.append("⚠️ Decoding stopped at the length limit before the model emitted [EOS].")
     return notes

@@ -58,6 +58,12 @@ def test_translate_returns_outputs_keyed_by_component(app):
     assert set(out) == set(app.outputs)  # a new trace updates every panel's sentence state too
 
 
+def test_the_opening_example_can_be_downloaded_from_the_first_screen(app):
+    assert app.download.interactive is True
+    with open(file_path(app.download), encoding="utf-8") as f:
+        assert json.load(f)["src_text"] == app.opening.src_text
+
+
 def test_a_new_sentence_opens_on_the_checkpoints_test_set_head(app, monkeypatch):
     """With the checkpoint's head_stats.json, the payload's focus is its test-set head (the
     viewer says "over N test sentences"); without it, the sentence's own."""
@@ -155,6 +161,13 @@ def test_emoji_and_rtl_reach_the_model_and_markup_and_control_characters_do_not(
     assert "<" not in out[app.viewer]  # the payload carries no markup at all
     assert payload(out, app)["src_text"] == read
     assert ("Taken out before translating" in out[app.notice]) == (read != text)
+
+
+def test_emoji_beside_english_words_are_said_unread_and_do_not_make_it_meaningless(app):
+    out = app.translate("😺😺😺 the cat 😺")
+    assert out[app.trace_state] is not None
+    assert "meaningless" not in out[app.notice]
+    assert "emoji" in out[app.notice] and "😺" in out[app.notice]
 
 
 @pytest.mark.parametrize("text", ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>"])

@@ -175,8 +175,9 @@ class AnalysisPanel(Panel):
             gr.Markdown(
                 "Which heads matter for this translation? **Knock out** silences the selected heads (their output "
                 "is zeroed) and decodes again; **Head importance** silences each head alone and measures how much "
-                "less likely the original translation becomes. The logit lens and the *Rollout* view "
-                '(in "More attention views") are sections of the viewer above.'
+                'less likely the original translation becomes. The logit lens ("Logit lens: what each layer would '
+                'say") and the *Rollout* view (in "More views: encoder, decoder, rollout, heads") are sections of the '
+                "viewer above."
             )
             self.host = view_host(self.view, elem_id="analysis", data=self.test_stats)
 

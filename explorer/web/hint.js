@@ -6,10 +6,8 @@
 // The view's data is the list of [sentence, hint] examples: the checkpoint's claims.json,
 // through explorer/claims.py.
 //
-// The sentence box of a fresh page shows a grey example sentence (its placeholder), which
-// looks typed: pressing Translate (or Enter) with the box empty translates that sentence,
-// put in the box as if typed, instead of answering that nothing was typed. Text of spaces
-// hides the placeholder, so it is sent as it is (and refused).
+// An empty sentence box is sent empty, whatever its grey placeholder shows: the server answers
+// with one line asking for a sentence (explorer/page.py check_text) and translates nothing.
 
 import { el } from "./canvas.js";
 
@@ -32,7 +30,7 @@ export class Hint {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
-    const examples = (this.examples = server.data || []);
+    const examples = server.data || [];
     this.text = el("p", { className: "ax-hint-text" });
     this.box = el("div", { className: "ax-hint", hidden: true },
       [el("span", { className: "ax-label", text: "What to look for" }), this.text]);
@@ -50,15 +48,6 @@ export class Hint {
       const h = store.get().hint;
       if (box && h && ev.target.value.trim() !== h.sentence) this.drop();
     });
-    // before Gradio's own handlers read the box (capture phase): an empty box means the placeholder
-    document.addEventListener("click", (ev) => {
-      if (ev.target.closest && ev.target.closest("#translate-btn")) this.takePlaceholder();
-    }, true);
-    document.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" && !ev.shiftKey && ev.target.closest && ev.target.closest("#src-text")) {
-        this.takePlaceholder();
-      }
-    }, true);
     store.subscribe((s, changed) => {
       if (changed.has("trace") && s.trace && s.hint && s.trace.srcText !== s.hint.sentence) this.drop();
       if (changed.has("hint")) this.render(s.hint);
@@ -71,16 +60,6 @@ export class Hint {
     fillSentenceBox(sentence);
     this.store.set({ hint: { text: hint, sentence } });
     this.server.ask({ text: sentence });
-  }
-
-  /** An empty sentence box gets the sentence its placeholder shows (and that example's hint). */
-  takePlaceholder() {
-    const box = sentenceBox();
-    if (!box || box.value !== "" || !box.placeholder) return;
-    const sentence = box.placeholder;
-    fillSentenceBox(sentence);
-    const example = this.examples.find(([text]) => text === sentence);
-    if (example) this.store.set({ hint: { text: example[1], sentence } });
   }
 
   drop() {

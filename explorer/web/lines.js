@@ -13,7 +13,7 @@
 // keep at least 3:1 contrast; every token goes in as text.
 
 import { VIEWS, headIndex } from "./attention.js";
-import { el, svg, measurer, fontOf, widest } from "./canvas.js";
+import { el, svg, measurer, fontOf, widest, setup } from "./canvas.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
 
@@ -140,11 +140,12 @@ export class LinePicture {
     this.render();
     const heads = s.view === "rollout" ? ""
       : s.head === "mean" || s.head === "max" ? `all ${tr.heads} heads, the strongest lines of each` : `head ${s.head}`;
+    const named = s.head === "mean" || s.head === "max" ? ", each after its head (h3: head 3)" : "";
     this.note.textContent = s.view === "rollout"
       ? "Each line is how much an English token feeds a step, through every layer. "
         + "Hover or tap a token to see only its lines (a tap pins it)."
       : `${VIEWS[s.view]}, layer ${s.layer}, ${heads}: the wider and brighter a line, the more attention. `
-        + "Hover or tap a token to see only its lines and their weights (a tap pins it).";
+        + `Hover or tap a token to see only its lines and their weights${named}; a tap pins it.`;
     Object.assign(this.slot.dataset, { step: s.step, view: s.view, layer: s.layer, head: s.head, lines: lines.length,
       queries: cols.queries.length, keys: cols.keys.length });
     this.ctx.mark("attn-lines", s);
@@ -240,24 +241,63 @@ export class LinePicture {
     return g;
   }
 
-  /** The weights of the isolated token's lines, beside the tokens at their other ends (the
-   * three largest when several heads draw a line there). */
+  /** The weights of the isolated token's lines, beside the tokens at their other ends: with
+   * every head on show, the three largest there, each named by its head ("h3 0.97 · h5 0.41"),
+   * on more than one line where one would not fit between the columns. */
   weights(root, focus, x0, x1, y, font) {
-    const { lines } = this.shown, byEnd = new Map();
+    const { s, lines } = this.shown, byEnd = new Map();
     for (const x of lines) {
       if ((focus.side === "q" ? x.q : x.k) !== focus.i) continue;
       const end = focus.side === "q" ? x.k : x.q;
       if (!byEnd.has(end)) byEnd.set(end, []);
       byEnd.get(end).push(x);
     }
-    const g = svg("g", { class: "ln-weights", "font-size": Math.round(font * 0.85) });
+    const size = Math.round(font * 0.85), room = x1 - x0 - 16, probe = measurer(`bold ${fontOf(size)}`);
+    const named = s.view !== "rollout" && (s.head === "mean" || s.head === "max");
+    const g = svg("g", { class: "ln-weights", "font-size": size });
     for (const [end, xs] of byEnd) {
       xs.sort((a, b) => b.w - a.w);
-      const text = xs.slice(0, 3).map((x) => share(x.w)).join(" ");
-      const t = focus.side === "q" ? this.text(text, x1 - 8, y(end) - font * 0.7, "end", "ln-w")
-        : this.text(text, x0 + 8, y(end) - font * 0.7, "start", "ln-w");
-      g.append(t);
+      const rows = [];
+      for (const x of xs.slice(0, 3)) {
+        const part = named ? `h${x.head + 1} ${share(x.w)}` : share(x.w);
+        const joined = rows.length && `${rows.at(-1)} · ${part}`;
+        if (joined && probe.measureText(joined).width <= room) rows[rows.length - 1] = joined; else rows.push(part);
+      }
+      // the last line where a single one stands, just over the token's row; the others above it
+      rows.forEach((text, i) => {
+        const at = y(end) - font * 0.7 - (rows.length - 1 - i) * size * 1.15;
+        g.append(focus.side === "q" ? this.text(text, x1 - 8, at, "end", "ln-w")
+          : this.text(text, x0 + 8, at, "start", "ln-w"));
+      });
     }
     root.append(g);
+  }
+
+  /** The picture on screen as a canvas, for the view's PNG (viewer-export.js): its SVG drawn
+   * on the card's colour, with the colours and type the stylesheet gives it written into a
+   * copy (an SVG drawn as an image sees no stylesheet). Resolves to null without a picture. */
+  image() {
+    const root = this.card.querySelector("svg");
+    if (!root) return Promise.resolve(null);
+    const copy = root.cloneNode(true), w = Number(root.getAttribute("width")), h = Number(root.getAttribute("height"));
+    const from = [root, ...root.querySelectorAll("*")], to = [copy, ...copy.querySelectorAll("*")];
+    from.forEach((e, i) => {
+      const css = getComputedStyle(e);
+      for (const p of ["fill", "stroke", "stroke-width", "font-family", "font-size", "font-weight"]) {
+        to[i].style.setProperty(p, css.getPropertyValue(p));
+      }
+    });
+    copy.prepend(svg("rect", { width: w, height: h, fill: getComputedStyle(this.card).backgroundColor }));
+    const url = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(new XMLSerializer().serializeToString(copy))}`;
+    return new Promise((resolve) => {
+      const img = new Image();
+      img.onload = () => {
+        const canvas = document.createElement("canvas");
+        setup(canvas, w, h).drawImage(img, 0, 0, w, h);
+        resolve(canvas);
+      };
+      img.onerror = () => resolve(null);
+      img.src = url;
+    });
   }
 }

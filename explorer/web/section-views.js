@@ -1,4 +1,4 @@
-// The viewer's "More attention views" section: the menus of view, layer and head (they change
+// The viewer's "More views" section: the menus of view, layer and head (they change
 // the main picture), hide-specials, the encoder rollout beside the rollout view, select mode
 // for knock-out, and the all-heads mosaic. The figures are drawn only while it is open.
 

@@ -10,7 +10,7 @@ import urllib.parse
 
 import pytest
 
-from tests.helpers import DEVICES, device_page, go_to_step, painted, settled, state, translate
+from tests.helpers import DEVICES, device_page, go_to_step, settled, state, translate
 
 # the slow set: a long walk through the page (python -m pytest -m slow)
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -111,34 +111,6 @@ def test_the_first_desktop_screen_shows_translation_steps_prefix_candidates_and_
     for sel in ("#topk canvas", "#attn-plot canvas"):
         r = box(page, sel)
         assert 0 <= r["top"] and r["bottom"] <= DESKTOP["height"], (sel, r)
-
-
-@pytest.mark.parametrize("device", ["desktop", "phone"])
-def test_translate_on_a_fresh_page_translates_the_sentence_it_shows(browser, app_server, device):
-    ctx, page = open_page(browser, app_server, device)
-    box_ = page.locator("#src-text textarea")
-    painted(page)
-    # the page opens on an example, in the box and drawn
-    assert box_.input_value() == state(page)["sentence"] == state(page)["trace"]["srcText"]
-    # emptied, the box shows a grey example sentence (its placeholder), which looks typed
-    box_.fill("")
-    shown = box_.get_attribute("placeholder")
-    assert shown and shown != state(page)["sentence"], shown
-    serial = state(page)["sentenceId"]
-    if device == "desktop":
-        page.click("#translate-btn")
-    else:
-        box_.tap()
-        box_.press("Enter")
-    page.wait_for_function(
-        "([t, n]) => window.__explorer.getState().sentence === t && window.__explorer.getState().sentenceId > n",
-        arg=[shown, serial],
-    )
-    assert box_.input_value() == shown  # now really in the box
-    assert "Please type" not in page.inner_text("#notice")
-    assert page.input_value("#translation textarea") == state(page)["trace"]["translation"]
-    ctx.close()
-    assert not page.errors, page.errors
 
 
 # --- 2. examples ---------------------------------------------------------------------------------

@@ -477,12 +477,13 @@ def test_a_long_paste_is_cut_once_by_the_model_and_the_notice_says_what_was_drop
     page.wait_for_function("(t) => window.__explorer.getState().sentence === t", arg=text)
     notice = page.inner_text("#notice")
     m = re.search(
-        r"at most (\d+) subword tokens and this text has (\d+)\. Only the first \1 were translated "
-        r"\((\d+) tokens dropped, from “(.+?)…?” on\)",
+        r"at most (\d+) subword tokens and this text has (\d+)\. Only the first \1 were translated: "
+        r"(\d+) of its (\d+) words were read and (\d+) were dropped \((\d+) tokens dropped, from “(.+?)…?” on\)",
         notice,
     )
     assert m, notice
-    kept, total, dropped, preview = int(m[1]), int(m[2]), int(m[3]), m[4]
+    kept, total, dropped, preview = int(m[1]), int(m[2]), int(m[6]), m[7]
+    assert int(m[4]) == len(text.split()) and int(m[3]) + int(m[5]) == int(m[4])  # words read and dropped
     cfg = json.loads((app_server.checkpoint / "config.json").read_text())
     tok = load_tokenizer(app_server.checkpoint / cfg["src_tokenizer_file"])
     assert total == len(encode(tok, text)) and dropped == total - kept  # counted on the whole paste
