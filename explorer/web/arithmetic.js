@@ -17,7 +17,9 @@
 // "Explain a row" (viewer-main.js, the store's `explain`) shows it beside the map: a drawer
 // on a wide screen (app.css). A phone has no room beside it, and a sheet fixed over the screen
 // would cover every other section: there the view itself moves into the page, right under the
-// map (a dock after #attn-col), and its section keeps a note saying where it went.
+// map (a dock after #attn-col), and its section keeps a note saying where it went. In the drawer
+// and on a phone the table is compact (arithmetic.css), so that every column fits a 1366 px
+// laptop's drawer; a phone keeps the key, the weight and the heatmap's weight in view.
 
 import { VIEWS, VIEW_KIND, headName, quote } from "./attention.js";
 import { el, setup, paintMatrix, RDBU_LUT } from "./canvas.js";
@@ -32,6 +34,7 @@ const WAIT_MS = 150; // settings must rest this long before a row is asked for
 const PLAY_WAIT_MS = 700; // longer than a Play tick: no request per step while it plays
 const STRIP_PX = 4; // css px per number of a vector strip
 const STRIP_H = 14;
+const TABLE_STRIP_W = 64; // css px a strip in the table takes at most (fewer px per number), so it fits a drawer
 const DRAWN_BY = ["trace", "view", "layer", "head", "step", "cell", "arithmetic", "playing", "theme"];
 const VIEW_BUTTONS = [["cross", "cross-attention"], ["decoder", "decoder self-attention"],
   ["encoder", "encoder self-attention"]];
@@ -56,6 +59,8 @@ export function rowOf(s) {
 }
 
 const fmt = (x, d = 3) => (Number.isFinite(x) ? x.toFixed(d) : String(x));
+/** exp(s − max), three figures: "0.000574", and "1.44e-5" rather than "0.0000144" (a narrower column) */
+const figures = (x) => (x > 0 && x < 1e-3 ? x.toExponential(2) : x.toPrecision(3));
 const maxAbs = (...arrays) => Math.max(1e-9, ...arrays.flat(2).map(Math.abs));
 
 export class Arithmetic {
@@ -86,10 +91,13 @@ export class Arithmetic {
   }
 
   /** On a phone, while a row is explained, the view stands under the map, in the page;
-   * otherwise it is in its section. */
+   * otherwise it is in its section. Beside the map (the drawer) and on a phone its table is
+   * compact (arithmetic.css). */
   dock(s) {
-    const col = document.getElementById("attn-col");
-    const docked = !!(s.explain && s.trace && col && (window.innerWidth || 1000) < NARROW);
+    const col = document.getElementById("attn-col"), phone = (window.innerWidth || 1000) < NARROW;
+    this.root.classList.toggle("ar-phone", phone);
+    this.root.classList.toggle("ar-compact", phone || !!(s.explain && s.trace));
+    const docked = !!(s.explain && s.trace && col && phone);
     if (docked === this.docked) return;
     this.docked = docked;
     if (docked) {
@@ -268,6 +276,7 @@ export class Arithmetic {
     const below = tr.zeroBound(s.view, want.layer - 1, head, q);
     const mq = maxAbs(d.q), mv = maxAbs(d.v, d.out);
     const vScale = `±${fmt(mv, 2)}`;
+    const px = Math.max(1, Math.min(STRIP_PX, Math.floor(TABLE_STRIP_W / d.d_k))); // the table's strips
     const rows = d.key_tokens.map((tok, j) => {
       const masked = d.masked[j], w = d.weights[j];
       const tr_ = el("tr", { "data-key": j, "data-weight": w, "data-heat": heat[j],
@@ -277,11 +286,11 @@ export class Arithmetic {
         el("td", { text: fmt(d.dots[j]) }),
         el("td", { text: fmt(d.scores[j]) }),
         el("td", { className: "ar-mask", text: masked ? d.mask_reasons[j] : "—" }),
-        el("td", { text: masked ? "0" : d.exp_scores[j].toPrecision(3) }),
+        el("td", { text: masked ? "0" : figures(d.exp_scores[j]) }),
         el("td", { className: "ar-weight" }, [this.bar(w), el("span", { className: "ar-w", text: fmt(w, 4) })]),
         el("td", { className: "ar-heat", text: weightText(heat[j], below) }), // as the map's tooltip reads it
-        el("td", {}, [this.strip(d.v[j], mv, `v${j + 1} (value of ${tok})`)]),
-        el("td", {}, [this.strip(d.v[j].map((x) => w * x), mv, `w${j + 1}·v${j + 1}`)]),
+        el("td", {}, [this.strip(d.v[j], mv, `v${j + 1} (value of ${tok})`, px)]),
+        el("td", {}, [this.strip(d.v[j].map((x) => w * x), mv, `w${j + 1}·v${j + 1}`, px)]),
       ]);
       tr_.addEventListener("click",
         () => this.store.set({ cell: { view: s.view, step: s.step, row: want.query, col: j + 1 } }));
@@ -295,7 +304,7 @@ export class Arithmetic {
       el("tfoot", {}, [el("tr", {}, [
         el("th", { scope: "row", text: "Σ" }), el("td"), el("td", { text: `max ${fmt(d.max_score)}` }), el("td"),
         el("td", { text: d.sum_exp.toPrecision(4) }), el("td", { text: fmt(d.weights.reduce((a, b) => a + b, 0), 4) }),
-        el("td"), el("td"), el("td", { className: "ar-outcell" }, [this.strip(d.out, mv, "output Σ wⱼ·vⱼ")]),
+        el("td"), el("td"), el("td", { className: "ar-outcell" }, [this.strip(d.out, mv, "output Σ wⱼ·vⱼ", px)]),
       ])]),
     ]);
     this.el["arith-status"].className = "ax-note";
@@ -340,14 +349,15 @@ export class Arithmetic {
     return el("span", { className: "ar-bartrack" }, [b]);
   }
 
-  /** A vector as a strip of coloured cells on a symmetric scale ±m; hover (or tap) names a number. */
-  strip(values, m, name) {
+  /** A vector as a strip of coloured cells, `px` wide each, on a symmetric scale ±m; hover (or
+   * tap) names a number. */
+  strip(values, m, name, px = STRIP_PX) {
     const canvas = el("canvas", { className: "ar-strip", role: "img", "aria-label": name });
-    const ctx = setup(canvas, values.length * STRIP_PX, STRIP_H);
-    paintMatrix(ctx, Float32Array.from(values), 1, values.length, 0, 0, STRIP_PX, STRIP_H,
+    const ctx = setup(canvas, values.length * px, STRIP_H);
+    paintMatrix(ctx, Float32Array.from(values), 1, values.length, 0, 0, px, STRIP_H,
       { lut: RDBU_LUT, lo: -m, hi: m });
     this.tip.bind(canvas, (x) => {
-      const i = Math.floor(x / STRIP_PX);
+      const i = Math.floor(x / px);
       return i >= 0 && i < values.length
         ? [`${name}, number ${i + 1} of ${values.length}: ${fmt(values[i], 4)}`] : null;
     });

@@ -1,14 +1,14 @@
 // The beam tree: every hypothesis beam search weighed, drawn as SVG from one
 // "transformer-beam-tree/1" object (schema in transformer/interpret/beam_tree.py), the store's `beam`.
-// One column per output position, nodes labelled with their token, edges as thick as
-// P(token | prefix). The best beam is orange, the greedy path blue and dashed, pruned
+// One column per output position, each as wide as its longest token, nodes labelled with
+// their token, edges as thick as P(token | prefix). The best beam is orange, the greedy path blue and dashed, pruned
 // candidates grey, finished hypotheses boxed in green. Zoom, show/hide pruned and hover are
 // drawn here with no server call; clicking a finished hypothesis asks the server to trace
 // it with its tokens forced and open it in the viewer (explorer/panels/beam.py). The tree
 // belongs to its sentence: a new one in the viewer clears it (store.js).
 // Token and user text always go in with textContent, never as markup.
 
-import { el, svg } from "./canvas.js";
+import { el, svg, measurer, widest } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
 
@@ -24,13 +24,17 @@ export const STATE = {
 export const LINK = { origin: "beam" }; // a link to a hypothesis re-traces it with its forced ids
 
 export const SCHEMA = "transformer-beam-tree/1";
-const COL_W = 96, ROW_H = 26, NODE_W = 80, NODE_H = 20, PAD = 14;
+// Sizes at zoom 1, in css px: the type of the labels and column headings, a node's height and
+// its padding beside its label, the rows, the room between columns (for the edges)
+const LABEL_PX = 14, NODE_H = 24, NODE_PAD = 6, ROW_H = 30, GAP = 24, PAD = 14, HEAD_H = 20;
+const LABEL_FONT = `${LABEL_PX}px "DejaVu Sans Mono", ui-monospace, monospace`;
+const MAX_CHARS = 12; // a longer token is cut (its tooltip has it whole)
 const ZOOMS = [0.5, 0.67, 0.8, 1, 1.25, 1.5, 2];
 // The tree opens scaled to its box's width ("fit"), so a laptop sees all of it. A tree that
-// would need less than MIN_FIT, where its 11 px labels are too small to read (a phone), keeps
-// its own size and its box scrolls sideways, from the root. The zoom buttons step from there
-// through ZOOMS.
-const MIN_FIT = 0.6;
+// would need less than MIN_FIT, where its labels would be under 12 px (a phone, a long
+// sentence), keeps its own size and its box scrolls sideways, from the root. The zoom buttons
+// step from there through ZOOMS.
+const MIN_FIT = 12 / LABEL_PX;
 
 const fmt = (x, d = 3) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
 /** A subword as shown in the tree: as on every chip of the page, ▁ starts a word. */
@@ -174,6 +178,7 @@ export class BeamTree {
       `Best (score ${fmt(best && best.score)}): “${t.translation}”. `,
       `Greedy (score ${fmt(t.greedy_score)}): “${t.greedy_translation}”. `,
       same ? "Here beam search agrees with greedy decoding." : "Here beam search and greedy decoding part ways.",
+      " One column per output position, numbered above it.",
       el("br"),
       el("span", { className: "bt-note",
         text: `score = ${t.score_formula.replace("length_penalty", `α (${t.length_penalty})`)}` }),
@@ -211,22 +216,37 @@ export class BeamTree {
     // columns: one per output position; inside a column the most likely prefix comes first
     const cols = [];
     for (const n of nodes) (cols[n.step] = cols[n.step] || []).push(n);
+    const text = (n) => {
+      const tok = n.id === 0 ? "[SOS]" : shown(n.token);
+      return tok.length > MAX_CHARS ? `${tok.slice(0, MAX_CHARS - 1)}…` : tok;
+    };
+    // each column as wide as its longest label, so a sentence of short words fits a laptop at a
+    // readable size; x: where each column starts
+    const probe = measurer(LABEL_FONT), widths = [], xs = [];
+    let x = PAD;
+    for (let step = 0; step < cols.length; step++) {
+      const col = cols[step] || [];
+      widths[step] = Math.max(2 * LABEL_PX, widest(probe, col.map(text), 10 ** 4)) + 2 * NODE_PAD;
+      xs[step] = x;
+      x += widths[step] + GAP;
+    }
     const pos = new Map();
     let rows = 1;
     cols.forEach((col, step) => {
       if (!col) return;
       col.sort((a, b) => b.logprob - a.logprob);
-      col.forEach((n, i) => pos.set(n.id, { x: PAD + step * COL_W, y: PAD + 18 + i * ROW_H }));
+      col.forEach((n, i) => pos.set(n.id, { x: xs[step], y: PAD + HEAD_H + i * ROW_H, w: widths[step] }));
       rows = Math.max(rows, col.length);
     });
-    const w = PAD * 2 + (cols.length - 1) * COL_W + NODE_W, h = PAD * 2 + 18 + rows * ROW_H;
+    const w = x - GAP + PAD, h = PAD * 2 + HEAD_H + rows * ROW_H;
     this.size = { w, h };
     const root = svg("svg", { viewBox: `0 0 ${w} ${h}`, role: "img", "aria-label": "beam search tree" });
-    // column headings: output positions
+    root.style.font = LABEL_FONT; // the font the columns were measured in
+    // column headings: the output positions (the summary says so)
     cols.forEach((col, step) => {
-      const label = svg("text", { x: PAD + step * COL_W + NODE_W / 2, y: PAD, class: "bt-colhead",
+      const label = svg("text", { x: xs[step] + widths[step] / 2, y: PAD, class: "bt-colhead",
         "text-anchor": "middle" });
-      label.textContent = step === 0 ? "start" : `position ${step}`;
+      label.textContent = step === 0 ? "start" : String(step);
       root.append(label);
     });
     const edges = svg("g", { class: "bt-edges" }), overlay = svg("g", { class: "bt-paths" });
@@ -234,7 +254,7 @@ export class BeamTree {
     for (const n of nodes) {
       if (n.parent === null || n.parent === undefined || !pos.has(n.parent)) continue;
       const a = pos.get(n.parent), b = pos.get(n.id);
-      const x1 = a.x + NODE_W, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
+      const x1 = a.x + a.w, y1 = a.y + NODE_H / 2, x2 = b.x, y2 = b.y + NODE_H / 2, mx = (x1 + x2) / 2;
       const d = `M${x1},${y1} C${mx},${y1} ${mx},${y2} ${x2},${y2}`;
       const width = 0.6 + 6 * Math.max(0, Math.min(1, n.prob));
       edges.append(svg("path", { d, class: `bt-edge bt-${n.status}`, "stroke-width": width.toFixed(2) }));
@@ -255,10 +275,9 @@ export class BeamTree {
         g.setAttribute("role", "button");
         g.setAttribute("aria-label", `open hypothesis ${hyp + 1}`);
       }
-      g.append(svg("rect", { width: NODE_W, height: NODE_H, rx: 4 }));
-      const label = svg("text", { x: NODE_W / 2, y: NODE_H / 2 + 4, "text-anchor": "middle" });
-      const tok = n.id === 0 ? "[SOS]" : shown(n.token);
-      label.textContent = tok.length > 11 ? `${tok.slice(0, 10)}…` : tok;
+      g.append(svg("rect", { width: p.w, height: NODE_H, rx: 4 }));
+      const label = svg("text", { x: p.w / 2, y: NODE_H / 2, "text-anchor": "middle", "dominant-baseline": "central" });
+      label.textContent = text(n);
       g.append(label);
       this.tip.bind(g, () => this.lines(n));
       if (hyp !== undefined) {

@@ -26,7 +26,9 @@ export function cellSize(n) {
  *        maxWidth (css px the figure may take before it scrolls), cell (optional),
  *        font (label size in css px, default 11: the main view passes a projector's size),
  *        maxHeight, minCell, maxCell (the main view: cells fill maxWidth x maxHeight within these),
- *        rowShare (the most of maxWidth the row labels may take, default 0.35)}
+ *        rowShare (the most of maxWidth the row labels may take, default 0.35),
+ *        shortRows (the rows with shorter labels, drawn where the columns would not fit beside the
+ *        full ones), followColumn (the column a map wider than its box scrolls into view)}
  * Returns hit(x, y) -> [lines] | null, in css pixels of the canvas; hit.cellAt(x, y) ->
  * {r, c, row, col} | null names the cell there; hit.geometry says where the grid is (for
  * tests and exports): `cell` is a row's height and `cellW` a column's width (the main view's
@@ -42,6 +44,10 @@ export function drawHeatmap(fig, spec) {
     Math.max(90, Math.round(maxWidth * (spec.rowShare || 0.35))));
   const natural = spec.cell || cellSize(Math.max(rows.length, cols.length));
   const fitting = Math.floor((maxWidth - rowW - 12) / Math.max(1, cols.length));
+  // a long source: shorter row labels leave its columns room to stand upright side by side
+  if (spec.shortRows && spec.maxHeight && fitting < Math.ceil(1.2 * (spec.minFont || px))) {
+    return drawHeatmap(fig, { ...spec, rows: spec.shortRows, shortRows: null });
+  }
   let cell = Math.max(Math.min(natural, MIN_CELL), Math.min(natural, fitting)); // shrink to fit, not below MIN_CELL
   let cellW = cell; // a column's width; `cell` is a row's height
   if (spec.maxHeight) {
@@ -59,8 +65,10 @@ export function drawHeatmap(fig, spec) {
     }
     // where the height binds (a laptop, a projector), columns widen into the width the page
     // gives the map, up to twice as wide as high, so the picture fills its column
-    // (narrower than high where the width binds, down to 1.2 labels: their labels stand upright)
-    cellW = Math.min(2 * cell, Math.max(fitting, Math.min(cell, Math.ceil(1.2 * px))));
+    // (narrower than high where the width binds, down to 1.2 labels, their labels upright, or
+    // to a label and 2 px where that keeps every column in the box)
+    const narrowest = Math.max(px + 2, Math.min(fitting, Math.ceil(1.2 * px)));
+    cellW = Math.min(2 * cell, Math.max(fitting, Math.min(cell, narrowest)));
   }
   const colH = widest(probe, cols.map((c) => c.label), 11 * px) + 10;
   const gw = cols.length * cellW, gh = rows.length * cell;
@@ -79,7 +87,10 @@ export function drawHeatmap(fig, spec) {
   ctx.font = font;
   const colEvery = tickEvery(cellW, px + 1);
   if (!pinned) columnLabels(ctx, cols, colEvery, left, top + gh + 6, cellW, colH);
-  markRows(ctx, rows, left, top, gw, cell);
+  // where the part of the grid in view will be centred: a map wider than its box follows a column
+  const seen = maxWidth - rowW - 12, followed = left + (spec.followColumn + 0.5) * cellW;
+  const middle = spec.followColumn >= 0 && gw > seen ? Math.min(Math.max(followed, seen / 2), gw - seen / 2) : gw / 2;
+  markRows(ctx, rows, left, top, gw, cell, middle);
 
   fig.setCaption(spec.title);
   fig.setRowLabels(rows, every, cell, top, rowW, px);
@@ -90,6 +101,7 @@ export function drawHeatmap(fig, spec) {
       const cur = Math.max(0, rows.findIndex((r) => r.current));
       fig.scroll.scrollTop = Math.max(0, top + cur * cell - spec.maxHeight / 3);
     }
+    if (spec.followColumn >= 0) followColumn(fig.scroll, rowW, left + (spec.followColumn + 0.5) * cellW);
   }
   fig.setLegend(spec.scaleTitle || "weight", spec.lo || 0, hi);
   fig.axes.textContent = `rows: ${spec.yTitle} · columns: ${spec.xTitle}`;
@@ -108,6 +120,14 @@ export function drawHeatmap(fig, spec) {
   hit.cellAt = cellAt;
   hit.geometry = { left, top, cell, cellW, rows: rows.length, cols: cols.length, rowW, font: px, pinned };
   return hit;
+}
+
+/** A map wider than its box scrolls sideways (under its row labels, `rowW` wide, which stay
+ * put) to the column whose centre is `x` css px into the canvas, so that column stands in the
+ * middle of the part of the map in view. */
+function followColumn(box, rowW, x) {
+  const seen = box.clientWidth - rowW;
+  if (box.scrollWidth > box.clientWidth + 1 && seen > 0) box.scrollLeft = Math.max(0, x - seen / 2);
 }
 
 /** Thin lines between cells in the background's colour (small cells stay solid); columns `cw`
@@ -142,8 +162,9 @@ function columnLabels(ctx, cols, every, left, y, cell, colH) {
   });
 }
 
-/** The current step's row framed; "not generated yet" over the rows still to come. */
-function markRows(ctx, rows, left, top, gw, cell) {
+/** The current step's row framed; "not generated yet" over the rows still to come, centred
+ * `middle` px into the grid (its middle, or the middle of the part of a wide map in view). */
+function markRows(ctx, rows, left, top, gw, cell, middle) {
   const cur = rows.findIndex((r) => r.current);
   if (cur >= 0) {
     ctx.strokeStyle = HIGHLIGHT;
@@ -154,7 +175,9 @@ function markRows(ctx, rows, left, top, gw, cell) {
   if (future >= 0 && (rows.length - future) * cell >= 14 && ctx.measureText("not generated yet").width <= gw - 4) {
     ctx.fillStyle = MUTED;
     ctx.textAlign = "center";
-    ctx.fillText("not generated yet", left + gw / 2, top + ((future + rows.length) / 2) * cell);
+    const half = ctx.measureText("not generated yet").width / 2 + 2;
+    ctx.fillText("not generated yet", left + Math.min(Math.max(middle, half), gw - half),
+      top + ((future + rows.length) / 2) * cell);
   }
 }
 

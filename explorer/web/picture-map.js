@@ -29,6 +29,16 @@ export const CAPTIONS = {
     ["layer"], "."),
 };
 
+/** The caption while the map draws what moved the output (‖α·f(x)‖, the store's `moved`). */
+export const MOVED_CAPTIONS = {
+  cross: () => words("How much each English token (column) moved each new Italian token's output (row): its weight "
+    + "times the size of what it carries, ‖α·f(x)‖."),
+  decoder: () => words("How much each Italian token so far (column) moved each step's output (row), ‖α·f(x)‖; "
+    + "later ones are hidden by the ", ["mask"], "."),
+  encoder: () => words("How much each English token (column) moved every one's output (row) in the ", ["encoder"],
+    ", ‖α·f(x)‖."),
+};
+
 export class MapPicture {
   /** `ctx`: {store, tip, hits, cellTip, mark} of the viewer. */
   constructor(slot, ctx) {
@@ -47,19 +57,29 @@ export class MapPicture {
     this.fig.clear();
   }
 
-  caption(view) {
-    return CAPTIONS[view]();
+  /** The caption over the map: what its cells are, the weights or, once they have come, what
+   * moved the output (`s`: the store, for `moved`). */
+  caption(view, s) {
+    return (s && this.moved(s).maps && MOVED_CAPTIONS[view] ? MOVED_CAPTIONS : CAPTIONS)[view]();
   }
 
-  /** The cell size for `size` ({width, height, font}): room for the legend beside the map. */
+  /** The cell size for `size` ({width, height, legend, font}): room for the legend beside the map. */
   spec(size) {
     // the smallest label a projector still carries: 14 px, or 1.6 % of the window's height
     const minFont = size.narrow ? 0 : Math.max(14, Math.ceil(0.016 * (window.innerHeight || 800)));
-    return { maxWidth: Math.max(240, size.width - (size.narrow ? 0 : 4 * size.font + 20)), maxHeight: size.height,
+    const legend = size.narrow ? 0 : size.legend || 4 * size.font + 20;
+    return { maxWidth: Math.max(240, size.width - legend), maxHeight: size.height,
       // cells shrink with the labels down to 1.5 times the smallest label, then the map scrolls
-      // under pinned column labels (a phone scrolls the page instead)
+      // under pinned column labels
       font: size.font, minCell: size.narrow ? Math.max(14, size.font + 2) : Math.ceil(1.5 * minFont),
-      maxCell: Math.round(4 * size.font), minFont, rowShare: size.narrow ? 0.3 : 0.4, pinColumns: !size.narrow };
+      maxCell: Math.round(4 * size.font), minFont, rowShare: this.rowShare(size), pinColumns: true };
+  }
+
+  /** The most of the width the row labels may take: a third of a phone's, more in presentation
+   * mode, whose large labels would otherwise be cut (its map scrolls sideways instead). */
+  rowShare(size) {
+    if (!size.narrow) return 0.4;
+    return size.presenting ? 0.5 : 0.3;
   }
 
   /** Rows as labelled on a phone: the step and what it writes ("12: go"), a number for a step to come. */
@@ -68,9 +88,23 @@ export class MapPicture {
       label: r.future ? String(r.index + 1) : `${r.index + 1}: ${tr.tgt[r.index + 1]}` }));
   }
 
+  /** The column a map wider than its box keeps in view (heatmap.js followColumn): for the
+   * decoder's self-attention the current step's own, else the key the current row gives most
+   * weight; -1 without a current row (the encoder's). */
+  static followed(matrix, lay) {
+    const cur = lay.rows.findIndex((r) => r.current), C = lay.cols.length;
+    if (cur < 0) return -1;
+    if (lay.causal) return lay.cols.findIndex((c) => c.index === lay.rows[cur].index);
+    let best = 0;
+    for (let c = 1; c < C; c++) if (matrix[cur * C + c] > matrix[cur * C + best]) best = c;
+    return best;
+  }
+
   draw(s, tr, lay, size) {
-    // a phone's narrow label column: steps named by what they write (the tooltip says the rest)
-    const shown = size.narrow && s.view !== "encoder" ? { ...lay, rows: MapPicture.short(tr, lay.rows) } : lay;
+    // a phone's narrow label column: steps named by what they write (the tooltip says the rest);
+    // a wider screen uses those too where its full labels would leave the columns too narrow
+    const short = s.view !== "encoder" ? MapPicture.short(tr, lay.rows) : null;
+    const shown = size.narrow && short ? { ...lay, rows: short, short: null } : { ...lay, short };
     if (s.view === "rollout") this.drawRollout(s, tr, shown, size); else this.drawAttention(s, tr, shown, size);
   }
 
@@ -84,8 +118,8 @@ export class MapPicture {
       lay.rows.length, lay.cols.length) : attentionMatrix(tr, s.view, s.layer - 1, head, lay);
     const hit = drawHeatmap(this.fig, {
       title: `${moved.title}${VIEWS[s.view]} · ${where}${stepPart}`, xTitle: AXES[s.view][1], yTitle: AXES[s.view][0],
-      rows: lay.rows, cols: lay.cols, ...this.spec(size), matrix,
-      ...(moved.maps ? { scaleTitle: "share of row" } : {}),
+      rows: lay.rows, shortRows: lay.short, cols: lay.cols, ...this.spec(size), matrix,
+      followColumn: MapPicture.followed(matrix, lay), ...(moved.maps ? { scaleTitle: "share of row" } : {}),
       tip: (r, c) => this.ctx.cellTip(s, lay.rows[r], lay.cols[c], masked, s.layer - 1, head, where),
     });
     this.ctx.hits.set("attn-plot", hit);
@@ -107,11 +141,11 @@ export class MapPicture {
 
   /** The rollout view: source relevance of each generated step (future rows hidden). */
   drawRollout(s, tr, lay, size) {
-    const K = tr.rollout.shape[1];
+    const K = tr.rollout.shape[1], matrix = analysisMatrix(tr.rollout, lay.rows, lay.cols);
     const hit = drawHeatmap(this.fig, {
       title: `${ROLLOUT_TITLE} · step ${s.step} of ${tr.steps}`, xTitle: AXES.rollout[1], yTitle: AXES.rollout[0],
-      rows: lay.rows, cols: lay.cols, ...this.spec(size), matrix: analysisMatrix(tr.rollout, lay.rows, lay.cols),
-      hi: maxOf(tr.rollout), scaleTitle: "relevance",
+      rows: lay.rows, shortRows: lay.short, cols: lay.cols, ...this.spec(size), matrix,
+      followColumn: MapPicture.followed(matrix, lay), hi: maxOf(tr.rollout), scaleTitle: "relevance",
       tip: (r, c) => (lay.rows[r].future ? [`${lay.rows[r].tip} is not generated yet (now at step ${s.step})`]
         : [`${lay.rows[r].tip}`, `source: ${lay.cols[c].tip}`,
           `relevance: ${share(tr.rollout.data[lay.rows[r].index * K + lay.cols[c].index])} (row sums to 1)`,

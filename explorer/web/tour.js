@@ -8,7 +8,9 @@
 // covers nothing on the page), and localStorage (SEEN_KEY) remembers that it was offered,
 // taken or skipped. The button starts the tour at any time once a sentence is translated.
 // The bubble is fixed to the bottom of the viewport and fits a 390 px phone; the page gets
-// room below (padding) so every target can scroll to the top, above the bubble.
+// room below (padding) so every target can scroll to the top, above the bubble. When the tour
+// ends (Done, Skip, Esc) the page is given back as it was: the sections it opened close again
+// and the page scrolls back to where the visitor was.
 //
 // A step is shown once the page has drawn what it needs (a section it opens draws a frame
 // later): then its text is written from what is on screen (the mosaic's rows per layer differ
@@ -198,6 +200,8 @@ export class Tour {
     if (!this.store.get().trace) return;
     remember();
     this.offering(false);
+    // where the visitor was, and the sections the tour opens on its way (end() gives them back)
+    if (this.i < 0) this.before = { y: window.scrollY, opened: new Set() };
     this.go(0);
   }
 
@@ -209,7 +213,10 @@ export class Tour {
     if (!tr || i < 0 || i >= STEPS.length) return;
     const step = STEPS[i], asked = (this.asked = (this.asked || 0) + 1);
     this.i = i;
-    if (step.open && !(s.open || []).includes(step.open)) this.store.set({ open: [...(s.open || []), step.open] });
+    if (step.open && !(s.open || []).includes(step.open)) {
+      if (this.before) this.before.opened.add(step.open);
+      this.store.set({ open: [...(s.open || []), step.open] });
+    }
     if (step.show) this.store.set({ ...step.show(tr, this.store.get()), playing: false });
     this.unmark();
     // a section opened here draws on its toggle event: wait for it (a few frames at most)
@@ -252,7 +259,9 @@ export class Tour {
     this.target = null;
   }
 
-  /** Close the tour (or the offer); it has been seen. */
+  /** Close the tour (or the offer); it has been seen. A tour that ran gives the page back: the
+   * sections it opened closed (those the visitor opened meanwhile stay open), the page where it
+   * was scrolled to. */
   end(save = true) {
     if (save) remember();
     this.offering(false);
@@ -261,6 +270,15 @@ export class Tour {
     this.bubble.hidden = true;
     delete this.bubble.dataset.step;
     room(false);
+    const before = this.before;
+    this.before = null;
+    if (!before) return;
+    const open = this.store.get().open || [];
+    if (open.some((name) => before.opened.has(name))) {
+      this.store.set({ open: open.filter((name) => !before.opened.has(name)) });
+    }
+    // once the page has laid itself out without the tour's room and sections
+    requestAnimationFrame(() => window.scrollTo({ top: before.y, behavior: "instant" }));
   }
 }
 

@@ -37,6 +37,14 @@ function strongestKey(tr, layer, head, t) {
 // web/arithmetic.js): a side drawer on a wide screen, under the picture on a phone (app.css, arithmetic.js)
 export const EXPLAIN_PANEL = "arithmetic-panel";
 
+/** The window's height the picture may take, in css px: the viewport's, less what is docked at
+ * its bottom (a lesson card sets the CSS length --ax-dock on the page's root, then sends a
+ * window resize, which fits the picture again). */
+export function roomHeight() {
+  const dock = parseFloat(getComputedStyle(document.documentElement).getPropertyValue("--ax-dock")) || 0;
+  return Math.max(240, (window.innerHeight || 800) - dock);
+}
+
 /** Type size of the main view in css px: large in presentation mode, at least 14 on a desktop. */
 export function mainFont(presenting, narrow) {
   const vh = window.innerHeight || 800;
@@ -115,8 +123,19 @@ export class MainView {
     const narrow = (window.innerWidth || 1000) < 600;
     page.classList.toggle("ax-explaining", on);
     page.classList.toggle("ax-narrow", narrow); // a drawer on the right, or on a phone in the page (app.css)
-    // the picture and its explanation on one screen: the picture goes to the top (on a phone, above it)
-    if (on && !before) requestAnimationFrame(() => (narrow ? this.col : this.el).scrollIntoView({ block: "start" }));
+    // room for the step and head controls beside the picture's caption, left of the drawer (app.css)
+    page.classList.toggle("ax-wide", (window.innerWidth || 1000) >= 1100);
+    // the picture and its explanation on one screen: the picture goes to the top (on a phone,
+    // above it; on a wide screen with the step and head controls beside its caption, app.css);
+    // hiding the explanation scrolls the page back to where the visitor had it
+    if (on && !before) {
+      this.scrolledTo = window.scrollY;
+      requestAnimationFrame(() => (narrow ? this.col : this.el).scrollIntoView({ block: "start" }));
+    } else if (!on && before && this.scrolledTo !== undefined) {
+      const top = this.scrolledTo;
+      this.scrolledTo = undefined;
+      requestAnimationFrame(() => window.scrollTo({ top, behavior: "instant" }));
+    }
     return on;
   }
 
@@ -131,29 +150,64 @@ export class MainView {
     this.note.hidden = true;
   }
 
-  /** The room the picture has: {width, height (for its grid), font, narrow, touch}. On a wide
-   * screen the grid's height is what the window leaves under the picture's top once the column
-   * labels under it are counted, so the whole map, labels and all, is on the first screen (in
-   * presentation mode, on the screen); on a phone the map is as tall as its cells need. */
+  /** The room the picture has: {width, height (for its grid), legend (the width the legend
+   * beside the map takes), font, narrow, touch, presenting}. The grid's height is what the window leaves
+   * under the picture's top once the column labels under it are counted, so the whole map,
+   * labels and all, is on the first screen (in presentation mode, on the screen); on a phone,
+   * what it leaves with the picture at the top of the screen and the step control under it. A
+   * taller map scrolls its rows in its box. */
   size(s) {
     const narrow = (window.innerWidth || 1000) < 600;
-    const font = mainFont(s.presenting, narrow), vh = window.innerHeight || 800;
+    const font = mainFont(s.presenting, narrow);
     if (this.fitted !== this.fitKey(s)) { // measured once per sentence, view and screen (see draw)
       const width = Math.max(260, (this.col.clientWidth || this.el.clientWidth || 800) - 4);
-      const height = narrow && !s.presenting ? Math.round(vh * 0.38)
-        : Math.max(8 * font, vh - this.gridTop(s) - (this.below || Math.round(6 * font)) - 10);
-      this.room = { width, height };
+      const height = Math.max(8 * font, this.limit(s) - this.gridTop(s) - (this.below || Math.round(6 * font)) - 6);
+      const legend = this.pictures.map.fig.legend.getBoundingClientRect().width;
+      this.room = { width, height, legend: legend ? Math.ceil(legend) + 16 : 0 };
     }
     const touch = window.matchMedia ? window.matchMedia("(hover: none)").matches : false;
-    return { ...this.room, font, narrow, touch };
+    return { ...this.room, font, narrow, touch, presenting: !!s.presenting };
+  }
+
+  /** A phone's page view (not presentation mode): the picture fits the screen it is brought to. */
+  phone(s) {
+    return (window.innerWidth || 1000) < 600 && !s.presenting;
+  }
+
+  /** How far down the map may reach, in the px gridTop counts in: the window's bottom (less a
+   * docked card), on a phone less the legend under the map and the step control under that. */
+  limit(s) {
+    if (!this.phone(s)) return roomHeight() - 4;
+    const bar = this.el.closest(".ax-root")?.querySelector(".ax-stepbar");
+    const fig = this.pictures.map.fig, box = fig.scroll.getBoundingClientRect();
+    const legend = !fig.el.hidden && box.height ? Math.max(0, this.col.getBoundingClientRect().bottom - box.bottom) : 0;
+    return roomHeight() - Math.ceil((bar ? bar.getBoundingClientRect().height : 90) + legend) - 8;
+  }
+
+  /** What the fit measured the layout around the picture as: the grid's top and how far down
+   * it may reach. The viewer fits the picture again when these move (shifted). */
+  layoutKey(s) {
+    return `${Math.round(this.gridTop(s))}|${Math.round(this.limit(s))}`;
+  }
+
+  /** Whether the layout around the picture moved since the last fit: a notice or a taller
+   * translation above it, the line over it coming or going, a card docked under it. */
+  shifted(s) {
+    return !!(s.trace && this.fitted && this.fitLayout && this.fitLayout !== this.layoutKey(s));
+  }
+
+  /** On a phone a new sentence brings its picture to the top of the screen, the step control
+   * under it (the picture is fitted to that screen, see limit). */
+  bringIntoView(s) {
+    if (this.phone(s)) requestAnimationFrame(() => this.col.scrollIntoView({ block: "start" }));
   }
 
   /** What the picture's fit to the window depends on. A step leaves it as it is, so stepping
    * never measures the page: measuring a page a step has just changed would make the browser
    * lay it out again at every click. The viewer calls refit() when the page's layout changed. */
   fitKey(s) {
-    return [s.sentenceId, s.presenting, s.explain, s.picture, s.view, s.hide, s.moved, window.innerWidth,
-      window.innerHeight]
+    return [s.sentenceId, s.presenting, s.explain, s.picture, s.view, s.hide, s.moved, this.note.hidden,
+      window.innerWidth, window.innerHeight]
       .join("|");
   }
 
@@ -162,23 +216,26 @@ export class MainView {
   }
 
   /** Where the picture's grid starts, in css px from the top of the page (of the presentation
-   * screen while presenting), as if scrolled to the top. */
+   * screen while presenting), as if scrolled to the top; on a phone, from the top of the
+   * picture's column. */
   gridTop(s) {
-    const fig = this.pictures.map.fig, shown = !fig.el.hidden && fig.canvas.getBoundingClientRect().height > 0;
-    const scroller = s.presenting ? this.el.closest(".ax-root") : null;
-    const scrolled = this.origin(s, scroller);
-    // the map's own canvas, or (while another picture shows) the column it stands in and a caption's height
-    const top = shown ? fig.canvas.getBoundingClientRect().top : this.col.getBoundingClientRect().top + 30;
-    return top + scrolled + 4;
+    const fig = this.pictures.map.fig, box = fig.scroll.getBoundingClientRect();
+    // the map's box (its canvas scrolls inside it), or (while another picture shows) the column
+    // it stands in and a caption's height
+    const top = !fig.el.hidden && box.height > 0 ? box.top : this.col.getBoundingClientRect().top + 30;
+    return top + this.origin(s) + 4;
   }
 
   /** What turns a top on screen into the top the fit counts from: the page's (or the
    * presentation screen's) scroll, as if scrolled to the top; while the explanation stands
-   * beside the picture, the main view's own top, which the page scrolls to (followExplain). */
-  origin(s, scroller) {
-    if (!s.presenting && document.documentElement.classList.contains("ax-explaining")
-      && (window.innerWidth || 1000) >= 600) return -this.el.getBoundingClientRect().top;
-    return scroller ? scroller.scrollTop : window.scrollY;
+   * beside the picture, the main view's own top, which the page scrolls to (followExplain); on a
+   * phone the picture's column's top, which the page brings to the top of the screen. */
+  origin(s) {
+    if (this.phone(s)) return -this.col.getBoundingClientRect().top;
+    if (!s.presenting && document.documentElement.classList.contains("ax-explaining")) {
+      return -this.el.getBoundingClientRect().top;
+    }
+    return s.presenting ? this.el.closest(".ax-root").scrollTop : window.scrollY;
   }
 
   draw(s, tr) {
@@ -189,7 +246,7 @@ export class MainView {
     this.moved.hidden = !this.hasMoved || name !== "map" || s.view === "rollout";
     this.moved.setAttribute("aria-pressed", String(!!s.moved));
     const picture = this.pictures[name];
-    this.caption.replaceChildren(...picture.caption(s.view));
+    this.caption.replaceChildren(...picture.caption(s.view, s)); // the map says so when it draws what moved
     this.focusNote(s, tr);
     if (!s.presenting) this.drawTopk(s, tr);
     const lay = layout(tr, s);
@@ -199,6 +256,7 @@ export class MainView {
       // new sentence, view, screen or presentation mode changes it; a step does not)
       for (let i = 0; name === "map" && i < 3 && this.learnBelow(s); i++) picture.draw(s, tr, lay, this.size(s));
       this.fitted = this.fitKey(s);
+      this.fitLayout = this.layoutKey(s);
     }
     this.el.dataset.picture = name;
   }
@@ -213,9 +271,7 @@ export class MainView {
     // pinned column labels (a map taller than its room) stand in their own strip under the rows
     const end = g.pinned ? fig.cols.getBoundingClientRect() : rect;
     const below = g.pinned ? end.height + 8 : Math.ceil(rect.height - g.top - g.rows * g.cell);
-    const vh = window.innerHeight || 800, narrow = (window.innerWidth || 1000) < 600;
-    const scrolled = this.origin(s, s.presenting ? this.el.closest(".ax-root") : null);
-    const over = narrow && !s.presenting ? 0 : Math.max(0, Math.ceil(end.bottom + scrolled - (vh - 4)));
+    const over = Math.max(0, Math.ceil(end.bottom + this.origin(s) - this.limit(s)));
     // drawn again only when the map runs past the window, or leaves a strip of it unused
     const changed = over > 0 || (this.below || 0) - below > 24;
     this.below = below + over;
@@ -240,10 +296,17 @@ export class MainView {
    * largest share of its attention, said as a share ("86% of its attention"), at the step shown. */
   focusNote(s, tr) {
     const f = s.focus, on = f && s.view === "cross" && s.layer === f.layer && s.head === String(f.head);
-    this.note.hidden = !on;
+    const over = f && (f.source === "test" ? `over ${f.n.toLocaleString("en")} test sentences` : "in this sentence");
+    const why = f && `layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of English words (${over})`;
+    // a visitor who had picked a view keeps it for the next sentence: say so, and where the focus is
+    const kept = f && f.kept && !on && !s.presenting;
+    this.note.hidden = !on && !kept;
+    if (kept) {
+      this.note.textContent = `Kept the view you picked. This sentence would open on ${why}`
+        + `${f.key === null ? "" : `, at step ${f.step}`}.`;
+      return;
+    }
     if (!on) return;
-    const over = f.source === "test" ? `over ${f.n.toLocaleString("en")} test sentences` : "in this sentence";
-    const why = `layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of English words (${over})`;
     if (f.key === null) { // no step writes a word while looking at one (unknown characters, say)
       this.note.textContent = `Opened on ${why}.`;
       return;

@@ -53,17 +53,20 @@ function viewButtons() {
   return [
     el("button", { id: "present-btn", type: "button", className: "ax-present-btn", "aria-pressed": "false",
       title: "Presentation mode: this picture alone, full screen, in large type (Esc leaves)", text: "Present" }),
+    // "PNG" at every width, so the picture's buttons keep to one row on a laptop; the title and
+    // the accessible name say the whole of it
     el("button", { id: "download-view-png", type: "button", className: "ax-download",
-      title: "Download this view as a PNG image" },
-      [el("span", { className: "ax-long", text: "Download this view " }), "(PNG)"]),
+      title: "Download this view as a PNG image", "aria-label": "Download this view as a PNG image", text: "PNG" }),
   ];
 }
 
 /** The whole viewer: `main` is the main view (viewer-main.js), `picker` the kind, layer and head
  * controls (attn-picker.js), `sections` the closed sections' elements. On a wide screen the step
  * control, what the step does, the controls and the candidates stand in a rail left of the
- * picture, so the whole picture and everything that steers it fit one screen; on a phone the
- * rail's parts stack above the picture and the candidates go under it (viewer.css). */
+ * picture, so the whole picture and everything that steers it fit one screen; on a tablet the
+ * rail's parts stack above the picture and the candidates go under it; on a phone the picture
+ * comes first, the step control right under it (held at the bottom of the screen), and the rest
+ * under those (viewer.css). */
 export function viewerPage(main, picker, sections) {
   main.tools.append(...viewButtons());
   return el("div", { className: "ax-root", tabindex: "-1" }, [

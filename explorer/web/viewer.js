@@ -79,7 +79,8 @@ export class Viewer {
     this.views.bind();
     this.pe.bind();
     const s = () => this.store.get();
-    this.el["download-view-png"].addEventListener("click", () => downloadView(s(), this.figs, this.isOpen("lens")));
+    this.el["download-view-png"].addEventListener("click",
+      () => downloadView(s(), this.figs, this.isOpen("lens"), this.main.pictures));
     for (const [id, fig] of Object.entries(this.figs)) {
       fig.png.addEventListener("click", () => downloadPng(fig.image(), `${id}-step${s().step}.png`));
       if (id === "attn-plot" || id === "topk") continue; // the main view binds its own
@@ -96,13 +97,17 @@ export class Viewer {
       resize = setTimeout(() => { delete this.root.dataset.redraw; this.render(true); }, 150);
     };
     window.addEventListener("resize", redraw);
-    // the picture's column changes width without a window resize too: the page's blocks settle
-    // after the first drawing, the explanation opens beside it, presentation mode starts or ends
+    // the picture's room changes without a window resize too: its column changes width (the
+    // explanation opens beside it, presentation mode starts or ends), and what stands above it or
+    // under it changes height after it was fitted (the page's blocks settle after the first
+    // drawing, a notice or a longer translation arrives, the line over the picture comes or goes)
     let width = 0;
-    new ResizeObserver(() => {
-      const w = this.main.col.clientWidth;
-      if (w && Math.abs(w - width) > 2) { width = w; redraw(); }
-    }).observe(this.main.col);
+    const observer = new ResizeObserver(() => {
+      const w = this.main.col.clientWidth, wider = w && Math.abs(w - width) > 2;
+      if (wider) width = w;
+      if (wider || this.main.shifted(this.store.get())) redraw();
+    });
+    for (const e of [this.main.col, document.body, this.root.querySelector(".ax-stepbar")]) observer.observe(e);
   }
 
   isOpen(name) {
@@ -140,14 +145,16 @@ export class Viewer {
     // a link's own sentence is asked for before the page's opening example is drawn, which it replaces
     const link = readLink();
     if (link) this.store.set({ link, open: link.open });
+    this.linked = !!link; // the first sentence drawn is the link's, not the page's opening example
     server.onValue((payload) => this.receive(payload));
     if (link) server.ask({ text: link.text, forced: link.forced, origin: link.origin });
   }
 
   /** A payload from the server (a new sentence), or null (refused: the viewer empties). A
-   * shared link reopens exactly its view; a What-if version opens at its forced step; a new
-   * sentence in the Space opens on its focus (payload.py focus_head) at the step where that head
-   * looks most clearly at a word, unless the visitor has moved away from the last one. */
+   * new sentence in the Space opens on its focus (payload.py focus_head) at the step where that
+   * head looks most clearly at a word, unless the visitor has moved away from the last one (the
+   * focus then stays known, `kept`, so the line over the picture can say so). A shared link opens
+   * the same way, then takes every setting it names; a What-if version opens at its forced step. */
   async receive(payload) {
     const store = this.store, n = (this.received = (this.received || 0) + 1);
     if (!payload) { store.setTrace(null); return; }
@@ -157,17 +164,23 @@ export class Viewer {
     if (n !== this.received) return; // a newer answer came while this one was inflating
     const now = store.get(), link = now.link;
     const fromLink = link && link.text === tr.srcText;
-    const view = validView(tr, fromLink ? link.settings : { ...now, step: 1 });
+    const view = validView(tr, { ...now, step: 1 });
     let focus = null;
-    if (fromLink) Object.assign(view, { link: null, picture: link.settings.picture === "lines" ? "lines" : "map" });
-    else if (tr.origin === "whatif" && tr.forcedPrefix.length) view.step = tr.forcedPrefix.length; // the forced step
-    else if (this.server && tr.origin === "translate" && tr.focus && this.followsFocus(now)) {
+    if (tr.origin === "whatif" && tr.forcedPrefix.length && !fromLink) view.step = tr.forcedPrefix.length;
+    else if (this.server && tr.origin === "translate" && tr.focus) {
       // with a server only: a notebook shows its trace from step 1
       const f = tr.focus, c = clearestStep(tr, f.layer - 1, f.head - 1) || { step: 1, key: null, weight: null };
+      const follows = fromLink || this.followsFocus(now);
       focus = { layer: f.layer, head: f.head, step: c.step, key: c.key, weight: c.weight, source: f.source,
-        n: f.n_sentences };
-      Object.assign(view, { view: "cross", layer: f.layer, head: String(f.head), step: c.step,
-        focused: { view: "cross", layer: f.layer, head: String(f.head) } });
+        n: f.n_sentences, kept: !follows };
+      if (follows) {
+        Object.assign(view, { view: "cross", layer: f.layer, head: String(f.head), step: c.step,
+          focused: { view: "cross", layer: f.layer, head: String(f.head) } });
+      }
+    }
+    if (fromLink) {
+      Object.assign(view, validView(tr, { ...view, ...link.settings }), { link: null,
+        picture: link.settings.picture === "lines" ? "lines" : "map" });
     }
     store.setTrace(tr, tr.origin, { ...view, focus });
     if (tr.origin === "whatif" || tr.origin === "beam") {
@@ -218,6 +231,9 @@ export class Viewer {
     }
     if (!this.isOpen("lens")) this.lens.clear();
     this.render(true);
+    // a sentence asked for (not the example a first visit opens on): its picture in view
+    this.shown = (this.shown || 0) + 1;
+    if (this.shown > 1 || this.linked) this.main.bringIntoView(s);
   }
 
   forcedNote(tr, origin) {

@@ -85,6 +85,52 @@ def test_a_link_with_text_opens_its_own_sentence_not_the_example(browser, app_se
     ctx.close()
 
 
+LAKE = "My parents live in a small house near the lake."
+PLOT = "() => ({...document.querySelector('#attn-plot').dataset})"
+
+
+def opened_on(page) -> tuple:
+    """(view, layer, head, step) of the map on screen."""
+    plot = page.evaluate(PLOT)
+    return plot["view"], plot["layer"], plot["head"], plot["step"]
+
+
+def test_a_shared_link_opens_on_the_head_and_step_a_typed_sentence_gets_unless_it_names_them(browser, app_server):
+    ctx, page = page_on(browser, app_server.url, 1366, 900, "light")
+    translate(page, LAKE, step=None)
+    typed = opened_on(page)
+    assert typed[:3] != ("cross", "1", "mean") and typed[3] != "1", typed  # a typed sentence opens on its focus
+    ctx.close()
+    quoted = LAKE.replace(" ", "%20")
+    for path, want in (
+        (f"?text={quoted}", typed),  # a teacher's link names no view: as typed
+        (f"#text={quoted}", typed),
+        (f"?text={quoted}&layer=1&head=mean", ("cross", "1", "mean", typed[3])),  # what it names, it keeps
+        (f"?text={quoted}&step=2&view=encoder&layer=3&head=2", ("encoder", "3", "2", "2")),
+    ):
+        ctx, page = page_on(browser, app_server.url, 1366, 900, "light", path=path)
+        page.wait_for_function(f"() => window.__explorer && window.__explorer.getState().sentence === {LAKE!r}")
+        painted(page)
+        assert opened_on(page) == want, path
+        # the line over the picture says why it opened there whenever it shows the focus head
+        assert page.is_visible("#focus-note") == (want == typed), path
+        ctx.close()
+
+
+def test_a_visitor_who_picked_a_head_keeps_it_and_the_line_over_the_picture_says_so(desktop):
+    page = desktop
+    translate(page, LAKE, step=None)
+    page.click("#head-btn-mean")
+    page.wait_for_selector("#attn-plot[data-head='mean']", state="attached")
+    assert not page.is_visible("#focus-note")  # it spoke of another head
+    translate(page, "I have a red car.", step=None)
+    view, layer, head, step = opened_on(page)
+    assert head == "mean" and step == "1", (view, layer, head, step)
+    note = page.inner_text("#focus-note")
+    focus = state(page)["focus"]
+    assert "Kept the view you picked" in note and f"layer {focus['layer']}, head {focus['head']}" in note, note
+
+
 # --- the picture owns the first screen ---------------------------------------------------------
 
 

@@ -185,7 +185,8 @@ def test_shared_link_reopens_the_same_view(server, page):
     assert page.eval_on_selector("#layer-select", "s => s.selectedOptions[0].textContent") == "layer 2"
     assert page.locator("#src-text textarea").input_value() == "I don't like coffee."
     page.goto(url + "?text=" + urllib.parse.quote("I have a red car."))
-    painted(page, 1)
+    page.wait_for_function("() => window.__explorer && window.__explorer.getState().sentence === 'I have a red car.'")
+    painted(page)  # on the step a typed sentence opens on (tests/browser/test_first_screen.py)
     assert page.locator("#src-text textarea").input_value() == "I have a red car."
 
 
