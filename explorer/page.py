@@ -28,6 +28,7 @@ from transformer.interpret.habits import with_habits
 from . import texts
 from .assets import WEB
 from .claims import GENERIC, default as default_claims, for_checkpoint
+from . import lessons as course
 from .downloads import write_trace_file
 from .errors import answer
 from .blocks import message, view_host
@@ -80,6 +81,8 @@ class App:
         self.max_chars = MAX_CHARS
         # the examples and hints for this model (generic ones for a checkpoint without claims.json)
         self.claims = for_checkpoint(tr.directory)
+        # the course beside its weights (explorer/lessons.py), or None: no Lessons entry
+        self.lessons = course.for_checkpoint(getattr(tr, "directory", None))
         # the checkpoint's test-set head diagnostics: a new sentence opens on the head that
         # aligns best over them (payload.focus_head), the same head for every sentence
         self.test_stats = load_test_stats(getattr(tr, "directory", None))
@@ -134,7 +137,12 @@ class App:
                 value=trace.translation, label=label or (f"Italian translation ({forced})" if forced else GREEDY_LABEL)
             ),
             self.notice: "\n\n".join(
-                [*notes, *texts.notices(trace, self.tr.max_source_tokens, dropped, self.tr.metrics.get("test"))]
+                [
+                    *notes,
+                    *texts.notices(
+                        trace, self.tr.max_source_tokens, dropped, self.tr.metrics.get("test"), src_tok=self.tr.src_tok
+                    ),
+                ]
             ),
             self.viewer: message(encode_trace(trace, origin=origin, test_stats=self.test_stats)),
             # the full-precision file is written by prepare_download, chained after this
@@ -158,15 +166,20 @@ class App:
             out.update(panel.sentence_changed(None))
         return out
 
-    def prepare_download(self, trace) -> dict:
-        """The download button for the trace on screen (run after the event that showed it)."""
+    def trace_file(self, trace) -> str | None:
+        """The path of the trace's download file; None without a trace, or when it cannot be written."""
         if trace is None:
-            return {self.download: gr.DownloadButton(value=None, interactive=False)}
+            return None
         try:
-            return {self.download: gr.DownloadButton(value=write_trace_file(trace), interactive=True)}
+            return write_trace_file(trace)
         except OSError:
             log.exception("could not write the trace file")
-            return {self.download: gr.DownloadButton(value=None, interactive=False)}
+            return None
+
+    def prepare_download(self, trace) -> dict:
+        """The download button for the trace on screen (run after the event that showed it)."""
+        path = self.trace_file(trace)
+        return {self.download: gr.DownloadButton(value=path, interactive=path is not None)}
 
     def then_download(self, event) -> None:
         """Chain prepare_download after an event that may have shown a new trace."""
@@ -286,7 +299,7 @@ class App:
             self.src_text = gr.Textbox(
                 value=self.opening.src_text,
                 label="English sentence",
-                placeholder="I have a red car.",
+                placeholder="Type an English sentence, e.g. “I have a red car.”",
                 scale=4,
                 min_width=260,
                 max_lines=3,
@@ -318,13 +331,19 @@ class App:
                 min_width=300,
             )
             view_host("tour", elem_id="tour", scale=0, min_width=150)  # "Take the tour" (web/tour.js)
+            if self.lessons:  # "Lessons" and the lesson card (web/lessons.js): it opens a lesson's sentence as a link
+                self.lessons_host = view_host(
+                    "lessons", elem_id="lessons", data=self.lessons.payload(), scale=0, min_width=130
+                )
             if len(self.models) > 1:  # one page per model: the switch between them (web/models.js)
                 switch = [{"label": m.label, "path": m.path, "current": m == self.model} for m in self.models]
                 view_host("models", elem_id="model-switch", data={"models": switch}, scale=0, min_width=200)
+            # the opening example's file is written now, so its download works from the first screen
+            opening = self.trace_file(self.opening)
             self.download = gr.DownloadButton(
                 "Download trace (JSON)",
-                value=None,
-                interactive=False,
+                value=opening,
+                interactive=opening is not None,
                 elem_id="download-trace",
                 size="sm",
                 scale=0,
@@ -340,47 +359,20 @@ class App:
         # the pending animation on the translation box only: drawn on every output, it costs
         # the page a re-layout of each view while the model runs, and another when it is removed
         shown = dict(batched, show_progress_on=[self.translation])
-        outputs = self.outputs
-        self.then_download(
-            self.translate_btn.click(
-                self.translate,
-                [self.src_text],
-                outputs,
-                api_name=self.api_name("show"),
-                api_visibility="private",
-                **shown,
-            )
-        )
-        self.then_download(
-            self.src_text.submit(  # named, or it would take the name "translate"
-                self.translate,
-                [self.src_text],
-                outputs,
-                api_name=self.api_name("show_on_enter"),
-                api_visibility="private",
-                **shown,
-            )
-        )
-        self.then_download(
-            self.examples.submit(
-                self.run_example,
-                None,
-                outputs,
-                api_name=self.api_name("run_example"),
-                api_visibility="private",
-                **shown,
-            )
-        )
-        self.then_download(
-            self.viewer.submit(
-                self.open_link,
-                None,
-                [self.src_text, *outputs],
-                api_name=self.api_name("open_link"),
-                api_visibility="private",
-                **shown,
-            )
-        )
+        outputs, linked = self.outputs, [self.src_text, *self.outputs]
+        # every event that shows a new trace in the viewer: its trigger, handler, inputs, outputs
+        # and name (each named, or Enter's would take the name "translate")
+        events = [
+            (self.translate_btn.click, self.translate, [self.src_text], outputs, "show"),
+            (self.src_text.submit, self.translate, [self.src_text], outputs, "show_on_enter"),
+            (self.examples.submit, self.run_example, None, outputs, "run_example"),
+            (self.viewer.submit, self.open_link, None, linked, "open_link"),
+        ]
+        if self.lessons:  # a lesson opens its sentence as a link does
+            events.append((self.lessons_host.submit, self.open_link, None, linked, "open_lesson"))
+        for trigger, handler, inputs, outs, name in events:
+            event = trigger(handler, inputs, outs, api_name=self.api_name(name), api_visibility="private", **shown)
+            self.then_download(event)
         gr.api(self.api_translate, api_name=self.api_name("translate"), **batched)
 
 

@@ -472,6 +472,15 @@ def row_labels(page, fig: str = "#attn-plot") -> list:
     )
 
 
+def click_cell(page, row: int, col: int, fig: str = "#attn-plot"):
+    """Click (tap on a phone) cell (row, col), 0-based as drawn, of a heatmap."""
+    g = grid(page, fig)
+    canvas = page.locator(f"{fig} canvas")
+    canvas.scroll_into_view_if_needed()
+    where = {"x": g["left"] + (col + 0.5) * g["cellW"], "y": g["top"] + (row + 0.5) * g["cell"]}
+    canvas.tap(position=where) if getattr(page, "device", "desktop") == "phone" else canvas.click(position=where)
+
+
 def go_to_step(page, step: int):
     """Move the step slider to `step` (1-based) as a drag does, and wait for the map."""
     page.eval_on_selector("#step-slider", "(s, v) => { s.value = v; s.dispatchEvent(new Event('input')); }", str(step))

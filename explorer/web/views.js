@@ -20,11 +20,13 @@ import * as sources from "./sources.js";
 import * as glance from "./glance.js";
 import * as moved from "./moved.js";
 import * as models from "./models.js"; // no panel: the switch is links between the models' pages
+// the course: its data is the checkpoint's lessons, and it asks the page to open their sentences
+import * as lessons from "./lessons.js";
 import { registerState } from "./store.js";
 import { registerLink } from "./url.js";
 
 export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, sources, glance,
-  moved, tour, models };
+  moved, tour, models, lessons };
 
 for (const [name, view] of Object.entries(VIEWS)) {
   if (view.STATE) registerState(name, view.STATE);
