@@ -487,6 +487,9 @@ export class Lessons {
     this.count();
     this.pointAt(null);
     this.store.set({ lesson: { ...l, phase: "done", result } });
+    // where the answer is seen (the lens table, the knock-out's translations), above the card
+    const shows = lesson.task.show && document.querySelector(lesson.task.show);
+    if (shows) requestAnimationFrame(() => this.scrollAbove(shows));
   }
 
   commit(guess) {
@@ -596,7 +599,11 @@ export class Lessons {
     this.pointed = target;
     if (!target) return;
     target.classList.add("ls-target");
-    // in the middle of what the card leaves of the window
+    this.scrollAbove(target);
+  }
+
+  /** `target` in the middle of what the card leaves of the window (its top, if it is taller). */
+  scrollAbove(target) {
     const r = target.getBoundingClientRect();
     const room = window.innerHeight - (this.dock.hidden ? 0 : this.dock.offsetHeight);
     const top = window.scrollY + r.top - Math.max(8, (room - r.height) / 2);
