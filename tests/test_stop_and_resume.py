@@ -6,6 +6,7 @@ the run writes and when it will end."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -55,13 +56,16 @@ def straight(data_dir, tmp_path_factory) -> dict:
     return {"one": root / "one", "two": root / "two", "two_process": r}
 
 
-def stopped_run(out: Path, sig: int, target: str, *args: str, within: Path | None = None) -> tuple[int, str, str]:
-    """train.py in a process group of its own (as a terminal starts it), sent ``sig`` once its
-    first mid-epoch checkpoint is on disk (in the run folder ``within``, ``out`` unless given):
-    to the whole group as Ctrl-C does (``target`` 'group'), to train.py itself ('launcher'), or
-    to the training process of rank 1 ('rank1'). Returns (exit code, stdout, stderr)."""
+def stopped_run(
+    out: Path, sig: int, target: str, *args: str, within: Path | None = None, script: str = "train.py"
+) -> tuple[int, str, str]:
+    """train.py (or ``script``, which runs it) in a process group of its own (as a terminal
+    starts it), sent ``sig`` once its first mid-epoch checkpoint is on disk (in the run folder
+    ``within``, ``out`` unless given): to the whole group as Ctrl-C does (``target`` 'group'),
+    to train.py itself ('launcher'), or to the training process of rank 1 ('rank1'). Returns
+    (exit code, stdout, stderr)."""
     p = subprocess.Popen(
-        [sys.executable, "train.py", *args, "--out", str(out), *EVERY_STEP],
+        [sys.executable, script, *args, "--out", str(out), *EVERY_STEP],
         cwd=ROOT,
         # should torch's C++ teardown abort the launcher (SIGABRT instead of the signal's exit
         # code), every thread's Python stack is then in the failure message
@@ -102,12 +106,29 @@ def the_stop_line(out: Path, stdout: str, stderr: str) -> re.Match:
     lines = [line for line in stderr.splitlines() if line.startswith("stopped")]
     assert len(lines) == 1, stderr[-3000:]
     where = re.fullmatch(
-        rf"stopped: saved {re.escape(str(out))} (?:at epoch (\d+), step (\d+) of (\d+)|after epoch "
-        rf"(\d+)); continue with: python train.py --out {re.escape(str(out))} --resume",
+        rf"stopped: saved {re.escape(str(out))} (?:at epoch (\d+), step (\d+) of (\d+)(?: \(before its "
+        rf"evaluation\))?|after epoch (\d+)); continue with: python train.py --out {re.escape(str(out))} --resume",
         lines[0],
     )
     assert where, lines[0]
     return where
+
+
+def saved_at_stop(out: Path, stdout: str, stderr: str) -> dict:
+    """The state a stopped run saved for --resume, at the step its one line names (within an
+    epoch, or after one), checked to be whole: every rank's random state, the optimiser's."""
+    where = the_stop_line(out, stdout, stderr)
+    if where[4]:  # the stop came at an epoch's end: that epoch's checkpoint
+        state = torch.load(out / "epochs" / f"epoch-{int(where[4]):03d}" / STATE_FILE, weights_only=True)
+    else:
+        metrics = json.loads((out / MID_EPOCH_DIR / "metrics.json").read_text())
+        position = (metrics["epoch"] + 1, metrics["batches_done"], metrics["n_batches"])
+        assert position == tuple(map(int, where.groups()[:3]))
+        state = torch.load(out / MID_EPOCH_DIR / STATE_FILE, weights_only=True)
+        assert state["step"] == metrics["step"]
+    processes = state["settings"]["processes"]
+    assert len(state["rng"]) == processes and state["optimizer"]["state"] and state["weights"]
+    return state
 
 
 def float32_weights(out: Path, epoch: int) -> dict[str, torch.Tensor]:
@@ -229,15 +250,76 @@ def test_sigterm_to_any_process_stops_both(data_dir, tmp_path, target, straight)
         out, signal.SIGTERM, target, *RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2"
     )
     assert code == 143, stderr[-3000:]
-    where = the_stop_line(out, stdout, stderr)
     # what --resume reads is whole, at the step the line names (a resume after a stop of 2
     # processes runs in test_two_processes_stop_together_on_ctrl_c_and_resume_bit_identical)
-    metrics = json.loads((out / MID_EPOCH_DIR / "metrics.json").read_text())
-    assert (metrics["epoch"] + 1, metrics["batches_done"], metrics["n_batches"]) == tuple(map(int, where.groups()[:3]))
-    state = torch.load(out / MID_EPOCH_DIR / STATE_FILE, weights_only=True)
-    assert state["settings"]["processes"] == 2 and len(state["rng"]) == 2  # both ranks' random state
+    state = saved_at_stop(out, stdout, stderr)
+    assert state["settings"]["processes"] == 2  # so both ranks' random states are in it
     assert state["weights"].keys() == float32_weights(straight["two"], 1).keys()
-    assert state["optimizer"]["state"] and state["step"] == metrics["step"]
+
+
+# how many runs each case of test_sigterm_to_the_launcher_never_aborts stops in a row (the
+# slow set's few; SIGTERM_REPEAT=20 python -m pytest -m slow -k never_aborts for the long check)
+SIGTERM_REPEAT = int(os.environ.get("SIGTERM_REPEAT", "2"))
+
+# train.py whose launcher sends torch's rendezvous heartbeats back to back (torch sends one
+# every 5 s) and keeps its rendezvous handler to the end (as a reference cycle not yet
+# collected does): at exit the heartbeat thread is then mostly inside a TCPStore call, where
+# the interpreter's exit would abort the launcher (see shut_down_rendezvous, without which
+# most such runs do).
+HEARTBEAT_IN_FLIGHT = """
+import runpy, sys
+from datetime import timedelta
+from torch.distributed.elastic.rendezvous import dynamic_rendezvous as rendezvous
+
+class BackToBack(rendezvous._PeriodicTimer):
+    def __init__(self, interval, function, *args, **kwargs):
+        super().__init__(timedelta(milliseconds=1), function, *args, **kwargs)
+
+kept, start = [], rendezvous.DynamicRendezvousHandler._start_heartbeats
+
+def start_heartbeats(handler):
+    kept.append(handler)
+    start(handler)
+
+rendezvous._PeriodicTimer = BackToBack
+rendezvous._should_keep_alive = lambda ctx: True
+rendezvous.DynamicRendezvousHandler._start_heartbeats = start_heartbeats
+sys.argv[0] = "train.py"
+runpy.run_path("train.py", run_name="__main__")
+"""
+
+
+@contextlib.contextmanager
+def busy_cores():
+    """A busy loop on every core beside the block, as on a loaded machine."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            loop.kill()
+            loop.wait()
+
+
+@gloo
+@pytest.mark.slow
+@pytest.mark.parametrize("heartbeat", ["torch's", "back to back"])
+def test_sigterm_to_the_launcher_never_aborts(data_dir, tmp_path, heartbeat):
+    """SIGTERM to train.py --processes 2, SIGTERM_REPEAT runs in a row with every core busy:
+    exit 143 every time (never SIGABRT from torch's rendezvous thread at exit), one line, and
+    every rank's step saved; also with the rendezvous heartbeat in flight as the launcher exits."""
+    script = "train.py"
+    if heartbeat == "back to back":
+        script = str(tmp_path / "heartbeat_in_flight.py")
+        Path(script).write_text(HEARTBEAT_IN_FLIGHT)
+    args = [*RUN, "--dataset", str(data_dir), "--device", "cpu", "--processes", "2"]
+    with busy_cores():
+        for run in range(1, SIGTERM_REPEAT + 1):
+            out = tmp_path / f"run-{run}"
+            code, stdout, stderr = stopped_run(out, signal.SIGTERM, "launcher", *args, script=script)
+            assert code == 143, f"run {run} of {SIGTERM_REPEAT}: exit {code}\n{stderr[-3000:]}"
+            assert saved_at_stop(out, stdout, stderr)["settings"]["processes"] == 2
+            shutil.rmtree(out)
 
 
 def test_a_stop_before_training_starts_is_one_line(data_dir, tmp_path, monkeypatch, capsys):

@@ -290,8 +290,9 @@ def launch_processes(script: str, script_args: list[str], processes: int, thread
     write to log files in a temporary folder (a failure there is rank 0's to report, and
     their tracebacks of the broken connection would only bury its one line). A SIGINT or
     SIGTERM here is forwarded to every process (which saves and stops), and the launcher
-    then ends quietly with 128 + the signal's number, as a shell reports a signalled
-    command. When the processes fail, rank 0's exit code is the run's."""
+    then shuts down torch's rendezvous (``shut_down_rendezvous``) and ends quietly with 128 +
+    the signal's number, as a shell reports a signalled command. When the processes fail,
+    rank 0's exit code is the run's."""
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -316,9 +317,12 @@ def launch_processes(script: str, script_args: list[str], processes: int, thread
         ]
     )
     handlers = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+    rendezvous: list = []
     try:
-        torchrun.run(launcher)
+        with kept_rendezvous(rendezvous):
+            torchrun.run(launcher)
     except SignalException as exc:
+        shut_down_rendezvous(rendezvous)
         return 128 + int(exc.sigval)
     except ChildFailedError as exc:
         codes = {rank: failure.exitcode for rank, failure in exc.failures.items()}
@@ -327,6 +331,46 @@ def launch_processes(script: str, script_args: list[str], processes: int, thread
         for s, handler in handlers.items():  # torch's launcher leaves its own installed
             signal.signal(s, handler)
     return 0
+
+
+@contextlib.contextmanager
+def kept_rendezvous(handlers: list):
+    """Every rendezvous handler torch's launcher makes inside the block, appended to
+    ``handlers``: its ``launch_agent`` makes one with ``registry.get_rendezvous_handler`` and
+    keeps it to itself."""
+    from torch.distributed.elastic.rendezvous import registry
+
+    make = registry.get_rendezvous_handler
+
+    def keep(params):
+        handlers.append(make(params))
+        return handlers[-1]
+
+    registry.get_rendezvous_handler = keep
+    try:
+        yield handlers
+    finally:
+        registry.get_rendezvous_handler = make
+
+
+def shut_down_rendezvous(handlers: list) -> None:
+    """Shut down the rendezvous that torch's launcher leaves running after a signal.
+
+    ``launch_agent`` skips its handler's ``shutdown`` on a signal (that would close the
+    rendezvous for every node of an elastic job), so the handler's keep-alive thread, a
+    daemon, goes on sending a heartbeat through the rendezvous TCPStore every 5 s. Should the
+    interpreter exit while that thread is inside the store's C++ call, Python ends the thread
+    as it takes back the GIL, by unwinding it through pybind11's GIL guard, a destructor that
+    may not throw: the launcher would abort ("terminate called without an active exception",
+    SIGABRT) after its processes had saved. ``shutdown`` stops and joins that thread first
+    (and closes the rendezvous, which no one else joins)."""
+    for s in STOP_SIGNALS:  # a stop is under way: a second signal must not cut this short
+        signal.signal(s, signal.SIG_IGN)
+    for handler in handlers:
+        # the heartbeat stops before anything can fail; closing a rendezvous that only
+        # this launcher uses has no one to tell when it fails
+        with contextlib.suppress(Exception):
+            handler.shutdown()
 
 
 def rank() -> int:
