@@ -10,7 +10,9 @@ on our corpus, trained for a few steps so that they end their sentences, saved w
 - teacher-forced logits within 1e-4 of ``MarianMTModel``'s, and cross-attention weights
   (rows are queries, columns keys; eval mode) equal to its ``output_attentions`` ones;
 - greedy output token-identical to ``generate(num_beams=1)``;
-- beam search identical to ``generate(num_beams=k)``.
+- beam search identical to ``generate(num_beams=k)``;
+- training batches: sources framed as Marian's (no start token), the loss MarianMTModel's, and
+  ``train.py --init-from`` fine-tunes a converted model.
 
 Where the decoders agree, and where they do not (docs/marian.md says the same):
 
@@ -287,6 +289,62 @@ def test_trace_shows_marians_pieces(marian):
     assert trace.translation == tr.translate(["The cat sleeps."])[0]
 
 
+# ------------------------------------------------------------------------- fine-tuning
+
+
+@pytest.mark.parametrize("name", ["opus-mt", "separate-vocab"])
+def test_training_batches_are_framed_as_marian_trains(marian, name):
+    """Training reads a converted model's pairs as transformers trains Marian on them: the
+    source ``x </s>`` (no start token), the labels ``y </s>``, the decoder fed its start token
+    (<pad>) then y; so the training loss (no label smoothing) is MarianMTModel's."""
+    from transformer.training.data import encode_pairs, make_batch
+    from transformer.training.optim import batch_loss
+
+    hf, tok, tr, _, _ = marian[name]
+    pairs = tatoeba_pairs("test", 8)
+    encoded = encode_pairs(pairs, tr.src_tok, tr.tgt_tok, tr.cfg)
+    for (src, tgt), (s, t) in zip(pairs, encoded):
+        assert tr.cfg.framed_source(s) == tok(src).input_ids
+        assert [*t, tr.cfg.tgt_eos_id] == tok(text_target=tgt).input_ids
+    batch = make_batch(encoded, tr.cfg)
+    labels = torch.full(batch.tgt_out.shape, -100)  # transformers' "no label" (its decoder input: <pad>)
+    for row, (_, t) in enumerate(encoded):
+        labels[row, : len(t) + 1] = torch.tensor([*t, tr.cfg.tgt_eos_id])
+    with torch.no_grad():
+        theirs = hf(input_ids=batch.src, attention_mask=batch.src != tr.cfg.src_pad_id, labels=labels).loss
+        ours = batch_loss(tr.model, batch, label_smoothing=0.0)
+    assert abs(float(ours) - float(theirs)) < 1e-5
+
+
+def test_a_converted_model_fine_tunes_and_its_validation_decodes(marian, data_dir, tmp_path):
+    """train.py --init-from a converted Marian model: two short epochs on the fixture corpus
+    lower its validation loss, its validation decodes (best/ translates the split to the
+    scores the run recorded), and best/ is still a Marian model (no source start token, the
+    decoder starting from <pad>) whose card credits the model it started from, under its licence."""
+    import train
+    from transformer.core.metrics import corpus_scores
+    from transformer.training.data import load_split
+    from transformer.training.distributed import StopSignals
+    from transformer.training.evaluation import Validation
+
+    start, out = marian["opus-mt"][2], tmp_path / "fine-tuned"
+    args = ["--preset", "tiny", "--dataset", str(data_dir), "--init-from", str(marian["opus-mt"][4])]
+    args += ["--out", str(out), "--epochs", "2", "--batch-tokens", "300", "--snapshots", "none"]
+    assert train.main([*args, "--storage-dtype", "float32", "--threads", "1", "--device", "cpu"]) == 0
+    pairs = load_split(str(data_dir), "validation", "en", "it")
+    validation = Validation(pairs, start.src_tok, start.tgt_tok, start.cfg, limit=len(pairs), batch_tokens=300)
+    before = validation.measure(start.model, StopSignals()).val_loss
+    history = [r for r in json.loads((out / "history.json").read_text()) if "epoch" in r]
+    assert [r["epoch"] for r in history] == [1, 2] and history[-1]["val_loss"] < before
+    best = load_translator(out / "best")
+    assert best.cfg.src_sos_id is None and best.cfg.tgt_sos_id == best.cfg.tgt_pad_id == start.cfg.tgt_pad_id
+    scores = corpus_scores(best.translate([s for s, _ in pairs]), [t for _, t in pairs])
+    assert scores == json.loads((out / "best" / "metrics.json").read_text())["validation"]
+    card = (out / "best" / "README.md").read_text()
+    assert "license: cc-by-4.0" in card and "from-scratch" not in card
+    assert f"Transformer (fine-tuned from {start.cfg.extra['converted_from']})" in card
+
+
 # ------------------------------------------------------------------------- the converter
 
 
@@ -297,6 +355,7 @@ def test_converted_checkpoint_files_and_card(marian):
     card = (Path(out) / "README.md").read_text()
     assert "license: cc-by-4.0" in card and str(folder) in card and "from_marian" in card
     cfg = json.loads((Path(out) / "config.json").read_text())
+    assert cfg["extra"] == {"converted_from": str(folder), "license": "cc-by-4.0"}
     assert (cfg["activation"], cfg["positional_table"], cfg["norm_placement"], cfg["src_sos_id"]) == (
         "swish",
         "halves",

@@ -463,12 +463,14 @@ def convert(folder: Path, out: Path, src_name: str, argv: list[str] | None = Non
     generation = json.loads(gen_file.read_text(encoding="utf-8")) if gen_file.is_file() else {}
     cfg = convert_config(marian, src_vocab, tgt_vocab, languages(folder, src_name), generation)
     cfg.extra["converted_from"] = src_name  # the app says where the model comes from
+    licence, stated = source_licence(folder, marian)
+    # the licence travels with the weights: a model fine-tuned from them is under it too (its card says so)
+    cfg.extra["license"] = licence
     src_tok = spm_tokenizer(folder / "source.spm", src_vocab)
     tgt_tok = spm_tokenizer(folder / "target.spm", tgt_vocab)
     model = build_model(cfg)  # every parameter is then overwritten with Marian's
     tensors = convert_weights(read_marian_weights(folder), cfg, marian)
     assign_weights(model, {k: v.float() for k, v in tensors.items()}, folder)
-    licence, stated = source_licence(folder, marian)
     card = model_card(src_name, cfg, licence, stated, ignored_switches(marian), argv or [src_name, "--out", str(out)])
     return save_checkpoint(out, model.eval(), src_tok, tgt_tok, model_card=card)
 

@@ -255,7 +255,13 @@ def _credit(data_source: str, extra_data: tuple[str, ...]) -> str:
 
 
 def _card_data(
-    cfg: TransformerConfig, data_source: str, scores: dict, dataset_id: str | None, license: str, model_name: str | None
+    cfg: TransformerConfig,
+    data_source: str,
+    scores: dict,
+    dataset_id: str | None,
+    license: str,
+    model_name: str | None,
+    fine_tuned_from: str | None = None,
 ):
     """The card's metadata (its YAML header): languages, license, tags, dataset, model-index."""
     from huggingface_hub import ModelCardData
@@ -263,14 +269,15 @@ def _card_data(
     src, tgt = cfg.src_lang, cfg.tgt_lang
     guessed_id, dataset_name = dataset_metadata(data_source, src, tgt)
     dataset_id = dataset_id or guessed_id
+    origin = ["marian", "fine-tuned"] if fine_tuned_from else ["from-scratch"]
     return ModelCardData(
         language=[src, tgt],
         license=license,
         pipeline_tag="translation",
-        tags=["translation", "transformer", "from-scratch", "attention-visualization"],
+        tags=["translation", "transformer", *origin, "attention-visualization"],
         datasets=[dataset_id] if dataset_id else None,
         metrics=["bleu", "chrf"],
-        model_name=model_name or f"transformer-{src}-{tgt}-from-scratch",
+        model_name=model_name or f"transformer-{src}-{tgt}-{'fine-tuned' if fine_tuned_from else 'from-scratch'}",
         eval_results=_eval_results(scores, dataset_id, dataset_name, src, tgt) or None,
     )
 
@@ -294,6 +301,7 @@ def build_model_card(
     limitations: str | None = None,
     extra_data: tuple[str, ...] = (),
     samples_heading: str = "Samples (validation)",
+    fine_tuned_from: str | None = None,
 ):
     """The card as a :class:`huggingface_hub.ModelCard`.
 
@@ -308,16 +316,22 @@ def build_model_card(
     search or training snapshots; ``limitations`` replaces the generic limitations text;
     ``extra_data``, corpora whose pairs were added to ``data_source``'s (credited with it).
     A ``metrics["beam"]`` entry (``benchmarks/beam_eval.py --save``) adds the beam-search
-    table as its own section.
+    table as its own section. ``fine_tuned_from`` names the converted Marian model the weights
+    started from (not from scratch then): the title, the tags and a section credit it, and
+    ``license`` should be its licence.
     """
     from huggingface_hub import ModelCard
 
     src, tgt = cfg.src_lang, cfg.tgt_lang
     test = test_scores if test_scores is not None else metrics.get("test")
     scores = {split: s for split, s in (("validation", metrics.get("validation")), ("test", test)) if s}
-    data = _card_data(cfg, data_source, scores, dataset_id, license, model_name)
+    data = _card_data(cfg, data_source, scores, dataset_id, license, model_name, fine_tuned_from)
+    origin = "from scratch"
+    if fine_tuned_from:
+        origin = f"fine-tuned from {fine_tuned_from}"
+        sections = {MARIAN_CREDIT_HEADING: marian_credit(fine_tuned_from, license), **(sections or {})}
     body = CARD_TEMPLATE.format(
-        title=title or f"{src}->{tgt} Transformer (from scratch)",
+        title=title or f"{src}->{tgt} Transformer ({origin})",
         command=_cell(command),
         train_minutes=_wall_time(metrics),
         n_params=n_params,
@@ -349,9 +363,26 @@ def model_card(
     return str(build_model_card(cfg, n_params, command, history, metrics, samples, data_source, **kwargs))
 
 
+MARIAN_CREDIT_HEADING = "Credit and licence"
+
+
+def marian_credit(source: str, licence: str) -> str:
+    """The credit a model fine-tuned from a converted Marian (OPUS-MT) model owes it."""
+    return (
+        f"This model was fine-tuned from the Marian translation model `{source}` (converted by "
+        "`transformer.cli.from_marian`), whose weights and tokenizers are the work of its authors "
+        f"(OPUS-MT, Helsinki-NLP: Tiedemann and Thottingal, 2020), released under **{licence}**; "
+        "cite and credit the original model."
+    )
+
+
 def trainer_card(trainer, metrics: dict, samples: list[tuple[str, str, str]]) -> str:
     """The card of a run's best/ folder, for ``Trainer(model_card=trainer_card)``: what the
-    trainer knows of the run (its command, history and data) and the evaluation just made."""
+    trainer knows of the run (its command, history and data) and the evaluation just made. A
+    run that fine-tunes a converted Marian model (its config says so, and carries its licence,
+    "other" for one converted before the licence was recorded) credits it, under its licence."""
+    source = trainer.cfg.extra.get("converted_from")
+    origin = {"fine_tuned_from": source, "license": trainer.cfg.extra.get("license", "other")} if source else {}
     return model_card(
         trainer.cfg,
         trainer.n_params,
@@ -361,6 +392,7 @@ def trainer_card(trainer, metrics: dict, samples: list[tuple[str, str, str]]) ->
         samples,
         trainer.data.source,
         extra_data=trainer.data.extra,
+        **origin,
     )
 
 

@@ -98,6 +98,17 @@ class TransformerConfig:
     def d_k(self) -> int:
         return self.d_model // self.h
 
+    @property
+    def src_frame_len(self) -> int:
+        """Special tokens around every source: [SOS] and [EOS] (a Marian model's: </s> alone)."""
+        return 1 if self.src_sos_id is None else 2
+
+    def framed_source(self, ids: list[int]) -> list[int]:
+        """A source's subword ids as the encoder reads them: [SOS] ids [EOS] (a Marian
+        model's: ids </s>)."""
+        start = [] if self.src_sos_id is None else [self.src_sos_id]
+        return [*start, *ids, self.src_eos_id]
+
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
 

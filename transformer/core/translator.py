@@ -44,7 +44,7 @@ class Translator:
     def max_source_tokens(self) -> int:
         """Subword tokens a source may have before truncation ([SOS]/[EOS] take two; a
         Marian model's sources have no start token, so its </s> takes one)."""
-        return self.cfg.max_positions - 1 - (self.cfg.src_sos_id is not None)
+        return self.cfg.max_positions - self.cfg.src_frame_len
 
     @property
     def special_tokens(self) -> list[str]:
@@ -66,8 +66,7 @@ class Translator:
             raise ValueError("empty sentence: type some text to translate")
         n_dropped = max(0, len(ids) - self.max_source_tokens)
         ids = ids[: self.max_source_tokens]
-        start = [] if self.cfg.src_sos_id is None else [self.cfg.src_sos_id]
-        return EncodedSource([*start, *ids, self.cfg.src_eos_id], n_dropped > 0, n_dropped)
+        return EncodedSource(self.cfg.framed_source(ids), n_dropped > 0, n_dropped)
 
     def _decode_text(self, ids: list[int]) -> str:
         specials = {self.cfg.tgt_pad_id, self.cfg.tgt_sos_id, self.cfg.tgt_eos_id}

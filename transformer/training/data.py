@@ -504,7 +504,7 @@ def load_parallel(
 
 @dataclass
 class Batch:
-    src: torch.Tensor  # (B, S)  [SOS] x [EOS] [PAD]...
+    src: torch.Tensor  # (B, S)  [SOS] x [EOS] [PAD]... (a Marian model's: x </s> <pad>...)
     tgt_in: torch.Tensor  # (B, T)  [SOS] y
     tgt_out: torch.Tensor  # (B, T)  y [EOS]
     n_tgt_tokens: int  # real (non-pad) target tokens
@@ -513,7 +513,7 @@ class Batch:
 
 def encode_pairs(pairs, src_tok, tgt_tok, cfg) -> list[tuple[list[int], list[int]]]:
     """Token ids per pair, truncated to fit the positional table."""
-    limit = cfg.max_positions - 2
+    limit = cfg.max_positions - cfg.src_frame_len
     src_ids = src_tok.encode_batch([s for s, _ in pairs], add_special_tokens=False)
     tgt_ids = tgt_tok.encode_batch([t for _, t in pairs], add_special_tokens=False)
     out = []
@@ -595,7 +595,7 @@ def encode_dataset(ds, src_tok, tgt_tok, cfg, batch_size: int = BATCH_ROWS) -> E
     """
     import datasets
 
-    src_limit, tgt_limit = cfg.max_positions - 2, cfg.max_positions - 1
+    src_limit, tgt_limit = cfg.max_positions - cfg.src_frame_len, cfg.max_positions - 1
     digest = hashlib.sha256()
     for part in (ds._fingerprint, src_tok.to_str(), tgt_tok.to_str(), f"{src_limit}/{tgt_limit}/v1"):
         digest.update(part.encode("utf-8"))
@@ -615,18 +615,21 @@ def encode_dataset(ds, src_tok, tgt_tok, cfg, batch_size: int = BATCH_ROWS) -> E
 
 
 def make_batch(examples, cfg) -> Batch:
+    """Pairs of subword ids framed as the model reads them (``cfg.framed_source``; the
+    decoder reads its start token, then the target) and padded into one batch."""
     B = len(examples)
-    S = max(len(s) for s, _ in examples) + 2
+    S = max(len(s) for s, _ in examples) + cfg.src_frame_len
     T = max(len(t) for _, t in examples) + 1
     src = torch.full((B, S), cfg.src_pad_id, dtype=torch.long)
     tgt_in = torch.full((B, T), cfg.tgt_pad_id, dtype=torch.long)
     tgt_out = torch.full((B, T), cfg.tgt_pad_id, dtype=torch.long)
     n_src = n_tgt = 0
     for i, (s, t) in enumerate(examples):
-        src[i, : len(s) + 2] = torch.tensor([cfg.src_sos_id, *s, cfg.src_eos_id])
+        framed = cfg.framed_source(s)
+        src[i, : len(framed)] = torch.tensor(framed)
         tgt_in[i, : len(t) + 1] = torch.tensor([cfg.tgt_sos_id, *t])
         tgt_out[i, : len(t) + 1] = torch.tensor([*t, cfg.tgt_eos_id])
-        n_src += len(s) + 2
+        n_src += len(framed)
         n_tgt += len(t) + 1
     return Batch(src, tgt_in, tgt_out, n_tgt, n_src)
 

@@ -162,10 +162,10 @@ class Validation:
         batches = [order[i : i + EVAL_BATCH] for i in range(0, len(order), EVAL_BATCH)]
         steps = [max(len(pairs[i][1]) for i in b) + 1 for b in batches]  # the longest reference and </s>
         timed = batches[len(batches) // 2][:sample]
-        src = torch.full((len(timed), max(len(pairs[i][0]) for i in timed) + 2), cfg.src_pad_id)  # (B, S)
-        for row, i in enumerate(timed):
-            ids = pairs[i][0]
-            src[row, : len(ids) + 2] = torch.tensor([cfg.src_sos_id, *ids, cfg.src_eos_id])
+        framed = [cfg.framed_source(pairs[i][0]) for i in timed]
+        src = torch.full((len(timed), max(map(len, framed))), cfg.src_pad_id)  # (B, S)
+        for row, ids in enumerate(framed):
+            src[row, : len(ids)] = torch.tensor(ids)
         t0 = time.perf_counter()
         out = greedy_decode(model, src.to(self.device), max_steps=steps[len(batches) // 2])
         per_step = (time.perf_counter() - t0) / max(1, max(len(ids) for ids in out.ids))

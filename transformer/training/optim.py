@@ -189,7 +189,9 @@ def drop_source_words(src: torch.Tensor, cfg, p: float) -> torch.Tensor:
     the *source* unknown id with probability ``p``, so the decoder cannot lean on any one
     source word and learns more from a small corpus. Padding, <s> and </s> are kept.
     Draws from torch's global RNG, which the run seeds."""
-    special = (src == cfg.src_pad_id) | (src == cfg.src_sos_id) | (src == cfg.src_eos_id)
+    special = (src == cfg.src_pad_id) | (src == cfg.src_eos_id)
+    if cfg.src_sos_id is not None:  # a Marian model's sources have no start token
+        special |= src == cfg.src_sos_id
     drop = (torch.rand(src.shape, device=src.device) < p) & ~special  # (B, S)
     return src.masked_fill(drop, cfg.src_unk_id)
 
