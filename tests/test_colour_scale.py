@@ -56,11 +56,16 @@ def contrast(a, b) -> float:
     return (max(x, y) + 0.05) / (min(x, y) + 0.05)
 
 
+def scale_of(theme: str, tmp_path_factory) -> dict:
+    """canvas.js's colour scale in ``theme``'s palette, computed by node."""
+    got = run_node(tmp_path_factory.mktemp(theme), ("canvas.js",), SCRIPT, palette(theme))
+    assert got["theme"] == theme
+    return got
+
+
 @pytest.fixture(scope="module", params=["light", "dark"])
 def scale(request, tmp_path_factory):
-    got = run_node(tmp_path_factory.mktemp(request.param), ("canvas.js",), SCRIPT, palette(request.param))
-    assert got["theme"] == request.param
-    return got
+    return scale_of(request.param, tmp_path_factory)
 
 
 def test_zero_is_the_background_and_the_scale_moves_away_from_it_monotonically(scale):
@@ -72,9 +77,14 @@ def test_zero_is_the_background_and_the_scale_moves_away_from_it_monotonically(s
     assert contrast(colours[100], bg) > 10  # the top of the scale stands out in either theme
 
 
-def test_small_weights_stand_apart_from_a_dark_background(scale):
-    if scale["theme"] != "dark":
-        pytest.skip("the light scale keeps ColorBrewer's Blues")
+@pytest.fixture(scope="module")
+def dark_scale(tmp_path_factory):
+    return scale_of("dark", tmp_path_factory)
+
+
+def test_small_weights_stand_apart_from_a_dark_background(dark_scale):
+    # (the light scale keeps ColorBrewer's Blues, whose small weights stand apart from white)
+    scale = dark_scale
     bg, colours = scale["background"], scale["colours"]
     ratios = {w: round(contrast(colours[w], bg), 2) for w in (2, 5, 10, 20)}
     assert ratios[2] > 1.05 and ratios[5] >= 1.3 and ratios[10] >= 1.8, ratios

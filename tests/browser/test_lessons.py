@@ -58,6 +58,26 @@ def darkest(model, lesson, view: str = "cross") -> int:
     return int(row.argmax())
 
 
+# where the current row of the map and the lesson's task are on screen
+ROW_AND_TASK = """() => { const fig = document.querySelector('#attn-plot'), g = JSON.parse(fig.dataset.grid);
+  const c = fig.querySelector('canvas').getBoundingClientRect(), s = window.__explorer.getState();
+  const top = c.top + g.top + (s.step - 1) * g.cell, dock = document.querySelector('#lesson-dock');
+  const task = document.querySelector('#lesson-task').getBoundingClientRect();
+  return { rowTop: top, rowBottom: top + g.cell, cardTop: dock.getBoundingClientRect().top, taskTop: task.top,
+           taskBottom: task.bottom, height: innerHeight }; }"""
+
+
+def task_and_row_on_one_screen(page):
+    """The map's current row above the lesson card, the card's task on screen: no scrolling
+    between what the lesson asks and where it is done."""
+    frames(page)
+    page.wait_for_selector("#viewer .ax-root:not([data-redraw])", state="attached")
+    frames(page)
+    at = page.evaluate(ROW_AND_TASK)
+    assert 0 <= at["rowTop"] and at["rowBottom"] <= at["cardTop"] + 1, at
+    assert at["cardTop"] - 1 <= at["taskTop"] and at["taskBottom"] <= at["height"] + 1, at
+
+
 def press(page, sel: str):
     page.locator(sel).scroll_into_view_if_needed()
     page.tap(sel) if page.device == "phone" else page.click(sel)
@@ -86,6 +106,7 @@ def do_task(page, n: int, model):
     elif kind == "step":
         press(page, "#next-btn")
     elif kind == "top-cell":
+        task_and_row_on_one_screen(page)
         click_cell(page, step - 1, darkest(model, lesson))
     elif kind == "sink-head":
         # a learner tries the heads one by one

@@ -282,6 +282,15 @@ def _card_data(
     )
 
 
+def _provenance(fine_tuned_from: str | None, license: str, sections: dict | None) -> tuple[str, dict | None]:
+    """Where the weights come from, as the title says it, and the card's extra sections: a model
+    fine-tuned from a converted one credits that model and its licence first."""
+    if not fine_tuned_from:
+        return "from scratch", sections
+    credit = {MARIAN_CREDIT_HEADING: marian_credit(fine_tuned_from, license)}
+    return f"fine-tuned from {fine_tuned_from}", {**credit, **(sections or {})}
+
+
 def build_model_card(
     cfg: TransformerConfig,
     n_params: int,
@@ -316,22 +325,16 @@ def build_model_card(
     search or training snapshots; ``limitations`` replaces the generic limitations text;
     ``extra_data``, corpora whose pairs were added to ``data_source``'s (credited with it).
     A ``metrics["beam"]`` entry (``benchmarks/beam_eval.py --save``) adds the beam-search
-    table as its own section. ``fine_tuned_from`` names the converted Marian model the weights
-    started from (not from scratch then): the title, the tags and a section credit it, and
-    ``license`` should be its licence.
-    """
+    table as its own section. ``fine_tuned_from``: the converted Marian model the weights started
+    from, credited by the title, the tags and a section; ``license`` is then its licence."""
     from huggingface_hub import ModelCard
 
-    src, tgt = cfg.src_lang, cfg.tgt_lang
     test = test_scores if test_scores is not None else metrics.get("test")
     scores = {split: s for split, s in (("validation", metrics.get("validation")), ("test", test)) if s}
     data = _card_data(cfg, data_source, scores, dataset_id, license, model_name, fine_tuned_from)
-    origin = "from scratch"
-    if fine_tuned_from:
-        origin = f"fine-tuned from {fine_tuned_from}"
-        sections = {MARIAN_CREDIT_HEADING: marian_credit(fine_tuned_from, license), **(sections or {})}
+    origin, sections = _provenance(fine_tuned_from, license, sections)
     body = CARD_TEMPLATE.format(
-        title=title or f"{src}->{tgt} Transformer ({origin})",
+        title=title or f"{cfg.src_lang}->{cfg.tgt_lang} Transformer ({origin})",
         command=_cell(command),
         train_minutes=_wall_time(metrics),
         n_params=n_params,
