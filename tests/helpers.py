@@ -393,6 +393,24 @@ def opened_page(browser, url: str, device: str, init_script: str | None = None, 
     assert not pg.errors, pg.errors
 
 
+def screen_page(browser, url: str, size=(390, 844), scheme: str = "light", path: str = ""):
+    """A fresh context and page at ``size`` (a touch phone below 600 px wide) in ``scheme``, the
+    tour already seen, the viewer mounted; its script errors collect in ``page.errors``."""
+    phone = size[0] < 600
+    ctx = browser.new_context(
+        viewport={"width": size[0], "height": size[1]}, color_scheme=scheme, is_mobile=phone, has_touch=phone
+    )
+    ctx.add_init_script(NO_TOUR)
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    pg.device = "phone" if phone else "desktop"
+    pg.errors = []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    pg.goto(url + path)
+    pg.wait_for_selector("#viewer .ax-root")
+    return ctx, pg
+
+
 def state(page) -> dict:
     """The store, through the page's test handle."""
     return page.evaluate("() => window.__explorer.getState()")

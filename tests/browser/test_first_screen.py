@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import NO_TOUR, frames, go_to_step, painted, settled, slow, state, translate
+from tests.helpers import NO_TOUR, frames, go_to_step, painted, screen_page, settled, slow, state, translate
 
 # twelve words: the issue's measure of "the map is at least half the window's width"
 TWELVE = "Tom gave Mary a beautiful present for her birthday at the party."
@@ -29,18 +29,9 @@ def box(page, sel: str) -> dict:
 
 
 def page_on(browser, url: str, width: int, height: int, scheme: str, path: str = "", phone: bool = False):
-    ctx = browser.new_context(
-        viewport={"width": width, "height": height}, color_scheme=scheme, is_mobile=phone, has_touch=phone
-    )
-    ctx.add_init_script(NO_TOUR)
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
-    pg.device = "phone" if phone else "desktop"
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    pg.goto(url + path)
-    pg.wait_for_selector("#viewer .ax-root")
-    return ctx, pg
+    """A fresh page of ``width`` × ``height`` (a touch phone when ``phone``: below 600 px wide)."""
+    assert phone == (width < 600), (width, phone)
+    return screen_page(browser, url, (width, height), scheme, path)
 
 
 def in_view(page, sel: str) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import NO_TOUR, go_to_step, painted, settled, slow, state, translate
+from tests.helpers import go_to_step, screen_page, painted, settled, slow, state, translate
 
 SIX = "I have a red car today."
 EIGHTEEN = "My old friend from school told me yesterday that she will move to Rome with her two children next year."
@@ -59,23 +59,6 @@ def box(page, sel: str) -> dict:
     b = page.evaluate(BOX, sel)
     assert b is not None, f"{sel} is not on the page"
     return b
-
-
-def screen_page(browser, url: str, size=PHONE, scheme: str = "light", path: str = ""):
-    """A fresh context and page at ``size`` (a touch phone below 600 px), the viewer mounted."""
-    phone = size[0] < 600
-    ctx = browser.new_context(
-        viewport={"width": size[0], "height": size[1]}, color_scheme=scheme, is_mobile=phone, has_touch=phone
-    )
-    ctx.add_init_script(NO_TOUR)
-    pg = ctx.new_page()
-    pg.set_default_timeout(90_000)
-    pg.device = "phone" if phone else "desktop"
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    pg.goto(url + path)
-    pg.wait_for_selector("#viewer .ax-root")
-    return ctx, pg
 
 
 def close(ctx, page):
