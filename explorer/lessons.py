@@ -268,14 +268,11 @@ def word_pieces(tokens: list[str], wanted: str) -> list[str]:
 
 def lens_first(trace, step: int) -> int | None:
     """The first layer (1-based) from which the logit lens's top token is the emitted one and stays
-    so (the browser's lens section says the same)."""
-    emitted, first = trace.tgt_tokens[step + 1], None
-    layers = trace.logit_lens_tokens[step]
-    for layer in range(len(layers) - 1, -1, -1):
-        if layers[layer][0] != emitted:
-            break
-        first = layer + 1
-    return first
+    so at 0-based ``step`` (the browser's lens section says the same)."""
+    from transformer.core.readings import logit_lens_first_layer
+
+    first = logit_lens_first_layer(trace)[step]
+    return None if first is None else first + 1
 
 
 def stale(translator, lessons: Lessons) -> list[str]:

@@ -540,6 +540,19 @@ def open_section(page, name: str):
     page.wait_for_function("(n) => document.querySelector('#sec-' + n).open", arg=name)
 
 
+def beam_tree_of(page, text: str):
+    """Translate ``text``, run the beam panel's search and wait until its tree is drawn and fitted
+    to its box (which the panel's opening may still widen)."""
+    translate(page, text, step=None)
+    open_panel(page, "beam-panel")
+    page.click("#beam-btn")
+    page.wait_for_function(
+        "(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }", arg=text
+    )
+    page.wait_for_selector("#beam-tree svg")
+    settled(page, "#beam-tree", "#beam-tree svg")
+
+
 def open_panel(page, elem_id: str):
     """Open a panel's section (its gr.Accordion, e.g. "whatif-panel"): its view mounts when it first opens."""
     label = page.locator(f"#{elem_id} > .label-wrap")

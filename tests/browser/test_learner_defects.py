@@ -8,7 +8,7 @@ panels on a phone, and the tour giving the page back when it ends. The app is th
 
 import pytest
 
-from tests.helpers import open_panel, press, settled, slow, translate
+from tests.helpers import beam_tree_of, open_panel, press, settled, slow, translate
 
 pytestmark = pytest.mark.browser
 
@@ -79,14 +79,7 @@ TREE_TEXT = """() => {
 
 def test_the_beam_tree_labels_are_12px_or_more_and_the_tree_fits_its_box(desktop):
     page = desktop
-    translate(page, BIRTHDAY, step=None)
-    open_panel(page, "beam-panel")
-    page.click("#beam-btn")
-    page.wait_for_function(
-        "(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }", arg=BIRTHDAY
-    )
-    page.wait_for_selector("#beam-tree svg")
-    settled(page, "#beam-tree", "#beam-tree svg")
+    beam_tree_of(page, BIRTHDAY)
     texts = page.evaluate(TREE_TEXT)
     assert texts and min(t["px"] for t in texts) >= 12, sorted((round(t["px"], 1), t["kind"]) for t in texts)[:3]
     tree, drawing = box(page, "#beam-tree"), box(page, "#beam-tree svg")

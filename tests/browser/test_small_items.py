@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.helpers import open_panel, open_section, press, settled, slow, state, translate
+from tests.helpers import beam_tree_of, open_panel, open_section, press, settled, slow, state, translate
 
 pytestmark = pytest.mark.browser
 
@@ -178,14 +178,7 @@ def test_sentence_b_shows_a_placeholder_hint_and_an_empty_b_is_said_where_b_is_t
 
 def test_the_beam_tree_fits_its_box_on_a_laptop(desktop):
     page = desktop
-    translate(page, BIRTHDAY, step=None)
-    open_panel(page, "beam-panel")
-    page.click("#beam-btn")
-    page.wait_for_function(
-        "(t) => { const b = window.__explorer.getState().beam; return b && b.src_text === t; }", arg=BIRTHDAY
-    )
-    page.wait_for_selector("#beam-tree svg")
-    settled(page, "#beam-tree", "#beam-tree svg")  # fitted to its box, which the panel's opening may still widen
+    beam_tree_of(page, BIRTHDAY)
     tree, drawing = box(page, "#beam-tree"), box(page, "#beam-tree svg")
     assert drawing["left"] >= tree["left"] - 0.5 and drawing["right"] <= tree["right"] + 0.5, (drawing, tree)
     root = box(page, "#beam-tree g.bt-node[data-id='0']")
