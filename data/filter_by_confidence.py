@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from transformer import load_translator  # noqa: E402
+from transformer.core import stepping  # noqa: E402
 from transformer.core.tokenizer import encode  # noqa: E402
 
 
@@ -59,7 +60,7 @@ def scores(translator, pairs: list[tuple[str, str]], batch_size: int = 128) -> l
         target = torch.full((len(chunk), T), cfg.tgt_pad_id)
         for row, (_, s, y) in enumerate(chunk):
             src[row, : len(s)] = torch.tensor(s)
-            tgt_in[row, : len(y)] = torch.tensor([cfg.tgt_sos_id, *y[:-1]])
+            tgt_in[row, : len(y)] = torch.tensor(stepping.decoder_inputs(cfg, y[:-1]))
             target[row, : len(y)] = torch.tensor(y)
         logits = model(src, tgt_in).logits.float()  # (B, T, V)
         logp = logits.gather(-1, target[..., None])[..., 0] - logits.logsumexp(dim=-1)  # (B, T)

@@ -237,7 +237,7 @@ def measure(translator, lesson: dict, fact: dict):
         heads = trace.cross_attn[fact["layer"] - 1, :, step]  # (H, S)
         row = heads.mean(axis=0) if fact["head"] == "mean" else heads[int(fact["head"]) - 1]
         if kind == "reads":
-            return src[int(row.argmax())]
+            return src[int(row.argmax())]  # argmax over attention: the key the row weighs most
         return round(float(row[src.index(fact["token"])]), fact["digits"])
     if kind == "lens":
         return lens_first(trace, step)

@@ -78,7 +78,7 @@ def on(trace, row, word) -> float:
 
 def top(trace, row) -> str:
     """The source token attention row ``row`` weighs most."""
-    return words(trace.src_tokens)[int(np.argmax(row))]
+    return words(trace.src_tokens)[int(np.argmax(row))]  # argmax over attention
 
 
 def shown_cross(trace, layer, step, origin="pair"):

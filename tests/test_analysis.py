@@ -398,12 +398,12 @@ def test_translate_input_and_beam_validation(translator, monkeypatch):
             translator.translate([TEXT], beam_size=bad)
     calls = []
     fake = types.ModuleType("transformer.core.beam")
-    fake.translate_beam = lambda tr, sentences, beam_size, batch_size: (
-        calls.append((sentences, beam_size, batch_size)) or ["x"]
+    fake.translate_beam = lambda tr, sentences, beam_size, batch_size, src_lang, tgt_lang: (
+        calls.append((sentences, beam_size, batch_size, src_lang, tgt_lang)) or ["x"]
     )
     monkeypatch.setitem(sys.modules, "transformer.core.beam", fake)
     assert translator.translate([TEXT], beam_size=4, batch_size=8) == ["x"]
-    assert calls == [([TEXT], 4, 8)]
+    assert calls == [([TEXT], 4, 8, None, None)]
     assert translator.translate((TEXT,)) == translator.translate([TEXT])
 
 

@@ -50,6 +50,7 @@ from tests.helpers import (
 )
 from transformer.cli import from_marian
 from transformer.core.beam import beam_search
+from transformer.core.stepping import frame_source
 from transformer.core.config import TransformerConfig
 from transformer.core.decoding import greedy_decode, max_new_tokens, never_emitted
 from transformer.core.model import sinusoidal_table
@@ -318,7 +319,7 @@ def test_training_batches_are_framed_as_marian_trains(marian, name):
     pairs = tatoeba_pairs("test", 8)
     encoded = encode_pairs(pairs, tr.src_tok, tr.tgt_tok, tr.cfg)
     for (src, tgt), (s, t) in zip(pairs, encoded):
-        assert tr.cfg.framed_source(s) == tok(src).input_ids
+        assert frame_source(tr.cfg, s) == tok(src).input_ids
         assert [*t, tr.cfg.tgt_eos_id] == tok(text_target=tgt).input_ids
     batch = make_batch(encoded, tr.cfg)
     labels = torch.full(batch.tgt_out.shape, -100)  # transformers' "no label" (its decoder input: <pad>)

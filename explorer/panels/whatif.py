@@ -17,6 +17,8 @@ import logging
 
 import gradio as gr
 
+from transformer.core import stepping
+
 from .. import texts
 from ..errors import answer
 from ..blocks import message, view_host
@@ -99,7 +101,7 @@ class WhatIfPanel(Panel):
             and 0 < len(ids) <= cfg.max_positions - 1
             and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < cfg.tgt_vocab_size for i in ids)
             and cfg.tgt_eos_id not in ids[:-1]
-            and not {cfg.tgt_pad_id, cfg.tgt_sos_id} & set(ids)
+            and not set(stepping.never_emitted(cfg)) & set(ids)
         ):
             raise ValueError("Those tokens cannot be forced: pick a step of the scored reference again.")
         alt = self.app.tr.trace(trace.src_text, forced_prefix=ids)

@@ -6,8 +6,11 @@ so one early, locally good choice can force a worse sentence. Beam search keeps 
 
 The algorithm, per sentence of the batch:
 
-1. The encoder runs once. Step 0 decodes ``[SOS]`` with one hypothesis per sentence;
-   after it every sentence has exactly ``k`` alive hypotheses (rows of the batch).
+1. The encoder runs once. Step 0 decodes the start token with one hypothesis per sentence;
+   after it every sentence has exactly ``k`` alive hypotheses (rows of the batch). A
+   multilingual model's forced start (``stepping.forced_start``, its target-language token)
+   is the only candidate of the steps it covers, scored with the model's own log-prob, so
+   the ``k`` hypotheses branch after it.
 2. At each step every alive hypothesis proposes its best next tokens; the ``2k`` best
    (hypothesis, token) pairs of the sentence by cumulative log-probability are the
    *candidates* of that step, in rank order. Walking them best first:
@@ -51,13 +54,16 @@ the hypothesis it extends, and the greedy next token of every hypothesis it expa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import torch
 
-from transformer.core.decoding import max_new_tokens, never_emitted
+from transformer.core import stepping
+from transformer.core.decoding import max_new_tokens
 from transformer.core.model import Transformer, select_cache_rows
+from transformer.core.stepping import never_emitted
 
 
 @dataclass
@@ -111,6 +117,7 @@ class SearchSettings:
     length_penalty: float  # GNMT alpha
     early_stopping: bool
     max_steps: int | None  # as given: None means each row's own limit
+    forced: list[int] = field(default_factory=list)  # the model's forced start (stepping.forced_start)
 
 
 @dataclass
@@ -130,7 +137,7 @@ class Candidate:
 class SearchRecord:
     """What the search saw of one sentence, kept with ``return_records``: every candidate in
     the order it was ranked (step by step, best first, so parents come before children), and
-    for every hypothesis it expanded the greedy (argmax) next token and its log-prob, which
+    for every hypothesis it expanded the greedy next token (``stepping.pick``) and its log-prob, which
     places the greedy path in the tree for free while greedy stays inside the beam."""
 
     limit: int  # the sentence's limit on emitted tokens
@@ -152,16 +159,18 @@ def beam_search(
     length_penalty: float = 0.6,
     early_stopping: bool = True,
     return_records: bool = False,
+    tgt_lang: str | None = None,
 ) -> BeamResult:
     """Beam search over a padded batch ``src`` (B, S) of source ids (see the module docstring).
 
     ``max_steps``: cap on emitted tokens for every sentence (default: per row,
     :func:`~transformer.core.decoding.max_new_tokens`, as greedy). ``length_penalty``: GNMT
     alpha >= 0. ``return_records``: also keep one :class:`SearchRecord` per sentence (what
-    ``transformer.interpret.beam_tree`` draws). The model must be in eval mode: dropout
-    would make the search random.
+    ``transformer.interpret.beam_tree`` draws). ``tgt_lang``: a multilingual model's target
+    language. The model must be in eval mode: dropout would make the search random.
     """
     settings = _check_search(model, src, beam_size, max_steps, length_penalty, early_stopping)
+    settings = dataclasses.replace(settings, forced=stepping.forced_start(model.cfg, tgt_lang))
     limits = _limits(model, src, max_steps)
     records = [SearchRecord(limit) for limit in limits] if return_records else None
     finished = _search(model, src, settings, limits, records)
@@ -200,8 +209,13 @@ def _limits(model, src, max_steps) -> list[int]:
     return [min(int(max_steps), cfg.max_positions)] * src.shape[0]
 
 
-def _banned_mask(cfg, device) -> torch.Tensor:
-    """(V,) True for the tokens a hypothesis may never emit."""
+def _banned_mask(cfg, device, forced: list[int], t: int) -> torch.Tensor:
+    """(V,) True for the tokens a hypothesis may not emit at step ``t``: every token but the
+    forced one while ``forced`` lasts, else the ones never emitted."""
+    if t < len(forced):
+        mask = torch.ones(cfg.tgt_vocab_size, dtype=torch.bool, device=device)
+        mask[forced[t]] = False
+        return mask
     mask = torch.zeros(cfg.tgt_vocab_size, dtype=torch.bool, device=device)
     mask[_banned(cfg)] = True
     return mask
@@ -215,9 +229,7 @@ def _search(
     cfg = model.cfg
     k, device, B = settings.beam_size, src.device, src.shape[0]
     n_cand = 2 * k
-    banned_mask = _banned_mask(cfg, device)
-    src_mask = model.src_mask(src)  # (B, 1, 1, S)
-    memory, _ = model.encode(src, src_mask)  # (B, S, D)
+    src_mask, memory, _ = stepping.encode(model, src)  # (B, 1, 1, S), (B, S, D)
     finished: list[list[Hypothesis]] = [[] for _ in range(B)]
     # the alive hypotheses: rows of the batch, `nb` consecutive rows per active sentence
     active = list(range(B))
@@ -225,15 +237,16 @@ def _search(
     seqs: list[list[int]] = [[] for _ in range(B)]  # emitted ids per row
     row_hyp: list[int | None] = [0 if records is not None else None] * B  # record id per row
     cum = torch.zeros(B, device=device)  # (R,) cumulative log-prob per row
-    dec = model.decode(torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long, device=device), memory, src_mask)
-    cache, logits = dec.cache, model.project(dec.hidden[:, -1])  # logits: (R, V)
+    dec, logits = stepping.step(model, stepping.start_tokens(cfg, B, device), memory, src_mask)  # logits: (R, V)
+    cache = dec.cache
 
     t = 0
     while True:
         logp = logits.float().log_softmax(dim=-1)  # (R, V): the model's own probabilities
+        banned_mask = _banned_mask(cfg, device, settings.forced, t)
         sel_tok, sel_total, sel_lp, sel_beam = _best_candidates(logits, logp, cum, banned_mask, len(active), nb, n_cand)
         if records is not None:
-            _record_greedy_next(records, logits, logp, active, nb, row_hyp)
+            _record_greedy_next(records, stepping.pick_at(cfg, logits, settings.forced, t), logp, active, nb, row_hyp)
         next_rows, next_tok, next_cum, next_seqs, next_hyps, next_active = [], [], [], [], [], []
         for a, i in enumerate(active):
             kept = _step_sentence(
@@ -261,9 +274,10 @@ def _search(
         if not next_active:
             return finished
         rows = torch.tensor(next_rows, dtype=torch.long, device=device)
-        layout_changed = nb != k or next_active != active
+        next_nb = len(next_rows) // len(next_active)  # k, or 1 after a forced step
+        layout_changed = nb != next_nb or next_active != active
         cache, memory, src_mask, logits = _decode_next(model, cache, memory, src_mask, rows, next_tok, layout_changed)
-        active, nb = next_active, k
+        active, nb = next_active, next_nb
         seqs, row_hyp = next_seqs, next_hyps
         cum = torch.tensor(next_cum, device=device)
         t += 1
@@ -292,6 +306,8 @@ def _step_sentence(
     kept = []  # (row, token, cum, record id)
     for rank, status in enumerate(candidate_statuses(sel_tok, k, eos_id)):
         tok, tot, lp = sel_tok[rank], sel_total[rank], sel_lp[rank]
+        if tot == -math.inf:
+            break  # past the only candidate of a forced step: not a candidate at all
         row = first_row + sel_beam[rank]
         hyp = None
         if records is not None:
@@ -322,8 +338,8 @@ def _decode_next(model, cache, memory, src_mask, rows: torch.Tensor, tokens: lis
         # memory is not read once the cross K/V are cached; kept aligned for clarity
         memory = memory.index_select(0, rows)
         src_mask = src_mask.index_select(0, rows)
-    dec = model.decode(torch.tensor(tokens, device=rows.device)[:, None], memory, src_mask, cache=cache)
-    return dec.cache, memory, src_mask, model.project(dec.hidden[:, -1])
+    dec, logits = stepping.step(model, torch.tensor(tokens, device=rows.device)[:, None], memory, src_mask, cache)
+    return dec.cache, memory, src_mask, logits
 
 
 def _best_candidates(logits, logp, cum, banned_mask, A: int, nb: int, n_cand: int):
@@ -345,9 +361,9 @@ def _best_candidates(logits, logp, cum, banned_mask, A: int, nb: int, n_cand: in
     )
 
 
-def _record_greedy_next(records, logits, logp, active, nb, row_hyp) -> None:
-    """Where greedy would go from each row: its argmax token and that token's log-prob."""
-    g_tok = logits.argmax(dim=-1)  # (R,)
+def _record_greedy_next(records, g_tok, logp, active, nb, row_hyp) -> None:
+    """Where greedy would go from each row: its token ``g_tok`` (R,) (``stepping.pick``) and
+    that token's log-prob."""
     g_lp = logp.gather(1, g_tok[:, None])[:, 0]  # (R,)
     for row, nxt in enumerate(zip(g_tok.tolist(), g_lp.tolist())):
         records[active[row // nb]].greedy_next[row_hyp[row]] = nxt
@@ -393,23 +409,18 @@ def _offer(pool: list[Hypothesis], hyp: Hypothesis, k: int) -> None:
     del pool[k:]
 
 
-def _batches(translator, sentences: list[str], batch_size: int):
+def _batches(translator, sentences: list[str], batch_size: int, src_lang: str | None = None):
     """Encode, sort by length (little padding), and yield (input indices, padded src)."""
     encoded = []
     for i, s in enumerate(sentences):
         try:
-            encoded.append(translator.encode_source(s).ids)
+            encoded.append(translator.encode_source(s, src_lang).ids)
         except ValueError as exc:
             raise ValueError(f"sentence {i}: {exc}") from None
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-    pad = translator.cfg.src_pad_id
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
-        S = max(len(encoded[i]) for i in idx)
-        src = torch.full((len(idx), S), pad, dtype=torch.long)
-        for row, i in enumerate(idx):
-            src[row, : len(encoded[i])] = torch.tensor(encoded[i])
-        yield idx, src
+        yield idx, stepping.source_batch(translator.cfg, [encoded[i] for i in idx])
 
 
 @torch.no_grad()
@@ -420,6 +431,8 @@ def translate_beam(
     batch_size: int = 64,
     length_penalty: float = 0.6,
     early_stopping: bool = True,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> list[str]:
     """Batched beam-search translation, results in input order (``Translator.translate``
     calls this when ``beam_size > 1``). Empty sentences raise ``ValueError``."""
@@ -429,8 +442,10 @@ def translate_beam(
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
     results = [""] * len(sentences)
-    for idx, src in _batches(translator, list(sentences), batch_size):
-        out = beam_search(translator.model, src, k, length_penalty=length_penalty, early_stopping=early_stopping)
+    for idx, src in _batches(translator, list(sentences), batch_size, src_lang):
+        out = beam_search(
+            translator.model, src, k, length_penalty=length_penalty, early_stopping=early_stopping, tgt_lang=tgt_lang
+        )
         for row, i in enumerate(idx):
             results[i] = translator._decode_text(out.ids[row])
     return results

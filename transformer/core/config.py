@@ -69,6 +69,11 @@ class TransformerConfig:
     # [PAD] and [SOS]): none for ours; a Marian model's generation config bans its <pad>
     # (bad_words_ids), which is also its start token
     tgt_banned_ids: list[int] = field(default_factory=list)
+    # a multilingual model's language tokens, by language code (one shared vocabulary): a
+    # source is framed ``lang x </s>`` with its language's token, and the decoder, after its
+    # start token, is forced to emit the target language's token first (M2M100, NLLB-200,
+    # mBART-50). Empty for a model of one pair, whose sources are framed ``[SOS] x [EOS]``.
+    lang_ids: dict[str, int] = field(default_factory=dict)
     # languages and tokenizer files, so a checkpoint says what it translates
     src_lang: str = "en"
     tgt_lang: str = "it"
@@ -91,6 +96,12 @@ class TransformerConfig:
             raise ValueError(f"activation must be one of {'/'.join(ACTIVATIONS)}, got {self.activation!r}")
         if self.positional_table not in ("interleaved", "halves"):
             raise ValueError(f"positional_table must be 'interleaved' or 'halves', got {self.positional_table!r}")
+        for code, i in self.lang_ids.items():
+            if not 0 <= i < min(self.src_vocab_size, self.tgt_vocab_size):
+                raise ValueError(f"lang_ids[{code!r}] = {i} is outside the vocabulary")
+        for side in ("src", "tgt"):
+            if self.lang_ids and getattr(self, side + "_lang") not in self.lang_ids:
+                raise ValueError(f"{side}_lang {getattr(self, side + '_lang')!r} is not one of lang_ids")
         if self.storage_dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"storage_dtype must be float32/bfloat16/float16, got {self.storage_dtype!r}")
 
@@ -100,14 +111,9 @@ class TransformerConfig:
 
     @property
     def src_frame_len(self) -> int:
-        """Special tokens around every source: [SOS] and [EOS] (a Marian model's: </s> alone)."""
-        return 1 if self.src_sos_id is None else 2
-
-    def framed_source(self, ids: list[int]) -> list[int]:
-        """A source's subword ids as the encoder reads them: [SOS] ids [EOS] (a Marian
-        model's: ids </s>)."""
-        start = [] if self.src_sos_id is None else [self.src_sos_id]
-        return [*start, *ids, self.src_eos_id]
+        """Special tokens around every source: [SOS] and [EOS] (a Marian model's: </s> alone;
+        a multilingual model's: its language token and </s>)."""
+        return 1 if self.src_sos_id is None and not self.lang_ids else 2
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.model import Transformer, causal_mask, select_cache_rows
+from transformer.core.stepping import never_emitted  # noqa: F401  (re-exported: older imports)
 from transformer.core.trace import StepView, Trace  # noqa: F401  (re-exported: older imports)
 
 
@@ -50,14 +52,6 @@ class GreedyResult:
 LENS_K = 5  # candidates the logit lens keeps per layer and step
 
 
-def never_emitted(cfg) -> list[int]:
-    """Target ids beam search never proposes: [PAD] and [SOS] (not output tokens) unless one
-    of them is also [EOS], and the config's ``tgt_banned_ids``. Greedy decoding leaves out
-    only the latter (for a Marian model its <pad>, also its start token, as the
-    ``bad_words_ids = [[pad]]`` of OPUS-MT's generation configs do)."""
-    return sorted(({cfg.tgt_pad_id, cfg.tgt_sos_id} - {cfg.tgt_eos_id}) | set(cfg.tgt_banned_ids))
-
-
 def max_new_tokens(model: Transformer, src_len: int | torch.Tensor):
     """Target steps allowed for a source of ``src_len`` ids: generous (Italian runs longer
     than English) but never past the decoder's positional table. Works per row on a tensor
@@ -76,6 +70,7 @@ def greedy_decode(
     need_trace: bool = False,
     top_k: int = 10,
     head_mask: dict | None = None,
+    tgt_lang: str | None = None,
 ) -> GreedyResult:
     """Greedy decoding of a padded batch ``src`` (B, S) with a KV cache.
 
@@ -93,16 +88,16 @@ def greedy_decode(
     (equal up to float rounding: padded matmuls sum in another order). Batching is what
     lets a server trace many visitors' sentences for the price of a few.
     ``head_mask`` silences heads (see ``Transformer.layer_head_masks``), e.g. a knock-out.
+    ``tgt_lang``: a multilingual model's target language (default the config's); its token
+    is forced at step 0 (``stepping.forced_start``) before ``forced_prefix`` goes on.
     """
     cfg = model.cfg
     forced_prefix = _check_forced_prefix(cfg, forced_prefix, src.shape[0])
+    forced_prefix = stepping.with_forced_start(cfg, forced_prefix, tgt_lang)
     limits = _step_limits(model, src, max_steps, len(forced_prefix))
-    src_mask = model.src_mask(src)
-    memory, enc_w = model.encode(src, src_mask, need_weights=need_trace, head_mask=head_mask)
+    src_mask, memory, enc_w = stepping.encode(model, src, need_weights=need_trace, head_mask=head_mask)
     recorder = _StepRecorder(top_k) if need_trace else None
-    out = _decode_steps(
-        model, _Rows.start(cfg.tgt_sos_id, memory, src_mask, limits), forced_prefix, head_mask, recorder
-    )
+    out = _decode_steps(model, _Rows.start(cfg, memory, src_mask, limits), forced_prefix, head_mask, recorder)
     result = GreedyResult(ids=_emitted_ids(out, cfg))
     if recorder is not None:
         src_lens = (src != cfg.src_pad_id).sum(dim=1).tolist()
@@ -148,13 +143,12 @@ class _Rows:
     cache: list | None = None
 
     @classmethod
-    def start(cls, sos_id: int, memory, src_mask, limits) -> _Rows:
-        """Every sentence of the batch, about to read [SOS]."""
+    def start(cls, cfg, memory, src_mask, limits) -> _Rows:
+        """Every sentence of the batch, about to read the start token."""
         B, device = memory.shape[0], memory.device
-        sos = torch.full((B, 1), sos_id, dtype=torch.long, device=device)
         return cls(
             torch.arange(B, device=device),
-            sos,
+            stepping.start_tokens(cfg, B, device),
             limits,
             torch.zeros(B, dtype=torch.bool, device=device),
             memory,
@@ -191,21 +185,20 @@ def _decode_steps(
     tracing = recorder is not None
     shrink = not tracing and head_mask is None
     max_steps = int(rows.limits.max())
-    banned = list(cfg.tgt_banned_ids)
     out = torch.full((len(rows.position), max_steps), cfg.tgt_pad_id, dtype=torch.long, device=rows.last.device)
     for t in range(max_steps):
-        dec = model.decode(
+        dec, logits = stepping.step(
+            model,
             rows.last,
             rows.memory,
             rows.src_mask,
-            cache=rows.cache,
+            rows.cache,
             need_weights=tracing,
             head_mask=head_mask,
             need_hidden_states=tracing,
-        )
+        )  # logits: (R, V)
         rows.cache = dec.cache
-        logits = model.project(dec.hidden[:, -1])  # (R, V)
-        nxt = _next_tokens(logits, forced_prefix, t, banned)
+        nxt = stepping.pick_at(cfg, logits, forced_prefix, t)
         if tracing:
             recorder.add(dec, logits)
         nxt = torch.where(rows.finished, torch.full_like(nxt, cfg.tgt_pad_id), nxt)
@@ -217,21 +210,6 @@ def _decode_steps(
         if shrink and bool(rows.finished.any()):
             rows = rows.without_finished()
     return out
-
-
-def _next_tokens(logits: torch.Tensor, forced_prefix: list[int], t: int, banned: list[int]) -> torch.Tensor:
-    """Step ``t``'s output per row (R,): the forced token while the prefix lasts, else the
-    argmax over the tokens greedy decoding may emit (``banned``: the config's ``tgt_banned_ids``)."""
-    if t < len(forced_prefix):
-        return torch.full((logits.shape[0],), forced_prefix[t], dtype=torch.long, device=logits.device)
-    return _argmax_allowed(logits, banned)
-
-
-def _argmax_allowed(logits: torch.Tensor, banned: list[int]) -> torch.Tensor:
-    """argmax over the last dim, ``banned`` ids left out (the logits are not changed)."""
-    if banned:
-        logits = logits.index_fill(-1, torch.tensor(banned, device=logits.device), float("-inf"))
-    return logits.argmax(dim=-1)
 
 
 def _emitted_ids(out: torch.Tensor, cfg) -> list[list[int]]:
@@ -335,15 +313,20 @@ def naive_greedy_decode(model: Transformer, src: torch.Tensor, max_steps: int) -
     no cache, the whole prefix goes through the decoder again at every step, with explicit
     attention. ``src`` is (1, S), usually padded to a fixed length."""
     cfg = model.cfg
-    src_mask = model.src_mask(src)
-    memory, _ = model.encode(src, src_mask, need_weights=True)
-    ys = torch.full((1, 1), cfg.tgt_sos_id, dtype=torch.long, device=src.device)
+    src_mask, memory, _ = stepping.encode(model, src, need_weights=True)
+    ys = stepping.start_tokens(cfg, 1, src.device)
+    forced = stepping.forced_start(cfg)
     out = []
-    for _ in range(max_steps):
-        dec = model.decode(
-            ys, memory, src_mask, causal_mask(ys.shape[1], device=src.device)[None, None], need_weights=True
+    for t in range(max_steps):
+        _, logits = stepping.step(
+            model,
+            ys,
+            memory,
+            src_mask,
+            tgt_mask=causal_mask(ys.shape[1], device=src.device)[None, None],
+            need_weights=True,
         )
-        nxt = int(_argmax_allowed(model.project(dec.hidden[:, -1]), cfg.tgt_banned_ids))
+        nxt = int(stepping.pick_at(cfg, logits, forced, t)[0])
         out.append(nxt)
         if nxt == cfg.tgt_eos_id:
             break

@@ -13,7 +13,6 @@ import unicodedata
 
 import numpy as np
 
-from transformer.core.tokenizer import EOS, SOS
 from transformer.core.trace import Trace
 
 
@@ -114,10 +113,12 @@ def is_punctuation(token: str) -> bool:
     return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
 
 
-def _key_classes(tokens: list[str]) -> dict[str, np.ndarray]:
+def _key_classes(tokens: list[str], starts: list[str], ends: list[str]) -> dict[str, np.ndarray]:
+    """Key masks: the start tokens, the end tokens (``Trace.start_tokens`` / ``end_tokens``),
+    punctuation. A token that both starts and ends (M2M100's </s>) counts as a start."""
     return {
-        "sink_sos": np.array([t == SOS for t in tokens]),
-        "sink_eos": np.array([t == EOS for t in tokens]),
+        "sink_sos": np.array([t in starts for t in tokens]),
+        "sink_eos": np.array([t in ends and t not in starts for t in tokens]),
         "sink_punct": np.array([is_punctuation(t) for t in tokens]),
     }
 
@@ -138,8 +139,11 @@ def _spearman(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (ry * rx).sum(-1) / np.where(den > 0, den, 1.0), np.nan)
 
 
-def _attention_measures(A: np.ndarray, key_tokens: list[str], causal: bool, self_attn: bool) -> dict[str, np.ndarray]:
-    """Per-head measures (L, H) of attention A (L, H, Q, K); NaN where undefined."""
+def _attention_measures(
+    A: np.ndarray, key_tokens: list[str], causal: bool, self_attn: bool, frame: tuple[list[str], list[str]]
+) -> dict[str, np.ndarray]:
+    """Per-head measures (L, H) of attention A (L, H, Q, K); NaN where undefined. ``frame``:
+    the names of the start and end tokens."""
     A = np.asarray(A, dtype=np.float64)
     L, H, Q, K = A.shape
     q = np.arange(Q)
@@ -156,7 +160,7 @@ def _attention_measures(A: np.ndarray, key_tokens: list[str], causal: bool, self
         plogp = np.where(Ar > 0, Ar * np.log(np.where(Ar > 0, Ar, 1.0)), 0.0)
     out["entropy"] = (-plogp.sum(-1) / np.log(lengths[rows])).mean(-1)
     out["confidence"] = Ar.max(-1).mean(-1)
-    classes = _key_classes(key_tokens)
+    classes = _key_classes(key_tokens, *frame)
     for name, keys in classes.items():
         out[name] = Ar[..., keys].sum(-1).mean(-1)
     out["sink"] = Ar[..., classes["sink_sos"] | classes["sink_eos"] | classes["sink_punct"]].sum(-1).mean(-1)
@@ -169,11 +173,12 @@ def _attention_measures(A: np.ndarray, key_tokens: list[str], causal: bool, self
     return out
 
 
-def _monotonicity(cross: np.ndarray, src_tokens: list[str], tgt_tokens: list[str]) -> np.ndarray:
+def _monotonicity(cross: np.ndarray, trace: Trace) -> np.ndarray:
     """Spearman rho of step index vs argmax source position, per head (L, H)."""
     L, H, T, S = cross.shape
-    content = np.array([t not in (SOS, EOS) for t in src_tokens])
-    steps = np.array([tgt_tokens[t + 1] != EOS for t in range(T)])
+    frame = set(trace.start_tokens) | set(trace.end_tokens)
+    content = np.array([t not in frame for t in trace.src_tokens])
+    steps = np.array([trace.tgt_tokens[t + 1] not in trace.end_tokens for t in range(T)])
     if content.sum() == 0 or steps.sum() < 3:
         return np.full((L, H), np.nan)
     masked = np.where(content, cross[:, :, steps], -1.0)  # (L, H, T', S)
@@ -199,12 +204,11 @@ def _stats_dict(measures: dict[str, dict[str, np.ndarray]], n_sentences: int) ->
 def head_measures(trace: Trace) -> dict[str, dict[str, np.ndarray]]:
     """The raw (L, H) float arrays behind :func:`head_stats` (NaN where undefined)."""
     T = trace.steps
-    enc = _attention_measures(trace.encoder_attn, trace.src_tokens, causal=False, self_attn=True)
-    dec = _attention_measures(trace.decoder_self_attn, trace.tgt_tokens[:T], causal=True, self_attn=True)
-    cross = _attention_measures(trace.cross_attn, trace.src_tokens, causal=False, self_attn=False)
-    cross["monotonicity"] = _monotonicity(
-        np.asarray(trace.cross_attn, dtype=np.float64), trace.src_tokens, trace.tgt_tokens
-    )
+    frame = (trace.start_tokens, trace.end_tokens)
+    enc = _attention_measures(trace.encoder_attn, trace.src_tokens, causal=False, self_attn=True, frame=frame)
+    dec = _attention_measures(trace.decoder_self_attn, trace.tgt_tokens[:T], causal=True, self_attn=True, frame=frame)
+    cross = _attention_measures(trace.cross_attn, trace.src_tokens, causal=False, self_attn=False, frame=frame)
+    cross["monotonicity"] = _monotonicity(np.asarray(trace.cross_attn, dtype=np.float64), trace)
     return {"encoder": enc, "decoder_self": dec, "cross": cross}
 
 

@@ -72,6 +72,13 @@ class Trace:
     rollout: np.ndarray | None = None  # float32 (T, S)
     head_stats: dict | None = None
     unk_token: str = "[UNK]"  # the source tokenizer's unknown token (a Marian model's is <unk>)
+    src_lang: str = "en"  # language codes (a multilingual model's, chosen per request)
+    tgt_lang: str = "it"
+    # names of the tokens that open and close a sentence, read from the config's ids: what
+    # the head diagnostics call a start or end sink (ours [SOS] / [EOS]; Marian's <pad> / </s>;
+    # a multilingual model's </s> starts the decoder and its language token the source)
+    start_tokens: list[str] = field(default_factory=lambda: ["[SOS]"])
+    end_tokens: list[str] = field(default_factory=lambda: ["[EOS]"])
 
     @property
     def steps(self) -> int:
@@ -131,6 +138,10 @@ class Trace:
             "tgt_tokens": self.tgt_tokens,
             "tgt_ids": self.tgt_ids,
             "special_tokens": self.special_tokens,
+            "src_lang": self.src_lang,
+            "tgt_lang": self.tgt_lang,
+            "start_tokens": self.start_tokens,
+            "end_tokens": self.end_tokens,
             "truncated": self.truncated,
             "n_src_tokens_dropped": self.n_src_tokens_dropped,
             "finished": self.finished,

@@ -13,7 +13,7 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
-from transformer.core import readings
+from transformer.core import readings, stepping
 from transformer.core.checkpoint import load_checkpoint, read_metrics
 from transformer.core.decoding import greedy_decode
 from transformer.core.trace import Trace
@@ -58,7 +58,10 @@ class Translator:
             names += [tok.id_to_token(i) for i in ids if i is not None]
         return list(dict.fromkeys(names))
 
-    def encode_source(self, text: str) -> EncodedSource:
+    def encode_source(self, text: str, src_lang: str | None = None) -> EncodedSource:
+        """``text`` framed as the encoder reads it (``stepping.frame_source``), cut to
+        :attr:`max_source_tokens`. ``src_lang``: a multilingual model's source language."""
+        stepping.check_languages(self.cfg, src_lang, None)
         if not isinstance(text, str):
             raise TypeError(f"expected a string, got {type(text).__name__}")
         ids = encode(self.src_tok, text)
@@ -66,18 +69,25 @@ class Translator:
             raise ValueError("empty sentence: type some text to translate")
         n_dropped = max(0, len(ids) - self.max_source_tokens)
         ids = ids[: self.max_source_tokens]
-        return EncodedSource(self.cfg.framed_source(ids), n_dropped > 0, n_dropped)
+        return EncodedSource(stepping.frame_source(self.cfg, ids, src_lang), n_dropped > 0, n_dropped)
 
     def _decode_text(self, ids: list[int]) -> str:
-        specials = {self.cfg.tgt_pad_id, self.cfg.tgt_sos_id, self.cfg.tgt_eos_id}
-        return self.tgt_tok.decode([i for i in ids if i not in specials], skip_special_tokens=False)
+        return self.tgt_tok.decode(stepping.words_of(self.cfg, ids), skip_special_tokens=False)
 
     @torch.no_grad()
-    def translate(self, sentences: list[str], batch_size: int = 64, beam_size: int = 1) -> list[str]:
+    def translate(
+        self,
+        sentences: list[str],
+        batch_size: int = 64,
+        beam_size: int = 1,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+    ) -> list[str]:
         """Batched translation of a list of sentences, greedy when ``beam_size`` is 1,
         beam search (``transformer.core.beam``) otherwise. Sentences are sorted by length so
         each batch pads little; results come back in input order. Empty sentences raise
-        ``ValueError``; anything but a list (or tuple) of strings raises ``TypeError``."""
+        ``ValueError``; anything but a list (or tuple) of strings raises ``TypeError``.
+        ``src_lang`` / ``tgt_lang``: a multilingual model's languages (default the config's)."""
         if not isinstance(sentences, (list, tuple)):
             hint = " (wrap one sentence in a list: translate([text]))" if isinstance(sentences, str) else ""
             raise TypeError(f"sentences must be a list of strings, got {type(sentences).__name__}{hint}")
@@ -85,32 +95,38 @@ class Translator:
             raise ValueError(f"beam_size must be an integer >= 1, got {beam_size!r}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
+        stepping.check_languages(self.cfg, src_lang, tgt_lang)
         if beam_size > 1:
             from transformer.core.beam import translate_beam
 
-            return translate_beam(self, list(sentences), beam_size=beam_size, batch_size=batch_size)
+            return translate_beam(
+                self, list(sentences), beam_size, batch_size=batch_size, src_lang=src_lang, tgt_lang=tgt_lang
+            )
         encoded = []
         for i, s in enumerate(sentences):
             try:
-                encoded.append(self.encode_source(s).ids)
+                encoded.append(self.encode_source(s, src_lang).ids)
             except (TypeError, ValueError) as exc:
                 raise type(exc)(f"sentence {i}: {exc}") from None
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
         results: list[str] = [""] * len(encoded)
         for start in range(0, len(order), batch_size):
             idx = order[start : start + batch_size]
-            S = max(len(encoded[i]) for i in idx)
-            src = torch.full((len(idx), S), self.cfg.src_pad_id, dtype=torch.long)
-            for row, i in enumerate(idx):
-                src[row, : len(encoded[i])] = torch.tensor(encoded[i])
-            out = greedy_decode(self.model, src)
+            src = stepping.source_batch(self.cfg, [encoded[i] for i in idx])  # (B, S)
+            out = greedy_decode(self.model, src, tgt_lang=tgt_lang)
             for row, i in enumerate(idx):
                 results[i] = self._decode_text(out.ids[row])
         return results
 
     @torch.no_grad()
     def trace(
-        self, text: str, forced_prefix: list[int] | None = None, top_k: int = 10, head_mask: dict | None = None
+        self,
+        text: str,
+        forced_prefix: list[int] | None = None,
+        top_k: int = 10,
+        head_mask: dict | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
     ) -> Trace:
         """Decode one sentence greedily and record everything (see ``trace.Trace``):
         attention, top-k, logit lens, attention rollout and per-head diagnostics.
@@ -118,49 +134,62 @@ class Translator:
         ``forced_prefix``: target ids to emit first, e.g. the original output up to step
         t with the 2nd candidate at step t, after which decoding goes on greedily.
         ``head_mask``: silence heads while decoding (``Transformer.forward``), e.g. to
-        step through a knocked-out model.
+        step through a knocked-out model. ``src_lang`` / ``tgt_lang``: a multilingual
+        model's languages (default the config's).
         """
         for i in forced_prefix or []:
             if not 0 <= int(i) < self.cfg.tgt_vocab_size:
                 raise ValueError(f"forced token id {i} is outside the target vocabulary")
             if int(i) == self.cfg.tgt_pad_id:
                 raise ValueError(f"forced token id {i} is [PAD], which the decoder never emits")
-        return self._traces([text], forced_prefix, top_k, head_mask)[0]
+        return self._traces([text], forced_prefix, top_k, head_mask, (src_lang, tgt_lang))[0]
 
     @torch.no_grad()
-    def trace_batch(self, texts: list[str], top_k: int = 10) -> list[Trace]:
+    def trace_batch(
+        self, texts: list[str], top_k: int = 10, src_lang: str | None = None, tgt_lang: str | None = None
+    ) -> list[Trace]:
         """:meth:`trace` for several sentences in one padded batch: what a server does with
         the sentences that arrive together (``serving.TraceBatcher``). Each trace equals
         the one-sentence trace up to float rounding; a bad sentence raises ``ValueError``
-        naming it, so check sentences first when one must not fail the others."""
+        naming it, so check sentences first when one must not fail the others. Every
+        sentence of a batch has the same languages."""
         if not texts:
             return []
-        return self._traces(list(texts), None, top_k, None)
+        return self._traces(list(texts), None, top_k, None, (src_lang, tgt_lang))
 
-    def _traces(self, texts, forced_prefix, top_k, head_mask) -> list[Trace]:
+    def _traces(self, texts, forced_prefix, top_k, head_mask, langs) -> list[Trace]:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
+        stepping.check_languages(self.cfg, *langs)
         sources = []
         for n, text in enumerate(texts, 1):
             try:
-                sources.append(self.encode_source(text))
+                sources.append(self.encode_source(text, langs[0]))
             except ValueError as exc:
                 raise ValueError(str(exc) if len(texts) == 1 else f"sentence {n}: {exc}") from None
-        width = max(len(src.ids) for src in sources)
-        batch = torch.full((len(sources), width), self.cfg.src_pad_id, dtype=torch.long)  # (B, S)
-        for b, src in enumerate(sources):
-            batch[b, : len(src.ids)] = torch.tensor(src.ids)
-        res = greedy_decode(
-            self.model, batch, forced_prefix=forced_prefix, need_trace=True, top_k=top_k, head_mask=head_mask
-        )
+        batch = stepping.source_batch(self.cfg, [src.ids for src in sources])  # (B, S)
+        forced = stepping.with_forced_start(self.cfg, forced_prefix, langs[1])
+        res = greedy_decode(self.model, batch, forced_prefix=forced, need_trace=True, top_k=top_k, head_mask=head_mask)
         return [
-            self._make_trace(text, src, out_ids, rec, forced_prefix)
+            self._make_trace(text, src, out_ids, rec, forced, langs)
             for text, src, out_ids, rec in zip(texts, sources, res.ids, res.records)
         ]
 
-    def _make_trace(self, text, src: EncodedSource, out_ids, rec, forced_prefix) -> Trace:
-        tgt_ids = [self.cfg.tgt_sos_id, *out_ids]
+    def _frame_names(self) -> tuple[list[str], list[str]]:
+        """The names of the start and end tokens a trace's sink measures look for, read
+        from the config's ids (never recognised by their names)."""
+        cfg, src, tgt = self.cfg, self.src_tok.id_to_token, self.tgt_tok.id_to_token
+        starts = [tgt(cfg.tgt_sos_id)] + ([] if cfg.src_sos_id is None else [src(cfg.src_sos_id)])
+        return list(dict.fromkeys(starts)), list(dict.fromkeys([src(cfg.src_eos_id), tgt(cfg.tgt_eos_id)]))
+
+    def _make_trace(self, text, src: EncodedSource, out_ids, rec, forced_prefix, langs) -> Trace:
+        cfg = self.cfg
+        tgt_ids = stepping.decoder_inputs(cfg, out_ids)
         tok = self.tgt_tok.id_to_token
+        # a multilingual trace's own language tokens are specials too (its source's first
+        # token, its forced first output)
+        lang_tokens = [tok(i) for i in (src.ids[:1] + out_ids[:1]) if i in cfg.lang_ids.values()]
+        starts, ends = self._frame_names()
         trace = Trace(
             src_text=text,
             translation=self._decode_text(out_ids),
@@ -168,7 +197,7 @@ class Translator:
             src_ids=src.ids,
             tgt_tokens=[tok(i) for i in tgt_ids],
             tgt_ids=tgt_ids,
-            special_tokens=self.special_tokens,
+            special_tokens=list(dict.fromkeys(self.special_tokens + lang_tokens)),
             unk_token=self.src_tok.id_to_token(self.cfg.src_unk_id),
             encoder_attn=rec.encoder_attn,
             decoder_self_attn=rec.self_attn,
@@ -179,11 +208,15 @@ class Translator:
             positional_encoding=self.model.pos_encoding.pe.numpy(),
             truncated=src.truncated,
             n_src_tokens_dropped=src.n_dropped,
-            finished=bool(out_ids) and out_ids[-1] == self.cfg.tgt_eos_id,
-            forced_prefix=list(forced_prefix or []),
+            finished=bool(out_ids) and out_ids[-1] == cfg.tgt_eos_id,
+            forced_prefix=list(forced_prefix),
             logit_lens_tokens=[[[tok(i) for i in rank] for rank in layer] for layer in rec.lens_ids.tolist()],
             logit_lens_ids=rec.lens_ids,
             logit_lens_probs=rec.lens_probs,
+            src_lang=langs[0] or cfg.src_lang,
+            tgt_lang=langs[1] or cfg.tgt_lang,
+            start_tokens=starts + lang_tokens[:1],
+            end_tokens=ends,
         )
         trace.encoder_rollout = readings.encoder_rollout(trace.encoder_attn)
         trace.rollout = readings.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)

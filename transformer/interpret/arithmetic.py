@@ -52,6 +52,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.model import HEAD_MASK_KINDS, MultiHeadAttention, Transformer
 from transformer.core.trace import Trace
 
@@ -248,12 +249,11 @@ def _run(model: Transformer, trace: Trace, kind: str, attn: MultiHeadAttention, 
     the arguments ``attn`` was called with (x_q, k, v, mask, need_weights, head_mask)."""
     src = torch.tensor([trace.src_ids])  # (1, S)
     with _capture_call(attn) as call:
-        src_mask = model.src_mask(src)  # (1, 1, 1, S)
         # need_weights: the explicit softmax path, the one the trace was recorded with
-        memory, _ = model.encode(src, src_mask, need_weights=True, head_mask=head_mask)
+        src_mask, memory, _ = stepping.encode(model, src, need_weights=True, head_mask=head_mask)
         if kind != "encoder":
             tgt_in = torch.tensor([trace.tgt_ids[: trace.steps]])  # (1, T): [SOS] y1 ... y(T-1)
-            model.decode(tgt_in, memory, src_mask, model.tgt_mask(tgt_in), need_weights=True, head_mask=head_mask)
+            stepping.decode_all(model, tgt_in, memory, src_mask, need_weights=True, head_mask=head_mask)
     if not call:
         raise RuntimeError(f"the {kind} attention module was not called by the forward pass")
     return call

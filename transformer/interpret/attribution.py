@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.decoding import greedy_decode
 from transformer.core.model import HeadProbe, LayerCache, LayerProbe, Transformer
 
@@ -96,7 +97,7 @@ def step_inputs(translator, text: str, step: int, target_ids: list[int] | None =
     n = len(ids)
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step < n:
         raise ValueError(f"step must be 0..{n - 1} (0-based; step t emits output token t + 1), got {step!r}")
-    return StepInputs(src, [translator.cfg.tgt_sos_id, *ids], int(step))
+    return StepInputs(src, stepping.decoder_inputs(translator.cfg, ids), int(step))
 
 
 def greedy_targets(translator, texts: list[str]) -> list[list[int]]:
@@ -133,10 +134,9 @@ class Recorded:
 
 
 def record(model: Transformer, src: torch.Tensor, prefix: torch.Tensor) -> Recorded:
-    src_mask = model.src_mask(src)
-    memory, _ = model.encode(src, src_mask)
+    src_mask, memory, _ = stepping.encode(model, src)
     probes = [LayerProbe() for _ in model.decoder_layers]
-    dec = model.decode(prefix, memory, src_mask, probes=probes, need_hidden_states=True)
+    dec = stepping.run_decoder(model, prefix, memory, src_mask, probes=probes, need_hidden_states=True)
     return Recorded(memory, src_mask, model.tgt_embed(prefix), probes, dec.layer_hidden[-1], dec.hidden, dec.cache)
 
 
@@ -246,7 +246,7 @@ def _versus_id(versus, chosen: int, logits: torch.Tensor, cfg) -> int | None:
     if versus is None:
         return None
     if versus == "runner-up":
-        top = logits.topk(2).indices.tolist()
+        top = stepping.allowed_logits(cfg, logits).topk(2).indices.tolist()  # a banned id is never the runner-up
         return top[1] if top[0] == chosen else top[0]
     if not isinstance(versus, str):
         vid = check_token_id("versus", versus, cfg)
@@ -452,11 +452,12 @@ def _patched_diffs(
         )
         for i, pb in enumerate(rec_b.probes)
     ]
-    dec = model.decode(
+    dec = stepping.run_decoder(
+        model,
         prefix_a[:, run].expand(R, -1),
         rec_a.memory.expand(R, -1, -1),
         rec_a.src_mask.expand(R, -1, -1, -1),
-        cache=_shared_cache(rec_a, R, run.start),
+        _shared_cache(rec_a, R, run.start),
         head_mask={"decoder_self": self_m, "cross": cross_m},
         probes=probes,
         embeds=embeds,

@@ -63,6 +63,7 @@ import math
 
 import torch
 
+from transformer.core import stepping
 from transformer.core.beam import (
     BeamResult,
     Hypothesis,
@@ -138,7 +139,7 @@ def build_tree(
     and the best and greedy paths are marked. ``src_row`` (1, S) is the sentence, needed
     only if greedy leaves the beam."""
     eos_id = model.cfg.tgt_eos_id
-    tree = _Tree(model.cfg.tgt_sos_id, tokenizer)
+    tree = _Tree(stepping.start_id(model.cfg), tokenizer)
     for c in record.candidates:
         tree.add(
             c.parent,
@@ -201,8 +202,8 @@ def _mark_tree(tree: _Tree, best_path, greedy_path, hypotheses: list[Hypothesis]
 def _greedy_path(model, src_row, tree: _Tree, record: SearchRecord, max_steps) -> tuple[list[int], int, float]:
     """Place the greedy decoding in ``tree``: (ids, last node, log-prob).
 
-    While greedy stays on nodes the beam expanded, its next token is the argmax the search
-    recorded at that node, so it costs nothing. Once it leaves them, one greedy decoding
+    While greedy stays on nodes the beam expanded, its next token is the choice the search
+    recorded at that node (``stepping.pick_at``), so it costs nothing. Once it leaves them, one greedy decoding
     forced through the prefix and one teacher-forced pass finish it. Greedy-only nodes are
     added with status "pruned" and source "greedy".
     """
@@ -216,7 +217,7 @@ def _greedy_path(model, src_row, tree: _Tree, record: SearchRecord, max_steps) -
         else:
             full = greedy_decode(model, src_row, max_steps=max_steps, forced_prefix=ids).ids[0]
             if len(full) > len(ids):
-                tgt_in = torch.tensor([[cfg.tgt_sos_id, *full[:-1]]], device=src_row.device)
+                tgt_in = torch.tensor([stepping.decoder_inputs(cfg, full[:-1])], device=src_row.device)
                 logp = model(src_row, tgt_in).logits[0].float().log_softmax(dim=-1)  # (T, V)
                 rest = [(tok, float(logp[t, tok])) for t, tok in enumerate(full) if t >= len(ids)]
             break
@@ -243,7 +244,13 @@ def _greedy_child(tree: _Tree, node: int, step: int, tok: int, cum: float, lp: f
 
 @torch.no_grad()
 def beam_tree(
-    translator, text: str, beam_size: int, length_penalty: float = 0.6, early_stopping: bool = True
+    translator,
+    text: str,
+    beam_size: int,
+    length_penalty: float = 0.6,
+    early_stopping: bool = True,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> tuple[str, dict]:
     """Beam search on one sentence for the app's ``/beam`` endpoint.
 
@@ -257,10 +264,17 @@ def beam_tree(
     if not text.strip():
         raise ValueError("empty sentence: type some text to translate")
     k = check_beam_size(beam_size, MAX_TREE_BEAM)
-    src = translator.encode_source(text)
+    stepping.check_languages(translator.cfg, src_lang, tgt_lang)
+    src = translator.encode_source(text, src_lang)
     src_ids = torch.tensor([src.ids])  # (1, S)
     res = beam_search(
-        translator.model, src_ids, k, length_penalty=length_penalty, early_stopping=early_stopping, return_records=True
+        translator.model,
+        src_ids,
+        k,
+        length_penalty=length_penalty,
+        early_stopping=early_stopping,
+        return_records=True,
+        tgt_lang=tgt_lang,
     )
     tree = tree_of(translator.model, src_ids, res, 0, translator.tgt_tok)
     greedy_ids = [tree["nodes"][n]["token_id"] for n in tree["greedy_path"][1:]]

@@ -87,6 +87,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.model import Transformer
 from transformer.core.trace import Trace
 
@@ -348,9 +349,7 @@ def _run(model: Transformer, src_ids: list[int], tgt_in: list[int], head_mask: d
     src = torch.tensor([src_ids])  # (1, S)
     tgt = torch.tensor([tgt_in])  # (1, T)
     with _hooks(model) as calls:
-        src_mask = model.src_mask(src)
-        memory, enc_w = model.encode(src, src_mask, need_weights=True, head_mask=head_mask)
-        dec = model.decode(tgt, memory, src_mask, model.tgt_mask(tgt), need_weights=True, head_mask=head_mask)
+        enc_w, dec, _ = stepping.teacher_forced(model, src, tgt, need_weights=True, head_mask=head_mask)
     weights = {"encoder": enc_w, "decoder_self": dec.self_attn, "cross": dec.cross_attn}
     blocks = []
     for kind, n in (("encoder", len(model.encoder_layers)), ("decoder_self", len(model.decoder_layers))):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from transformer.core import stepping
 from transformer.core.decoding import max_new_tokens
 from transformer.core.model import Transformer
 
@@ -93,25 +94,27 @@ class DecoderLens:
 
 def output_text(translator, ids: list[int]) -> str:
     """Target ids as text, the special tokens left out (as ``Translator.translate`` writes it)."""
-    cfg = translator.cfg
-    specials = {cfg.tgt_pad_id, cfg.tgt_sos_id, cfg.tgt_eos_id}
-    return translator.tgt_tok.decode([i for i in ids if i not in specials], skip_special_tokens=False)
+    return translator.tgt_tok.decode(stepping.words_of(translator.cfg, ids), skip_special_tokens=False)
 
 
 @torch.no_grad()
-def greedy_from_memory(model: Transformer, memory: torch.Tensor, src_mask: torch.Tensor, limit: int) -> list[list[int]]:
+def greedy_from_memory(
+    model: Transformer, memory: torch.Tensor, src_mask: torch.Tensor, limit: int, tgt_lang: str | None = None
+) -> list[list[int]]:
     """Greedy decoding from encoder memories (B, S, D) of one sentence (``src_mask`` (1, 1, 1, S)),
-    one row per memory, each up to and including its [EOS] (at most ``limit`` steps). A row that
-    has finished keeps decoding with the others until all have (its later outputs are dropped)."""
+    one row per memory, each up to and including its end token (at most ``limit`` steps), by the
+    decoding core's rules (start token, forced start, banned ids). A row that has finished keeps
+    decoding with the others until all have (its later outputs are dropped)."""
     cfg = model.cfg
     B = memory.shape[0]
     mask = src_mask.expand(B, *src_mask.shape[1:])  # (B, 1, 1, S)
-    last = torch.full((B, 1), cfg.tgt_sos_id, dtype=torch.long)
+    last = stepping.start_tokens(cfg, B)
+    forced = stepping.forced_start(cfg, tgt_lang)
     cache, out, done = None, [[] for _ in range(B)], [False] * B
-    for _ in range(limit):
-        dec = model.decode(last, memory, mask, cache=cache)
+    for t in range(max(limit, len(forced))):
+        dec, logits = stepping.step(model, last, memory, mask, cache)
         cache = dec.cache
-        nxt = model.project(dec.hidden[:, -1]).argmax(dim=-1)  # (B,)
+        nxt = stepping.pick_at(cfg, logits, forced, t)  # (B,)
         for b, i in enumerate(nxt.tolist()):
             if not done[b]:
                 out[b].append(i)
@@ -123,18 +126,20 @@ def greedy_from_memory(model: Transformer, memory: torch.Tensor, src_mask: torch
 
 
 @torch.no_grad()
-def decoder_lens(translator, text: str, max_steps: int | None = None) -> DecoderLens:
+def decoder_lens(
+    translator, text: str, max_steps: int | None = None, src_lang: str | None = None, tgt_lang: str | None = None
+) -> DecoderLens:
     """DecoderLens of ``text``: one :class:`LensRow` per encoder layer (see the module docstring).
 
     ``translator``: a :class:`~transformer.core.translator.Translator`; ``max_steps``: a step
-    limit per row (default: the decoder's own, ``max_new_tokens``). An empty sentence raises
-    ``ValueError``."""
+    limit per row (default: the decoder's own, ``max_new_tokens``); ``src_lang`` / ``tgt_lang``:
+    a multilingual model's languages. An empty sentence raises ``ValueError``."""
     model = translator.model
     if model.training:
         raise ValueError("the model is in training mode (dropout on): call model.eval() first")
-    src_ids = translator.encode_source(text).ids
+    stepping.check_languages(model.cfg, src_lang, tgt_lang)
+    src_ids = translator.encode_source(text, src_lang).ids
     src = torch.tensor([src_ids])  # (1, S)
-    src_mask = model.src_mask(src)
     outputs: list[torch.Tensor] = []
     me = threading.get_ident()
 
@@ -144,7 +149,7 @@ def decoder_lens(translator, text: str, max_steps: int | None = None) -> Decoder
 
     handles = [layer.register_forward_hook(keep) for layer in model.encoder_layers]
     try:
-        model.encode(src, src_mask)
+        src_mask, _, _ = stepping.encode(model, src)
     finally:
         for h in handles:
             h.remove()
@@ -156,8 +161,8 @@ def decoder_lens(translator, text: str, max_steps: int | None = None) -> Decoder
     tok = translator.tgt_tok.id_to_token
     memories = [model.encoder_norm(x) for x in outputs]  # each (1, S, D); encoder_norm is the identity for post-LN
     # the earlier layers in one batch; the last alone, the very computation of greedy_decode
-    outs = greedy_from_memory(model, torch.cat(memories[:-1]), src_mask, limit) if len(memories) > 1 else []
-    outs.append(greedy_from_memory(model, memories[-1], src_mask, limit)[0])
+    outs = greedy_from_memory(model, torch.cat(memories[:-1]), src_mask, limit, tgt_lang) if len(memories) > 1 else []
+    outs.append(greedy_from_memory(model, memories[-1], src_mask, limit, tgt_lang)[0])
     rows = []
     for l, ids in enumerate(outs):
         rows.append(

@@ -28,6 +28,7 @@ import re
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.decoding import greedy_decode
 from transformer.core.model import HEAD_MASK_KINDS, Transformer
 
@@ -103,7 +104,7 @@ def _tokens(translator, ids) -> list[str]:
 
 
 @torch.no_grad()
-def knockout(translator, text: str, heads) -> dict:
+def knockout(translator, text: str, heads, src_lang: str | None = None, tgt_lang: str | None = None) -> dict:
     """Silence ``heads`` (format in the module docstring) and decode ``text`` again.
 
     Two things are measured. (1) The knocked-out model decodes greedily on its own: its
@@ -121,19 +122,20 @@ def knockout(translator, text: str, heads) -> dict:
          "changed": bool,                       # the two translations differ
          "steps": {"token": [n original outputs],
                    "p_original": [n], "p_knockout": [n],       # p(original token at step t)
-                   "top_knockout": [n],         # knocked-out model's argmax at step t
+                   "top_knockout": [n],         # knocked-out model's greedy choice at step t
                    "logprob_original": float, "logprob_knockout": float}}  # sums over steps
     """
     model: Transformer = translator.model
     cfg = translator.cfg
     parsed = parse_heads(heads, cfg)
     mask = heads_to_mask(parsed, cfg)
-    src_ids = translator.encode_source(text).ids
+    stepping.check_languages(cfg, src_lang, tgt_lang)
+    src_ids = translator.encode_source(text, src_lang).ids
     src = torch.tensor([src_ids])
-    orig = greedy_decode(model, src).ids[0]
-    ko = greedy_decode(model, src, head_mask=mask).ids[0]
+    orig = greedy_decode(model, src, tgt_lang=tgt_lang).ids[0]
+    ko = greedy_decode(model, src, head_mask=mask, tgt_lang=tgt_lang).ids[0]
 
-    tgt = [cfg.tgt_sos_id, *orig]
+    tgt = stepping.decoder_inputs(cfg, orig)
     tgt_in, target = torch.tensor([tgt[:-1]]), torch.tensor([tgt[1:]])
     base_logits = model(src, tgt_in).logits  # (1, T, V)
     ko_logits = model(src, tgt_in, head_mask=mask).logits
@@ -144,8 +146,8 @@ def knockout(translator, text: str, heads) -> dict:
         "original": {"translation": translator._decode_text(orig), "tokens": _tokens(translator, tgt), "ids": tgt},
         "knockout": {
             "translation": translator._decode_text(ko),
-            "tokens": _tokens(translator, [cfg.tgt_sos_id, *ko]),
-            "ids": [cfg.tgt_sos_id, *ko],
+            "tokens": _tokens(translator, stepping.decoder_inputs(cfg, ko)),
+            "ids": stepping.decoder_inputs(cfg, ko),
             "finished": bool(ko) and ko[-1] == cfg.tgt_eos_id,
         },
         "changed": ko != orig,
@@ -153,7 +155,9 @@ def knockout(translator, text: str, heads) -> dict:
             "token": _tokens(translator, orig),
             "p_original": lp_orig.exp().tolist(),
             "p_knockout": lp_ko.exp().tolist(),
-            "top_knockout": _tokens(translator, ko_logits[0].argmax(dim=-1).tolist()),
+            "top_knockout": _tokens(
+                translator, stepping.picks_along(cfg, ko_logits[0], stepping.forced_start(cfg, tgt_lang)).tolist()
+            ),
             "logprob_original": float(lp_orig.sum()),
             "logprob_knockout": float(lp_ko.sum()),
         },
@@ -178,31 +182,28 @@ def _single_head_logprobs(model: Transformer, src: torch.Tensor, tgt: list[int],
     S, T = src.shape[1], len(tgt) - 1
     # encoder: row 0 unmasked, rows 1.. silence one encoder head each
     n_enc = 1 + Le * H
-    src_mask = model.src_mask(src)  # (1, 1, 1, S)
-    memory, _ = model.encode(
-        src.expand(n_enc, S),
-        src_mask.expand(n_enc, -1, -1, -1),
-        head_mask={"encoder": _single_head_masks(n_enc, Le, H, 1)},
-    )  # (n_enc, S, D)
+    src_mask, memory, _ = stepping.encode(
+        model, src.expand(n_enc, S), head_mask={"encoder": _single_head_masks(n_enc, Le, H, 1)}
+    )  # (n_enc, 1, 1, S), (n_enc, S, D)
+    src_mask = src_mask[:1]
     # decoder rows: [unmasked, encoder heads..., decoder_self heads..., cross heads...]
     n_rows = n_enc + 2 * Ld * H
     mem_index = torch.cat([torch.arange(n_enc), torch.zeros(2 * Ld * H, dtype=torch.long)])
     self_mask = _single_head_masks(n_rows, Ld, H, n_enc)
     cross_mask = _single_head_masks(n_rows, Ld, H, n_enc + Ld * H)
     tgt_in, target = torch.tensor([tgt[:-1]]), torch.tensor([tgt[1:]])
-    tgt_mask = model.tgt_mask(tgt_in)  # (1, 1, T, T)
     logp = torch.empty(n_rows, T)
     for start in range(0, n_rows, batch_size):
         rows = slice(start, min(start + batch_size, n_rows))
         b = rows.stop - rows.start
-        dec = model.decode(
+        _, logits = stepping.decode_all(
+            model,
             tgt_in.expand(b, T),
             memory[mem_index[rows]],
             src_mask.expand(b, -1, -1, -1),
-            tgt_mask,
             head_mask={"decoder_self": self_mask[rows], "cross": cross_mask[rows]},
         )
-        logp[rows] = _target_logprobs(model.project(dec.hidden), target.expand(b, T))
+        logp[rows] = _target_logprobs(logits, target.expand(b, T))
 
     return logp
 
@@ -227,7 +228,9 @@ def _drops_by_kind(drops: np.ndarray, cfg, T: int) -> tuple[dict, dict, list]:
 
 
 @torch.no_grad()
-def head_importance(translator, text: str, batch_size: int = 128) -> dict:
+def head_importance(
+    translator, text: str, batch_size: int = 128, src_lang: str | None = None, tgt_lang: str | None = None
+) -> dict:
     """For every head, the drop in log-probability of the original greedy translation
     when that head alone is silenced (Michel et al. 2019, measured by ablation).
 
@@ -251,9 +254,10 @@ def head_importance(translator, text: str, batch_size: int = 128) -> dict:
     model: Transformer = translator.model
     cfg = translator.cfg
     H = cfg.h
-    src = torch.tensor([translator.encode_source(text).ids])  # (1, S)
-    orig = greedy_decode(model, src).ids[0]
-    tgt = [cfg.tgt_sos_id, *orig]
+    stepping.check_languages(cfg, src_lang, tgt_lang)
+    src = torch.tensor([translator.encode_source(text, src_lang).ids])  # (1, S)
+    orig = greedy_decode(model, src, tgt_lang=tgt_lang).ids[0]
+    tgt = stepping.decoder_inputs(cfg, orig)
     T = len(orig)
 
     logp = _single_head_logprobs(model, src, tgt, batch_size)  # (1 + all heads, T)

@@ -3,16 +3,19 @@
 :func:`score_reference` tokenises the reference with the target tokenizer, adds [EOS], and
 walks it step by step as greedy decoding would, except that each step reads the *reference's*
 prefix (teacher forcing): step t reads ``[SOS] r1 ... rt`` and is scored on r(t+1). At each
-step it reports the model's probability of the reference token, its rank among all target
-tokens (1 = the model's own top choice; tokens whose logit is strictly higher count, so a tie
-shares the better rank), and the model's own top choice there (token and probability).
+step it reports the model's probability of the reference token, its rank among the target
+tokens greedy decoding may emit there (1 = the model's own choice; tokens whose logit is
+strictly higher count, so a tie shares the better rank; a banned id is never ranked above it,
+and a multilingual model's forced language token, which the reference begins with, is the only
+choice of step 0), and the model's own choice there (token and probability).
 ``first_divergence`` is the first step where the top choice is not the reference token: the
 point where the model's own greedy translation would part from the reference (before it,
 both are the same).
 
-Each step runs the decoder with the KV cache on a batch of one, exactly as
-``transformer.core.decoding.greedy_decode`` does, so scoring the model's own greedy
-translation gives rank 1 at every step (not merely up to float rounding).
+Each step runs the decoder with the KV cache on a batch of one through the decoding core
+(``transformer.core.stepping``), exactly as ``transformer.core.decoding.greedy_decode`` does,
+so scoring the model's own greedy translation gives rank 1 at every step (not merely up to
+float rounding).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.tokenizer import encode
 
 SCHEMA = "reference-score/1"
@@ -94,7 +98,9 @@ class ReferenceScore:
 
 
 @torch.no_grad()
-def score_reference(translator, text: str, reference: str) -> ReferenceScore:
+def score_reference(
+    translator, text: str, reference: str, src_lang: str | None = None, tgt_lang: str | None = None
+) -> ReferenceScore:
     """Score ``reference`` as a translation of ``text`` token by token (module docstring).
 
     ``translator``: a :class:`~transformer.core.translator.Translator`. An empty ``text`` or
@@ -104,28 +110,30 @@ def score_reference(translator, text: str, reference: str) -> ReferenceScore:
     model, cfg = translator.model, translator.cfg
     if model.training:
         raise ValueError("the model is in training mode (dropout on): call model.eval() first")
-    src_ids = translator.encode_source(text).ids
+    stepping.check_languages(cfg, src_lang, tgt_lang)
+    src_ids = translator.encode_source(text, src_lang).ids
     ids = encode(translator.tgt_tok, reference)
     if not ids:
         raise ValueError("empty reference: type the translation to score")
-    ids = [*ids, cfg.tgt_eos_id]
+    forced = stepping.forced_start(cfg, tgt_lang)
+    ids = [*forced, *ids, cfg.tgt_eos_id]
     truncated = len(ids) > cfg.max_positions  # step t reads position t: at most max_positions steps
     ids = ids[: cfg.max_positions]
 
-    src = torch.tensor([src_ids])  # (1, S)
-    src_mask = model.src_mask(src)
-    memory, _ = model.encode(src, src_mask)
-    last = torch.full((1, 1), cfg.tgt_sos_id, dtype=torch.long)
+    src_mask, memory, _ = stepping.encode(model, torch.tensor([src_ids]))  # src (1, S)
+    last = stepping.start_tokens(cfg, 1)
     cache = None
     probs, ranks, top_ids, top_probs = [], [], [], []
-    for ref in ids:
-        dec = model.decode(last, memory, src_mask, cache=cache)
+    for t, ref in enumerate(ids):
+        dec, logits = stepping.step(model, last, memory, src_mask, cache)
         cache = dec.cache
-        logits = model.project(dec.hidden[:, -1])[0].float()  # (V,)
-        p = logits.softmax(dim=-1)
-        top = int(logits.argmax())
+        logits = logits[0].float()  # (V,)
+        p = logits.softmax(dim=-1)  # the model's own probabilities
+        # rank and top among the tokens greedy decoding may emit at this step
+        allowed = stepping.allowed_at(cfg, logits, forced, t)
+        top = int(stepping.pick_at(cfg, logits, forced, t))
         probs.append(float(p[ref]))
-        ranks.append(1 + int((logits > logits[ref]).sum()))
+        ranks.append(1 + int((allowed > allowed[ref]).sum()))
         top_ids.append(top)
         top_probs.append(float(p[top]))
         last = torch.full((1, 1), ref, dtype=torch.long)

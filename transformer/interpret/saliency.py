@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from transformer.core import stepping
 from transformer.core.readings import _spearman
 from transformer.interpret.attribution import rounded, step_inputs, tokens
 from transformer.core.model import Transformer
@@ -163,9 +164,10 @@ class _Path:
         delta = [xi - bi for xi, bi in zip(self.x, self.base)]
         with torch.enable_grad():
             xs, xt = ((b + a * d).requires_grad_() for b, d in zip(self.base, delta))  # (R, S, D), (R, T, D)
-            src, src_mask = self.src.expand(R, -1), m.src_mask(self.src).expand(R, -1, -1, -1)
-            memory, _ = m.encode(src, src_mask, embeds=xs)
-            dec = m.decode(self.prefix.expand(R, -1), memory, src_mask, need_weights=layer is not None, embeds=xt)
+            src_mask, memory, _ = stepping.encode(m, self.src.expand(R, -1), embeds=xs)
+            dec = stepping.run_decoder(
+                m, self.prefix.expand(R, -1), memory, src_mask, need_weights=layer is not None, embeds=xt
+            )
             logits = m.project(dec.hidden[:, -1])  # (R, V)
             f = logits[:, self.token] - logits.logsumexp(-1)  # (R,)
             g_src, g_tgt = torch.autograd.grad(f.sum(), [xs, xt])
@@ -252,8 +254,8 @@ def saliency(
         x = (model.src_embed(inp.src)[0], model.tgt_embed(inp.prefix)[0])  # (S, D), (T, D)
     src_ids, prefix_ids = inp.src[0].tolist(), inp.tgt[: inp.step + 1]
     keep = (
-        _special_mask(src_ids, {cfg.src_sos_id, cfg.src_eos_id}),
-        _special_mask(prefix_ids, {cfg.tgt_sos_id, cfg.tgt_eos_id}),
+        _special_mask(src_ids, stepping.source_specials(cfg)),
+        _special_mask(prefix_ids, stepping.target_specials(cfg)),
     )
     base = tuple(torch.where(k, xi, torch.zeros_like(xi)) for k, xi in zip(keep, x))
     path = _Path(model, inp.src, inp.prefix, inp.token, x, base)

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
+from transformer.core import stepping
+
 if TYPE_CHECKING:
     import datasets
 
@@ -615,8 +617,10 @@ def encode_dataset(ds, src_tok, tgt_tok, cfg, batch_size: int = BATCH_ROWS) -> E
 
 
 def make_batch(examples, cfg) -> Batch:
-    """Pairs of subword ids framed as the model reads them (``cfg.framed_source``; the
-    decoder reads its start token, then the target) and padded into one batch."""
+    """Pairs of subword ids framed as the model reads them (``stepping.frame_source``; the
+    decoder reads its start token, then the target after the model's forced start, if it
+    has one) and padded into one batch."""
+    examples = [(s, stepping.with_forced_start(cfg, t)) for s, t in examples]
     B = len(examples)
     S = max(len(s) for s, _ in examples) + cfg.src_frame_len
     T = max(len(t) for _, t in examples) + 1
@@ -625,9 +629,9 @@ def make_batch(examples, cfg) -> Batch:
     tgt_out = torch.full((B, T), cfg.tgt_pad_id, dtype=torch.long)
     n_src = n_tgt = 0
     for i, (s, t) in enumerate(examples):
-        framed = cfg.framed_source(s)
+        framed = stepping.frame_source(cfg, s)
         src[i, : len(framed)] = torch.tensor(framed)
-        tgt_in[i, : len(t) + 1] = torch.tensor([cfg.tgt_sos_id, *t])
+        tgt_in[i, : len(t) + 1] = torch.tensor(stepping.decoder_inputs(cfg, t))
         tgt_out[i, : len(t) + 1] = torch.tensor([*t, cfg.tgt_eos_id])
         n_src += len(framed)
         n_tgt += len(t) + 1

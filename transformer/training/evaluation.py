@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from tokenizers import Tokenizer
 
+from transformer.core import stepping
 from transformer.core.config import TransformerConfig
 from transformer.core.decoding import greedy_decode
 from transformer.core.metrics import corpus_scores
@@ -162,10 +163,7 @@ class Validation:
         batches = [order[i : i + EVAL_BATCH] for i in range(0, len(order), EVAL_BATCH)]
         steps = [max(len(pairs[i][1]) for i in b) + 1 for b in batches]  # the longest reference and </s>
         timed = batches[len(batches) // 2][:sample]
-        framed = [cfg.framed_source(pairs[i][0]) for i in timed]
-        src = torch.full((len(timed), max(map(len, framed))), cfg.src_pad_id)  # (B, S)
-        for row, ids in enumerate(framed):
-            src[row, : len(ids)] = torch.tensor(ids)
+        src = stepping.source_batch(cfg, [stepping.frame_source(cfg, pairs[i][0]) for i in timed])  # (B, S)
         t0 = time.perf_counter()
         out = greedy_decode(model, src.to(self.device), max_steps=steps[len(batches) // 2])
         per_step = (time.perf_counter() - t0) / max(1, max(len(ids) for ids in out.ids))

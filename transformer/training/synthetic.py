@@ -38,6 +38,7 @@ from pathlib import Path
 
 import torch
 
+from transformer.core import stepping
 from transformer.core.decoding import max_new_tokens
 from transformer.core.model import Transformer, select_cache_rows
 
@@ -135,18 +136,19 @@ def sample_decode(
     distribution instead of taking its argmax; from all of it (``top_k`` 0, their
     "sampling") or from its ``top_k`` most likely tokens (their "top10" with 10). ``src``
     (B, S) padded ids; returns each row's ids up to and including [EOS]. A row that has
-    finished leaves the batch, as in greedy decoding."""
+    finished leaves the batch, as in greedy decoding. The draw is over the tokens greedy
+    decoding may emit (``stepping.allowed_at``: banned ids and a forced start honoured)."""
     cfg = model.cfg
     limits = max_new_tokens(model, (src != cfg.src_pad_id).sum(dim=1))  # (B,)
-    src_mask = model.src_mask(src)
-    memory, _ = model.encode(src, src_mask)
+    src_mask, memory, _ = stepping.encode(model, src)
     rows = torch.arange(src.shape[0])  # batch position of each running row
-    last = torch.full((len(rows), 1), cfg.tgt_sos_id, dtype=torch.long)
+    last = stepping.start_tokens(cfg, len(rows))
+    forced = stepping.forced_start(cfg)
     out: list[list[int]] = [[] for _ in range(len(rows))]
     cache = None
     for t in range(int(limits.max())):
-        dec = model.decode(last, memory, src_mask, cache=cache)
-        logits = model.project(dec.hidden[:, -1]).float() / temperature  # (R, V)
+        dec, logits = stepping.step(model, last, memory, src_mask, cache)
+        logits = stepping.allowed_at(cfg, logits.float() / temperature, forced, t)  # (R, V)
         if top_k:
             kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[:, -1:]  # (R, 1)
             logits = logits.masked_fill(logits < kth, float("-inf"))
