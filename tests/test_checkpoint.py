@@ -71,6 +71,18 @@ def test_corrupt_config_and_unknown_keys(tmp_path, tiny_checkpoint):
         load_translator(d)
 
 
+def test_special_ids_must_name_special_tokens_of_the_tokenizer(tmp_path, tiny_checkpoint):
+    """The config says which ids are special; a config written for another tokenizer, whose
+    end id is an ordinary word piece here, is refused in one line (names are never looked up)."""
+    d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
+    cfg = json.loads((tiny_checkpoint / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, "tgt_eos_id": 10}))
+    with pytest.raises(CheckpointError, match="tgt_eos_id=10 is not a special token of the tgt tokenizer"):
+        load_translator(d)
+    (d / "config.json").write_text(json.dumps({**cfg, "src_sos_id": None}))  # a start-less source is the config's call
+    assert load_translator(d).cfg.src_sos_id is None
+
+
 def test_corrupt_weights_name_the_file(tmp_path, tiny_checkpoint):
     d = copy_ckpt(tiny_checkpoint, tmp_path / "c")
     data = (d / "model.safetensors").read_bytes()

@@ -29,7 +29,7 @@ from tokenizers import Tokenizer
 
 from transformer.core.config import TransformerConfig
 from transformer.core.model import Transformer, build_model
-from transformer.core.tokenizer import load_tokenizer, special_ids
+from transformer.core.tokenizer import load_tokenizer
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -344,6 +344,19 @@ def tokenizer_path(directory: Path, name: str) -> Path:
     return own
 
 
+def special_id_problem(cfg, side: str, tok: Tokenizer) -> str | None:
+    """Whether the config's special ids of one side fit its tokenizer: each names a special
+    token of it. The ids are the config's to say (a model's tokens are never recognised by
+    their names: ours are [PAD] [UNK] [SOS] [EOS], Marian's <pad> <unk> </s>, NLLB's have
+    language tokens besides); this only catches a config written for another tokenizer."""
+    specials = {i for i, t in tok.get_added_tokens_decoder().items() if t.special}
+    for name in ("pad", "unk", "sos", "eos"):
+        value = getattr(cfg, f"{side}_{name}_id")
+        if value is not None and value not in specials:
+            return f"{side}_{name}_id={value} is not a special token of the {side} tokenizer"
+    return None
+
+
 def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
     """(model in eval mode, source tokenizer, target tokenizer, local directory)."""
     directory = locate_checkpoint(name_or_path)
@@ -354,18 +367,14 @@ def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, T
     except (FileNotFoundError, ValueError) as exc:
         raise CheckpointError(str(exc)) from exc
     for side, tok, vocab in (("src", src_tok, cfg.src_vocab_size), ("tgt", tgt_tok, cfg.tgt_vocab_size)):
-        ids = special_ids(tok)
         if tok.get_vocab_size() != vocab:
             where = tokenizer_path(directory, getattr(cfg, side + "_tokenizer_file"))
             raise CheckpointError(
                 f"{where}: vocabulary of {tok.get_vocab_size()} but config.json says {side}_vocab_size={vocab}"
             )
-        for name, value in ids.items():
-            if name == "sos" and value is None and (side == "tgt" or cfg.src_sos_id is None):
-                # no start token in the tokenizer (Marian's): the decoder's is the config's to say
-                continue
-            if getattr(cfg, f"{side}_{name}_id") != value:
-                raise CheckpointError(f"{directory / CONFIG_FILE}: {side}_{name}_id does not match the tokenizer")
+        problem = special_id_problem(cfg, side, tok)
+        if problem:
+            raise CheckpointError(f"{directory / CONFIG_FILE}: {problem}")
     model = build_model(cfg)
     load_weights(model, directory / WEIGHTS_FILE)
     model.eval()
