@@ -49,7 +49,7 @@ from transformer.training.distill import DistillError
 from transformer.training.distributed import DistributedError, Stopped, StopSignals, leave_to_rank_0, rank
 from transformer.training.progress import stop_line
 from transformer.training.loop import TrainingStopped
-from transformer.training.presets import TrainingError, TrainingWarning
+from transformer.training.errors import TrainingError, TrainingWarning
 
 
 def main(argv=None) -> int:

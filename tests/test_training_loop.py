@@ -23,7 +23,8 @@ from transformer.core.checkpoint import list_snapshots, load_checkpoint, weights
 from transformer.training.data import load_parallel
 from transformer.training.distributed import DistContext, Stopped, StopSignals, shard_batches
 from transformer.training.loop import Trainer, TrainingStopped
-from transformer.training.presets import PRESETS, TrainingError
+from transformer.training.errors import TrainingError
+from transformer.training.presets import PRESETS
 from transformer.training.run_folder import MID_EPOCH_DIR, STATE_FILE, is_snapshot_epoch, parse_snapshots
 from transformer.training.saving import average_checkpoints
 from transformer.training.setup import build_fresh

@@ -46,7 +46,8 @@ from transformer.cli.run_options import (
     RunOptions,
 )
 from transformer.training.loop import Trainer
-from transformer.training.presets import PRESETS, Preset, TrainingError, TrainSettings
+from transformer.training.errors import TrainingError
+from transformer.training.presets import PRESETS, Preset, TrainSettings
 from transformer.training.progress import RunStart
 from transformer.training.run_folder import (
     HISTORY_FILE,

@@ -42,7 +42,8 @@ from transformer.training.distributed import DistContext, StopSignals, shard_bat
 from transformer.training.evaluation import Evaluation, EvaluationStopped, Validation
 from transformer.training.optim import float32_unless_bf16_is_fast, make_optimizer, make_scheduler, restore_rng_state
 from transformer.training.optim import rng_state, train_step
-from transformer.training.presets import TrainingError, TrainSettings, resume_settings
+from transformer.training.errors import TrainingError
+from transformer.training.presets import TrainSettings, resume_settings
 from transformer.training.run_folder import DEFAULT_SNAPSHOTS, STATE_FILE, latest_epoch_dir, resume_dir
 from transformer.training.saving import RunWriter, load_resume_point
 from transformer.training.setup import StartPoint, check_options, record_processes

@@ -23,7 +23,8 @@ import torch.nn.functional as F
 from transformer.core.model import Transformer
 from transformer.training.data import Batch
 from transformer.training.distributed import DistContext
-from transformer.training.presets import TrainingWarning, TrainSettings
+from transformer.training.errors import TrainingWarning
+from transformer.training.presets import TrainSettings
 
 
 def seed_everything(seed: int) -> None:

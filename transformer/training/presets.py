@@ -8,15 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from transformer.core.config import TransformerConfig
-
-
-class TrainingError(ValueError):
-    """A run cannot start or continue as asked (bad settings, nothing to resume...)."""
-
-
-class TrainingWarning(UserWarning):
-    """A run goes ahead differently from what was asked (e.g. float32 instead of bf16);
-    its own category so that a command line can print it as one plain line."""
+from transformer.training.errors import TrainingError
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from pathlib import Path
 import torch
 
 from transformer.core.checkpoint import read_metrics, resolve_checkpoint_dir, write_file_atomic
-from transformer.training.presets import TrainingError
+from transformer.training.errors import TrainingError
 
 STATE_FILE = "train_state.pt"
 MID_EPOCH_DIR = "mid-epoch"

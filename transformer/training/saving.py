@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from safetensors.torch import load_file
@@ -32,7 +33,7 @@ from transformer.core.checkpoint import (
     write_file_atomic,
 )
 from transformer.core.model import Transformer
-from transformer.training.presets import TrainingError
+from transformer.training.errors import TrainingError
 from transformer.training.run_folder import (
     HISTORY_FILE,
     MID_EPOCH_DIR,
@@ -44,6 +45,9 @@ from transformer.training.run_folder import (
 )
 
 SNAPSHOT_DTYPE = "float16"
+
+if TYPE_CHECKING:
+    from transformer.training.setup import StartPoint
 
 
 @contextlib.contextmanager
@@ -94,7 +98,7 @@ class RunWriter:
         device: str,
         snapshots: tuple[int, ...],
         keep_epochs: int,
-        start=None,
+        start: StartPoint | None = None,
     ) -> None:
         self.out, self.src_tok, self.tgt_tok, self.device = Path(out), src_tok, tgt_tok, device
         self.snapshots, self.keep_epochs = snapshots, keep_epochs

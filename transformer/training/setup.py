@@ -24,7 +24,8 @@ from transformer.core.tokenizer import SYNTHETIC_TAG, load_tokenizer, special_id
 from transformer.training.data import SYNTHETIC_ORIGIN, ParallelData, load_extra_train, load_parallel
 from transformer.training.distributed import DistContext
 from transformer.training.optim import seed_everything
-from transformer.training.presets import Preset, TrainingError, TrainSettings, check_settings
+from transformer.training.errors import TrainingError
+from transformer.training.presets import Preset, TrainSettings, check_settings
 from transformer.training.run_folder import resume_dir, snapshot_epoch
 
 
