@@ -151,3 +151,35 @@ def opus_mt_like(tmp_path_factory) -> Path:
     model.save_pretrained(root / "marian")
     assert from_marian.main([str(root / "marian"), "--out", str(root / "opus-mt-tiny")]) == 0
     return root / "opus-mt-tiny"
+
+
+@pytest.fixture(scope="session")
+def m2m100_like(tmp_path_factory) -> Path:
+    """A small M2M100 model (ReLU, fairseq's sinusoids from position 2, a BPE SentencePiece model
+    over vocab.json with the 100 language tokens __xx__ after it, 8 "madeupword" rows past them),
+    trained for a few seconds with transformers so it ends its sentences, saved as the Hub has them
+    and converted with ``python -m transformer.cli.convert``: the converted checkpoint's folder
+    (its transformers source is the ``hf`` folder beside it)."""
+    from tests.helpers import build_multilingual_like
+
+    return build_multilingual_like(tmp_path_factory.mktemp("m2m100"), "m2m100", train_steps=150)
+
+
+@pytest.fixture(scope="session")
+def nllb_like(tmp_path_factory) -> Path:
+    """A small NLLB-200 model (model_type m2m_100 with NllbTokenizer's tokenizer.json and its 202
+    codes like eng_Latn, 2 embedding rows past the tokenizer), random weights, converted: the
+    checkpoint's folder (its transformers source is the ``hf`` folder beside it)."""
+    from tests.helpers import build_multilingual_like
+
+    return build_multilingual_like(tmp_path_factory.mktemp("nllb"), "nllb")
+
+
+@pytest.fixture(scope="session")
+def mbart50_like(tmp_path_factory) -> Path:
+    """A small mBART-50 many-to-many model (GELU, learned positions, embedding norms, logits bias,
+    MBart50Tokenizer's tokenizer.json over a unigram SentencePiece model, codes like en_XX), random
+    weights, converted: the checkpoint's folder (its transformers source is the ``hf`` folder beside it)."""
+    from tests.helpers import build_multilingual_like
+
+    return build_multilingual_like(tmp_path_factory.mktemp("mbart50"), "mbart50")

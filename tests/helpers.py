@@ -600,3 +600,256 @@ def run_node(tmp_path: Path, entries: tuple[str, ...], script: str, data=None):
     )
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout)
+
+
+# --- small multilingual models (M2M100, NLLB-200, mBART-50), made with transformers (tests/test_convert_*.py)
+
+# the language codes the tests translate between, as each family writes them
+FAMILY_LANGS = {"m2m100": ("en", "it"), "nllb": ("eng_Latn", "ita_Latn"), "mbart50": ("en_XX", "it_IT")}
+
+
+def train_fairseq_spm(lines: list[str], vocab_size: int, model_type: str) -> bytes:
+    """A SentencePiece model as fairseq's multilingual models have them: SentencePiece's own
+    special ids (<unk> = 0, <s> = 1, </s> = 2), which the tokenizers shift by one behind
+    <s> <pad> </s> <unk> (``model_type``: "bpe" or "unigram")."""
+    import io
+
+    import sentencepiece as spm
+
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(lines),
+        model_writer=buf,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=1.0,
+        minloglevel=2,
+        num_threads=1,
+    )
+    return buf.getvalue()
+
+
+def write_fairseq_tokenizer(folder: Path, kind: str, spm_model: bytes):
+    """The tokenizer of family ``kind`` ("m2m100", "nllb", "mbart50") over ``spm_model``, saved in
+    ``folder`` as ``save_pretrained`` saves it (M2M100: vocab.json and the SentencePiece model;
+    the others: tokenizer.json), with every language code of the family; returns it."""
+    from transformers import M2M100Tokenizer, MBart50Tokenizer, NllbTokenizer
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES
+
+    src, tgt = FAMILY_LANGS[kind]
+    spm_dir = folder.parent / f".{folder.name}-spm"
+    spm_dir.mkdir(parents=True, exist_ok=True)
+    (spm_dir / "sentencepiece.bpe.model").write_bytes(spm_model)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if kind == "m2m100":
+            import sentencepiece as spm
+
+            sp = spm.SentencePieceProcessor(model_proto=spm_model)
+            vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3}
+            for i in range(sp.get_piece_size()):
+                if not (sp.is_control(i) or sp.is_unknown(i)):
+                    vocab.setdefault(sp.id_to_piece(i), len(vocab))
+            (spm_dir / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+            tok = M2M100Tokenizer(
+                str(spm_dir / "vocab.json"), str(spm_dir / "sentencepiece.bpe.model"), src_lang=src, tgt_lang=tgt
+            )
+        elif kind == "nllb":
+            extra = {"extra_special_tokens": list(FAIRSEQ_LANGUAGE_CODES)}
+            tok = NllbTokenizer.from_pretrained(spm_dir, src_lang=src, tgt_lang=tgt, **extra)
+        else:
+            # decoded as transformers decodes when a tokenizer asks for its clean-up (" ." -> ".")
+            tok = MBart50Tokenizer.from_pretrained(
+                spm_dir, src_lang=src, tgt_lang=tgt, clean_up_tokenization_spaces=True
+            )
+        tok.save_pretrained(folder)
+    return tok
+
+
+def load_fairseq_tokenizer(folder: Path, kind: str):
+    """The transformers tokenizer saved in ``folder`` (``write_fairseq_tokenizer``), as a user loads it."""
+    from transformers import M2M100Tokenizer, MBart50Tokenizer, NllbTokenizer
+
+    cls = {"m2m100": M2M100Tokenizer, "nllb": NllbTokenizer, "mbart50": MBart50Tokenizer}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls.from_pretrained(folder)
+
+
+def fairseq_model(kind: str, vocab_size: int, **switches):
+    """A small transformers model of family ``kind`` with its published configs' switches (M2M100
+    and NLLB: ReLU, scaled embeddings; mBART-50: GELU, scaled embeddings, its embedding norms and
+    logits bias), pad 1, </s> 2, the decoder starting from </s>. ``switches`` override any."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration, MBartConfig, MBartForConditionalGeneration
+
+    settings = dict(
+        vocab_size=vocab_size,
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=64,
+        activation_function="relu" if kind != "mbart50" else "gelu",
+        scale_embedding=True,
+        pad_token_id=1,
+        bos_token_id=0,
+        eos_token_id=2,
+        decoder_start_token_id=2,
+        dropout=0.1,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        encoder_layerdrop=0.0,
+        decoder_layerdrop=0.0,
+    )
+    settings.update(switches)
+    if kind == "mbart50":
+        return MBartForConditionalGeneration(MBartConfig(**settings))
+    return M2M100ForConditionalGeneration(M2M100Config(**settings))
+
+
+def jitter(model, scale: float = 0.1, seed: int = 0):
+    """Every LayerNorm's gain and bias, and the logits bias, moved off their initial 1 and 0, so
+    that a converter that mixes them up is caught. Returns the model."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.add_(scale * torch.randn(module.weight.shape, generator=g))
+                module.bias.add_(scale * torch.randn(module.bias.shape, generator=g))
+        if hasattr(model, "final_logits_bias"):
+            model.final_logits_bias.add_(5 * scale * torch.randn(model.final_logits_bias.shape, generator=g))
+    return model
+
+
+def train_multilingual(model, tok, pairs, steps: int, batch: int = 32, lr: float = 3e-3, seed: int = 0):
+    """A few optimizer steps of teacher forcing on ``pairs`` in the tokenizer's src_lang and
+    tgt_lang (sources ``lang x </s>``, labels ``lang y </s>``, which transformers shifts right
+    behind </s>), so the model ends its sentences. Returns the model in eval mode."""
+    torch.manual_seed(seed)
+    model.train()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    src = [tok(s).input_ids for s, _ in pairs]
+    tgt = [tok(text_target=t).input_ids for _, t in pairs]
+    pad = model.config.pad_token_id
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        idx = torch.randint(len(pairs), (batch,), generator=g).tolist()
+        x = _padded([src[i] for i in idx], pad)
+        loss = model(input_ids=x, attention_mask=(x != pad).long(), labels=_padded([tgt[i] for i in idx], -100)).loss
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return model.eval()
+
+
+def hf_generate(model, tok, texts: list[str], tgt_lang_id: int, limit: int, **settings) -> list[list[int]]:
+    """transformers' output ids for each sentence (one at a time), forced to begin with the
+    target language, without the start token and the padding after </s>; pad banned, as our
+    decoders never emit it, and no forced </s> at the limit (ours leaves such a sentence open)."""
+    out = []
+    for text in texts:
+        x = tok([text], return_tensors="pt")
+        with torch.no_grad():
+            ids = model.generate(
+                **x,
+                max_new_tokens=limit,
+                forced_bos_token_id=tgt_lang_id,
+                bad_words_ids=[[model.config.pad_token_id]],
+                forced_eos_token_id=None,
+                do_sample=False,
+                **settings,
+            )[0].tolist()[1:]
+        eos = model.config.eos_token_id
+        out.append(ids[: ids.index(eos) + 1] if eos in ids else ids)
+    return out
+
+
+def build_multilingual_like(root: Path, kind: str, train_steps: int = 0) -> Path:
+    """A small ``kind`` model ("m2m100", "nllb", "mbart50") with a SentencePiece tokenizer trained
+    on our corpus (BPE for M2M100 and NLLB, unigram for mBART-50), saved in ``root/hf`` as the Hub
+    has them (model, tokenizer, generation config), then converted with ``python -m
+    transformer.cli.convert`` into ``root/<kind>-tiny``: that folder. ``train_steps``: teacher
+    forcing, so it ends its sentences; else random weights (a larger init, so no two logits are
+    near-ties that float rounding could swap) with the norms and logits bias jittered."""
+    from transformer.cli import convert
+
+    pairs = tatoeba_pairs("train", 3000)
+    with single_thread():
+        spm_model = train_fairseq_spm([s for p in pairs for s in p], 600, "unigram" if kind == "mbart50" else "bpe")
+        tok = write_fairseq_tokenizer(root / "hf", kind, spm_model)
+        # the embedding rows fairseq adds past the tokenizer: M2M100's 8 "madeupword"s, NLLB's 2
+        extra = {"m2m100": 100 + 8, "nllb": 2, "mbart50": 0}[kind]
+        size = (len(tok.encoder) if kind == "m2m100" else len(tok)) + extra
+        torch.manual_seed(0)
+        model = fairseq_model(kind, size, **({} if train_steps else {"init_std": 0.2}))
+        if train_steps:
+            short = [p for p in pairs if len(p[0]) <= 40]
+            model = train_multilingual(model, tok, short, train_steps, lr=5e-3)
+            # how fast so small a model learns to end its sentences depends on the CPU's arithmetic:
+            # a few more steps until it ends the short test sentences
+            for more in range(1, 6):
+                if ends_its_sentences(model, tok):
+                    break
+                model = train_multilingual(model, tok, short, 50, lr=3e-3, seed=more)
+        else:
+            model = jitter(model.eval())
+    model.generation_config.forced_eos_token_id = None
+    model.save_pretrained(root / "hf")
+    assert convert.main([str(root / "hf"), "--out", str(root / f"{kind}-tiny")]) == 0
+    return root / f"{kind}-tiny"
+
+
+def short_test_sources(n: int) -> list[str]:
+    """``n`` test sentences as short as the ones the tiny models learn from (40 characters at most)."""
+    return [en for en, _ in tatoeba_pairs("test", 10 * n) if len(en) <= 40][:n]
+
+
+def ends_its_sentences(model, tok, n: int = 6) -> bool:
+    """transformers' greedy decoding ends all of ``n`` short test sentences but one with </s>."""
+    lang = tok.convert_tokens_to_ids(tok.tgt_lang if "_" in tok.tgt_lang else f"__{tok.tgt_lang}__")
+    outs = hf_generate(model, tok, short_test_sources(n), lang, 40, num_beams=1)
+    return sum(model.config.eos_token_id in ids for ids in outs) >= n - 1
+
+
+def converted_and_source(folder: Path, kind: str):
+    """(our Translator, transformers model with eager attention, its tokenizer) of a converted
+    checkpoint ``folder`` made by ``build_multilingual_like``."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    from transformer.core.translator import load_translator
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder.parent / "hf", attn_implementation="eager")
+    return load_translator(folder), model.eval(), load_fairseq_tokenizer(folder.parent / "hf", kind)
+
+
+def assert_teacher_forced_matches(tr, model, tok, pairs, src_lang: str, tgt_lang: str):
+    """Same inputs, same logits (within 1e-4) and the same attention weights (within 1e-5:
+    encoder, decoder self, cross) as transformers' on a padded batch: sources ``lang x </s>``,
+    the decoder fed </s> then ``lang y``. Only real positions are compared: padded ones are no
+    model's output (ours masks padded decoder inputs as keys, and M2M100 gives them no position)."""
+    tok.src_lang, tok.tgt_lang = src_lang, tgt_lang
+    x = tok([s for s, _ in pairs], text_target=[t for _, t in pairs], return_tensors="pt", padding=True)
+    start = torch.full((len(pairs), 1), tr.cfg.tgt_sos_id)
+    dec_in = torch.cat([start, x["labels"][:, :-1]], dim=1)  # (B, T): </s> lang y1 ...
+    real, S = dec_in != tr.cfg.tgt_pad_id, x["attention_mask"].sum(dim=1)
+    with torch.no_grad():
+        theirs = model(**x, decoder_input_ids=dec_in, output_attentions=True)
+        ours = tr.model(x["input_ids"], dec_in, need_weights=True)
+    assert ours.logits.shape == theirs.logits.shape
+    torch.testing.assert_close(ours.logits[real], theirs.logits[real], atol=1e-4, rtol=0)
+    kinds = (
+        (ours.encoder_attn, theirs.encoder_attentions, lambda b: (slice(0, S[b]), slice(0, S[b]))),
+        (ours.decoder_self_attn, theirs.decoder_attentions, lambda b: (real[b], real[b])),
+        (ours.cross_attn, theirs.cross_attentions, lambda b: (real[b], slice(0, S[b]))),
+    )
+    for ours_w, theirs_w, cut in kinds:
+        assert len(ours_w) == len(theirs_w)
+        for o, t in zip(ours_w, theirs_w):  # per layer (B, H, rows, keys)
+            for b in range(len(pairs)):
+                rows, keys = cut(b)
+                torch.testing.assert_close(o[b][:, rows][:, :, keys], t[b][:, rows][:, :, keys], atol=1e-5, rtol=0)

@@ -82,6 +82,8 @@ export function dlaBody(d, open) {
   for (let l = 0; l < L; l++) blocks.push([`FFN ${l + 1}`, d.ffn[l]]);
   const biases = [...d.decoder_self_bias, ...d.cross_bias].reduce((a, b) => a + b, 0);
   blocks.push(["attention biases", biases], ["final-norm bias", d.norm_bias]);
+  // a model with an output bias (Marian's, mBART's final_logits_bias) adds it to every logit
+  if (d.logits_bias) blocks.push(["output bias", d.logits_bias]);
   const bhi = maxAbs(blocks.map((b) => b[1]));
   const row = el("tr", {}, blocks.map(([name, v], i) => {
     const td = el("td", { id: `attr-dla-block-${i}`, "data-value": v, title: `${name}: ${nats(v)} nats`,

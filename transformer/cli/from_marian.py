@@ -16,8 +16,10 @@ bias, one shared vocabulary (vocab.json) with tied embeddings or a separate targ
 no start-of-sentence token: sources end with ``</s>``, the decoder starts from ``<pad>``.
 Each SentencePiece model becomes a ``tokenizers`` unigram model over vocab.json's ids.
 
-Needs ``sentencepiece`` (``pip install -e ".[marian]"``), imported only here, for its model
-file format; transformers itself is not needed to convert.
+Needs ``sentencepiece`` (``pip install -e ".[marian]"``), for its model file format;
+transformers itself is not needed to convert. ``python -m transformer.cli.convert`` converts
+Marian models the same way, and the other families (``transformer.cli.conversion`` holds what
+they share).
 """
 
 from __future__ import annotations
@@ -28,11 +30,12 @@ import sys
 import time
 from pathlib import Path
 
-from transformer.cli import ArgumentParser, fail, one_line
+from transformer.cli import ArgumentParser, conversion, fail, one_line
+from transformer.cli.conversion import WEIGHT_FILES, ConversionError, check_out, layer_weights, read_json
 
+MODEL_TYPE = "marian"
 # what a Marian folder must hold (one of the weight files)
 REQUIRED_FILES = ("config.json", "source.spm", "target.spm", "vocab.json")
-WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 # what a hub download fetches: the files above, the tokenizer's settings and the card
 HUB_PATTERNS = [
     *REQUIRED_FILES,
@@ -44,14 +47,9 @@ HUB_PATTERNS = [
 ]
 # OPUS-MT's licence, said on every model card of Helsinki-NLP; used when the source names none
 OPUS_MT_LICENSE = "cc-by-4.0"
-# a score no unigram path ever prefers to a piece of the SentencePiece model (pieces of the
-# shared vocabulary that this side's model lacks): the longest source sums at most a few
-# thousand of SentencePiece's log-probabilities
-UNREACHABLE_SCORE = -1e6
-ACTIVATIONS = {"swish": "swish", "silu": "swish", "relu": "relu", "gelu": "gelu"}
 
 
-class MarianError(ValueError):
+class MarianError(ConversionError):
     """The source is not a Marian model this converter can run exactly."""
 
 
@@ -69,17 +67,6 @@ def parse_args(argv=None):
 # ---------------------------------------------------------------- checks (before slow work)
 
 
-def check_out(out: Path, force: bool) -> str | None:
-    """Why ``out`` cannot be written, or None."""
-    if out.exists() and not out.is_dir():
-        return f"--out {out}: is a file; give a folder"
-    if out.is_dir() and any(out.iterdir()) and not force:
-        return f"--out {out}: exists and is not empty (pass --force to replace it)"
-    if not out.parent.exists():
-        return f"--out {out}: no such directory {out.parent}"
-    return None
-
-
 def marian_problem(folder: Path) -> str | None:
     """Why ``folder`` is not a Marian model folder, or None."""
     if not folder.is_dir():
@@ -93,9 +80,7 @@ def marian_problem(folder: Path) -> str | None:
         return f"{config}: not valid JSON ({exc})"
     if model_type != "marian":
         return f"{folder}: not a Marian model (config.json model_type is {model_type!r}, not 'marian')"
-    missing = [name for name in REQUIRED_FILES if not (folder / name).is_file()]
-    if not any((folder / name).is_file() for name in WEIGHT_FILES):
-        missing.append(" or ".join(WEIGHT_FILES))
+    missing = conversion.missing_files(folder, REQUIRED_FILES)
     if missing:
         return f"{folder}: a Marian folder needs {', '.join(missing)} (save the tokenizer there too)"
     return None
@@ -104,40 +89,25 @@ def marian_problem(folder: Path) -> str | None:
 def locate_source(src: str, revision: str | None = None) -> Path:
     """The local folder of ``src``: the folder itself, or the hub download of a hub id.
     Raises :class:`MarianError` with a one-line reason."""
-    from transformer.core.checkpoint import is_hub_id
-
-    path = Path(src).expanduser()
-    if path.exists():
-        return path
-    if not is_hub_id(src):
-        raise MarianError(f"{src}: no such folder")
     try:
-        from huggingface_hub import snapshot_download
+        return conversion.locate_source(src, revision, HUB_PATTERNS)
+    except ConversionError as exc:
+        raise MarianError(str(exc)) from exc
 
-        return Path(snapshot_download(repo_id=src, revision=revision, allow_patterns=HUB_PATTERNS))
-    except Exception as exc:  # offline, no such repo, gated...: any hub failure is one line
-        raise MarianError(
-            f"{src}: no such folder, and it could not be downloaded from the hub ({type(exc).__name__}: {exc})"
-        ) from exc
+
+folder_problem = marian_problem  # the name transformer.cli.convert asks every family for
 
 
 # ---------------------------------------------------------------- config
 
 
-def check_shapes(marian: dict) -> tuple[set, set, str]:
-    """The head counts, FFN widths and activation of a Marian config, where one model class can
-    run them (one head count, one width, a known activation); else :class:`MarianError`."""
-    heads = {marian.get("encoder_attention_heads"), marian.get("decoder_attention_heads")}
-    widths = {marian.get("encoder_ffn_dim"), marian.get("decoder_ffn_dim")}
-    if len(heads) != 1 or len(widths) != 1:
-        raise MarianError("encoder and decoder with different head counts or FFN widths are not supported")
-    activation = ACTIVATIONS.get(str(marian.get("activation_function", "gelu")))
-    if activation is None:
-        raise MarianError(
-            f"activation_function {marian.get('activation_function')!r} is not supported "
-            f"(supported: {', '.join(ACTIVATIONS)})"
-        )
-    return heads, widths, activation
+def check_shapes(marian: dict) -> tuple[int, int, str]:
+    """(h, d_ff, activation) of a Marian config, where one model class can run it (one head
+    count, one width, a known activation); else :class:`MarianError`."""
+    try:
+        return conversion.check_shapes(marian)
+    except ConversionError as exc:
+        raise MarianError(str(exc)) from exc
 
 
 def check_vocabs(src_vocab: dict, tgt_vocab: dict, vocab_size: int, tgt_size: int, eos: int) -> None:
@@ -162,7 +132,7 @@ def convert_config(
     def get(key, default=None):
         return marian.get(key, default)
 
-    heads, widths, activation = check_shapes(marian)
+    h, d_ff, activation = check_shapes(marian)
     shared = bool(get("share_encoder_decoder_embeddings", True))
     tied = bool(get("tie_word_embeddings", True))
     vocab_size = int(get("vocab_size"))
@@ -178,8 +148,8 @@ def convert_config(
         raise MarianError(f"the source vocabulary's <pad> is {src_vocab['<pad>']}, not pad_token_id={pad}")
     return TransformerConfig(
         d_model=int(get("d_model")),
-        h=heads.pop(),
-        d_ff=widths.pop(),
+        h=h,
+        d_ff=d_ff,
         n_encoder_layers=int(get("encoder_layers")),
         n_decoder_layers=int(get("decoder_layers")),
         dropout=float(get("dropout", 0.1)),
@@ -232,65 +202,12 @@ def ignored_switches(marian: dict) -> list[str]:
 def read_marian_weights(folder: Path) -> dict:
     """Marian's tensors by transformers' names (safetensors preferred; a .bin is read with
     ``weights_only=True``, nothing unpickled)."""
-    import torch
-    from safetensors.torch import load_file
-
-    if (folder / "model.safetensors").is_file():
-        return load_file(str(folder / "model.safetensors"))
-    return torch.load(folder / "pytorch_model.bin", map_location="cpu", weights_only=True)
+    return conversion.read_weights(folder)
 
 
 def convert_weights(w: dict, cfg, marian: dict) -> dict:
     """Our state dict from Marian's tensors (names: ``Transformer.state_dict``)."""
-    w = {k.removeprefix("model.") if k.startswith("model.") else k: v for k, v in w.items()}
-
-    def first(*names):
-        for name in names:
-            if name in w:
-                return w[name]
-        raise MarianError(f"the weights lack {names[0]}")
-
-    # each stack's own embedding when the file has it: transformers ties encoder.embed_tokens and
-    # decoder.embed_tokens to shared only when tie_word_embeddings is true, else all three are apart
-    src_embed = first("encoder.embed_tokens.weight", "shared.weight")
-    out = {"src_embed.weight": src_embed}
-    if cfg.tie_embeddings == "all":
-        tgt_embed = src_embed
-    else:
-        tgt_embed = out["tgt_embed.weight"] = first("decoder.embed_tokens.weight", "shared.weight")
-    if cfg.tie_embeddings == "none":
-        out["proj.weight"] = first("lm_head.weight")
-    bias = w.get("final_logits_bias")
-    out["logits_bias"] = bias.reshape(-1) if bias is not None else tgt_embed.new_zeros(cfg.tgt_vocab_size)
-
-    def attention(ours: str, theirs: str):
-        for a, b in (("q_proj", "q_proj"), ("k_proj", "k_proj"), ("v_proj", "v_proj"), ("o_proj", "out_proj")):
-            for p in ("weight", "bias"):
-                out[f"{ours}.{a}.{p}"] = first(f"{theirs}.{b}.{p}")
-
-    def norm(ours: str, theirs: str):
-        out[f"{ours}.norm.gain"] = first(f"{theirs}.weight")
-        out[f"{ours}.norm.bias"] = first(f"{theirs}.bias")
-
-    def ffn(ours: str, theirs: str):
-        for a, b in (("linear1", "fc1"), ("linear2", "fc2")):
-            for p in ("weight", "bias"):
-                out[f"{ours}.ffn.{a}.{p}"] = first(f"{theirs}.{b}.{p}")
-
-    for i in range(cfg.n_encoder_layers):
-        ours, theirs = f"encoder_layers.{i}", f"encoder.layers.{i}"
-        attention(f"{ours}.self_attn", f"{theirs}.self_attn")
-        norm(f"{ours}.self_attn_block", f"{theirs}.self_attn_layer_norm")
-        ffn(ours, theirs)
-        norm(f"{ours}.ffn_block", f"{theirs}.final_layer_norm")
-    for i in range(cfg.n_decoder_layers):
-        ours, theirs = f"decoder_layers.{i}", f"decoder.layers.{i}"
-        attention(f"{ours}.self_attn", f"{theirs}.self_attn")
-        norm(f"{ours}.self_attn_block", f"{theirs}.self_attn_layer_norm")
-        attention(f"{ours}.cross_attn", f"{theirs}.encoder_attn")
-        norm(f"{ours}.cross_attn_block", f"{theirs}.encoder_attn_layer_norm")
-        ffn(ours, theirs)
-        norm(f"{ours}.ffn_block", f"{theirs}.final_layer_norm")
+    w = {k.removeprefix("model."): v for k, v in w.items()}
     extra = [
         k
         for k in w
@@ -298,7 +215,10 @@ def convert_weights(w: dict, cfg, marian: dict) -> dict:
     ]
     if extra:
         raise MarianError(f"the weights have norms transformers' Marian does not use ({', '.join(extra)})")
-    return out
+    try:
+        return {**conversion.embedding_weights(w, cfg), **layer_weights(w, cfg)}
+    except ConversionError as exc:
+        raise MarianError(str(exc)) from exc
 
 
 # ---------------------------------------------------------------- tokenizers
@@ -307,53 +227,21 @@ def convert_weights(w: dict, cfg, marian: dict) -> dict:
 def spm_tokenizer(spm_path: Path, vocab: dict[str, int]):
     """A ``tokenizers`` unigram tokenizer that splits text as SentencePiece model ``spm_path``
     does, with vocab.json's ids: what ``MarianTokenizer`` gives (its input_ids without the
-    final </s>, which ``Translator.encode_source`` adds).
-
-    The unigram model holds every piece of ``vocab`` at its id. Pieces of the SentencePiece
-    model keep their scores; the others (the other language's pieces of a shared vocabulary,
-    and the specials) get :data:`UNREACHABLE_SCORE`, so no segmentation of this side uses
-    them while the model's own pieces can spell the text, except single characters, which
-    stand where SentencePiece sees an unknown character. Known difference: a run of several
-    characters SentencePiece does not know is one unknown piece to it (one id, usually
-    <unk>), while here a character of the other language in the run keeps its id.
+    final </s>, which ``stepping.frame_source`` adds); see ``conversion.spm_unigram``.
 
     The normaliser is the model's own (its precompiled character map), then SentencePiece's
     whitespace rules: runs of spaces collapse, the ends are stripped, and "▁" marks each word
-    start. Decoding joins the pieces,
-    turns "▁" into spaces and strips the ends, and drops <unk>, as ``MarianTokenizer.decode``
-    with ``skip_special_tokens=True`` does. Language tokens (``>>ita<<``) of multilingual
-    models are split off as they are.
+    start. Decoding joins the pieces, turns "▁" into spaces and strips the ends, and drops
+    <unk>, as ``MarianTokenizer.decode`` with ``skip_special_tokens=True`` does. Language tokens
+    (``>>ita<<``) of multilingual models are split off as they are.
     """
-    from sentencepiece import sentencepiece_model_pb2
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers import AddedToken
 
-    proto = sentencepiece_model_pb2.ModelProto()
-    proto.ParseFromString(spm_path.read_bytes())
-    if proto.trainer_spec.model_type != 1:  # 1 = UNIGRAM (OPUS-MT's)
-        raise MarianError(f"{spm_path}: not a unigram SentencePiece model (model_type {proto.trainer_spec.model_type})")
-    normal = {p.piece: p.score for p in proto.pieces if p.type in (1, 4)}  # NORMAL, USER_DEFINED
-    by_id = sorted(vocab.items(), key=lambda kv: kv[1])
-    if [i for _, i in by_id] != list(range(len(by_id))):
-        raise MarianError(f"vocabulary ids are not 0..{len(by_id) - 1}")
-    # SentencePiece reads a character it has no piece for as an unknown piece scored
-    # min - 10, whose text MarianTokenizer then looks up in vocab.json: a character of the
-    # other language's pieces gets that score here, so it is chosen where SentencePiece's
-    # unknown would be, with the id MarianTokenizer finds for it
-    unknown = min(normal.values()) - 10
-    pieces = [
-        (piece, normal[piece] if piece in normal else unknown if len(piece) == 1 else UNREACHABLE_SCORE)
-        for piece, _ in by_id
-    ]
-    tok = Tokenizer(models.Unigram(pieces, unk_id=vocab["<unk>"], byte_fallback=False))
-    steps = []
-    if proto.normalizer_spec.precompiled_charsmap:
-        steps.append(normalizers.Precompiled(proto.normalizer_spec.precompiled_charsmap))
-    steps += [normalizers.Replace(Regex(" {2,}"), " "), normalizers.Strip()]
-    tok.normalizer = normalizers.Sequence(steps)
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=False)
-    tok.decoder = decoders.Sequence(
-        [decoders.Replace("<unk>", ""), decoders.Replace("▁", " "), decoders.Fuse(), decoders.Strip(" ", 10**6, 10**6)]
-    )
+    proto = conversion.read_spm(spm_path)
+    try:
+        tok = conversion.spm_unigram(proto, vocab)
+    except ConversionError as exc:
+        raise MarianError(f"{spm_path}: {exc}") from exc
     tok.add_special_tokens([AddedToken(t, normalized=False) for t in ("</s>", "<unk>", "<pad>") if t in vocab])
     codes = [t for t in vocab if re.fullmatch(r">>.+<<", t)]
     if codes:
@@ -362,13 +250,13 @@ def spm_tokenizer(spm_path: Path, vocab: dict[str, int]):
 
 
 def load_vocabs(folder: Path, marian: dict) -> tuple[dict, dict]:
-    src = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
+    src = read_json(folder / "vocab.json")
     if marian.get("share_encoder_decoder_embeddings", True):
         return src, src
     target = folder / "target_vocab.json"
     if not target.is_file():
         raise MarianError(f"{folder}: share_encoder_decoder_embeddings is false but there is no target_vocab.json")
-    return src, json.loads(target.read_text(encoding="utf-8"))
+    return src, read_json(target)
 
 
 # ---------------------------------------------------------------- model card
@@ -376,24 +264,14 @@ def load_vocabs(folder: Path, marian: dict) -> tuple[dict, dict]:
 
 def source_licence(folder: Path, marian: dict) -> tuple[str, bool]:
     """(licence, stated): from the README's front matter or config.json, else OPUS-MT's."""
-    readme = folder / "README.md"
-    if readme.is_file():
-        text = readme.read_text(encoding="utf-8", errors="replace")
-        front = re.match(r"---\n(.*?)\n---", text, re.S)
-        if front:
-            found = re.search(r"^license:\s*(\S+)", front.group(1), re.M)
-            if found:
-                return found.group(1).strip("'\""), True
-    if isinstance(marian.get("license"), str):
-        return marian["license"], True
-    return OPUS_MT_LICENSE, False
+    return conversion.source_licence(folder, marian, OPUS_MT_LICENSE)
 
 
 def languages(folder: Path, src: str) -> tuple[str, str]:
     """(source, target) languages: tokenizer_config.json's, else the opus-mt-XX-YY name."""
     config = folder / "tokenizer_config.json"
     if config.is_file():
-        data = json.loads(config.read_text(encoding="utf-8"))
+        data = read_json(config)
         if data.get("source_lang") and data.get("target_lang"):
             return str(data["source_lang"]), str(data["target_lang"])
     m = re.search(r"opus-mt-(?:tc-[a-z]+-)?([A-Za-z_]+)-([A-Za-z_]+)", src)
@@ -454,13 +332,9 @@ def model_card(src: str, cfg, licence: str, stated: bool, ignored: list[str], ar
 
 def convert(folder: Path, out: Path, src_name: str, argv: list[str] | None = None) -> Path:
     """Write our checkpoint for the Marian folder ``folder`` at ``out`` (replaced whole)."""
-    from transformer.core.checkpoint import assign_weights, save_checkpoint
-    from transformer.core.model import build_model
-
-    marian = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    marian = read_json(folder / "config.json")
     src_vocab, tgt_vocab = load_vocabs(folder, marian)
-    gen_file = folder / "generation_config.json"
-    generation = json.loads(gen_file.read_text(encoding="utf-8")) if gen_file.is_file() else {}
+    generation = read_json(folder / "generation_config.json", required=False)
     cfg = convert_config(marian, src_vocab, tgt_vocab, languages(folder, src_name), generation)
     cfg.extra["converted_from"] = src_name  # the app says where the model comes from
     licence, stated = source_licence(folder, marian)
@@ -468,11 +342,9 @@ def convert(folder: Path, out: Path, src_name: str, argv: list[str] | None = Non
     cfg.extra["license"] = licence
     src_tok = spm_tokenizer(folder / "source.spm", src_vocab)
     tgt_tok = spm_tokenizer(folder / "target.spm", tgt_vocab)
-    model = build_model(cfg)  # every parameter is then overwritten with Marian's
     tensors = convert_weights(read_marian_weights(folder), cfg, marian)
-    assign_weights(model, {k: v.float() for k, v in tensors.items()}, folder)
     card = model_card(src_name, cfg, licence, stated, ignored_switches(marian), argv or [src_name, "--out", str(out)])
-    return save_checkpoint(out, model.eval(), src_tok, tgt_tok, model_card=card)
+    return conversion.write_checkpoint(folder, out, cfg, tensors, (src_tok, tgt_tok), card)
 
 
 def main(argv=None) -> int:
@@ -502,7 +374,7 @@ def main(argv=None) -> int:
     return 0
 
 
-__all__ = ["convert", "main", "spm_tokenizer", "convert_config", "convert_weights", "MarianError"]
+__all__ = ["convert", "main", "spm_tokenizer", "convert_config", "convert_weights", "MarianError", "check_out"]
 
 if __name__ == "__main__":
     raise SystemExit(main())

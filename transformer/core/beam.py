@@ -349,7 +349,8 @@ def _best_candidates(logits, logp, cum, banned_mask, A: int, nb: int, n_cand: in
     ``logp`` (R, V) is ``logits`` log-softmaxed in float32."""
     # rank each row's tokens by logit (same order as greedy's argmax), then take logp
     _, cand_tok = logits.masked_fill(banned_mask, float("-inf")).topk(n_cand, dim=-1)  # (R, n_cand)
-    cand_lp = logp.gather(1, cand_tok)  # (R, n_cand)
+    # a token the step does not allow (banned, or not the forced one) is no candidate at all
+    cand_lp = logp.masked_fill(banned_mask, float("-inf")).gather(1, cand_tok)  # (R, n_cand)
     total = (cum[:, None] + cand_lp).view(A, nb * n_cand)  # (A, nb * n_cand)
     # stable sort: on exact ties, keep the row-major, best-logit-first order
     order = total.sort(dim=1, descending=True, stable=True).indices[:, :n_cand]  # (A, n_cand)

@@ -348,10 +348,14 @@ def special_id_problem(cfg, side: str, tok: Tokenizer) -> str | None:
     """Whether the config's special ids of one side fit its tokenizer: each names a special
     token of it. The ids are the config's to say (a model's tokens are never recognised by
     their names: ours are [PAD] [UNK] [SOS] [EOS], Marian's <pad> <unk> </s>, NLLB's have
-    language tokens besides); this only catches a config written for another tokenizer."""
+    language tokens besides); this only catches a config written for another tokenizer. The
+    decoder's start token is left out: it is only ever read, and a Marian model with two
+    vocabularies starts from an id that is an ordinary piece of its target tokenizer."""
     specials = {i for i, t in tok.get_added_tokens_decoder().items() if t.special}
     for name in ("pad", "unk", "sos", "eos"):
         value = getattr(cfg, f"{side}_{name}_id")
+        if side == "tgt" and name == "sos":
+            continue  # read, never written: Marian's is the source's <pad>, a plain piece of the target's
         if value is not None and value not in specials:
             return f"{side}_{name}_id={value} is not a special token of the {side} tokenizer"
     return None

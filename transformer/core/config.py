@@ -14,6 +14,7 @@ from pathlib import Path
 
 
 ACTIVATIONS = ("relu", "swish", "gelu")
+POSITIONAL_TABLES = ("interleaved", "halves", "fairseq", "learned")
 
 
 @dataclass
@@ -37,14 +38,22 @@ class TransformerConfig:
     # "post": norm(x + sublayer(x)) as in the paper (and Marian/OPUS-MT: no final norm).
     norm_placement: str = "pre"
     layer_norm_eps: float = 1e-6
-    # The switches below let the one model class run published Marian (OPUS-MT) checkpoints
-    # (transformer.cli.from_marian); each defaults to what our own checkpoints do, so a
-    # config.json written before they existed loads unchanged.
+    # The switches below let the one model class run published Marian (OPUS-MT), M2M100, NLLB-200
+    # and mBART-50 checkpoints (transformer.cli.convert); each defaults to what our own checkpoints
+    # do, so a config.json written before they existed loads unchanged.
     # FFN nonlinearity: "relu" (the paper), "swish" (SiLU, x * sigmoid(x): OPUS-MT), "gelu" (exact, erf)
     activation: str = "relu"
-    # sinusoidal table layout: "interleaved" (the paper: sin on even dims, cos on odd ones) or
-    # "halves" ([sin | cos], the angles of the first half repeated: Marian's)
+    # positional table: "interleaved" (the paper: sin on even dims, cos on odd ones), "halves"
+    # ([sin | cos], the angles of the first half repeated: Marian's), "fairseq" ([sin | cos] with
+    # frequencies 10000^(-i / (d/2 - 1)): M2M100's and NLLB's) or "learned" (a trained table per
+    # stack, stored with the weights: mBART's)
     positional_table: str = "interleaved"
+    # the row of the sinusoidal table read at position 0: fairseq's models (M2M100, NLLB) number
+    # positions from padding_idx + 1 = 2. A learned table is stored from the row position 0 reads.
+    position_offset: int = 0
+    # a LayerNorm on each stack's input (token vectors plus positions), before its dropout (mBART's
+    # layernorm_embedding)
+    embedding_norm: bool = False
     # multiply token embeddings by sqrt(d_model) (section 3.4 of the paper; Marian's scale_embedding)
     scale_embedding: bool = True
     # a learnt per-token bias added to the logits (Marian's final_logits_bias)
@@ -94,8 +103,15 @@ class TransformerConfig:
             raise ValueError("tie_embeddings='all' needs a joint vocabulary (equal vocab sizes)")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {'/'.join(ACTIVATIONS)}, got {self.activation!r}")
-        if self.positional_table not in ("interleaved", "halves"):
-            raise ValueError(f"positional_table must be 'interleaved' or 'halves', got {self.positional_table!r}")
+        if self.positional_table not in POSITIONAL_TABLES:
+            raise ValueError(
+                f"positional_table must be one of {'/'.join(POSITIONAL_TABLES)}, got {self.positional_table!r}"
+            )
+        if self.position_offset < 0 or (self.position_offset and self.positional_table == "learned"):
+            raise ValueError(
+                f"position_offset must be >= 0, and 0 for a learned table (stored from position 0), "
+                f"got {self.position_offset}"
+            )
         for code, i in self.lang_ids.items():
             if not 0 <= i < min(self.src_vocab_size, self.tgt_vocab_size):
                 raise ValueError(f"lang_ids[{code!r}] = {i} is outside the vocabulary")

@@ -72,7 +72,7 @@ class Dropout(nn.Dropout):
         return dropout(x, self.p, self.training)
 
 
-def sinusoidal_table(max_positions: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
+def sinusoidal_table(max_positions: int, d_model: int, layout: str = "interleaved", offset: int = 0) -> torch.Tensor:
     """PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle).
 
     ``layout="halves"`` is Marian's table (transformers' ``MarianSinusoidalPositionalEmbedding``):
@@ -80,34 +80,75 @@ def sinusoidal_table(max_positions: int, d_model: int, layout: str = "interleave
     PE[pos, i] = sin(angle_i), PE[pos, d/2 + i] = cos(angle_i). It is computed as Marian
     computes it, in float64 then rounded to float32, so converted checkpoints add the very
     same numbers (ours, in float32, differ from it in the last bits).
+
+    ``layout="fairseq"`` is fairseq's (M2M100's, NLLB's): [sin | cos] too, but with the
+    frequencies 10000^(-i / (d/2 - 1)) for i < d/2, computed in float32 as transformers'
+    ``M2M100SinusoidalPositionalEmbedding`` does.
+
+    ``offset``: the table starts at that row, so row p is what position p reads (fairseq numbers
+    positions from padding_idx + 1 = 2).
     """
+    n = max_positions + offset
     if layout == "halves":
-        position = torch.arange(max_positions, dtype=torch.float64).unsqueeze(1)  # (P, 1)
+        position = torch.arange(n, dtype=torch.float64).unsqueeze(1)  # (P, 1)
         half = (d_model + 1) // 2
         angle = position / torch.pow(10000.0, 2 * torch.arange(half, dtype=torch.float64) / d_model)  # (P, half)
-        return torch.cat([torch.sin(angle), torch.cos(angle[:, : d_model // 2])], dim=1).float()  # (P, D)
-    position = torch.arange(max_positions, dtype=torch.float32).unsqueeze(1)  # (P, 1)
+        return torch.cat([torch.sin(angle), torch.cos(angle[:, : d_model // 2])], dim=1).float()[offset:]  # (P, D)
+    if layout == "fairseq":
+        half = d_model // 2
+        freq = torch.exp(torch.arange(half).float() * -(math.log(10000) / (half - 1)))  # (half,)
+        angle = torch.arange(n).float().unsqueeze(1) * freq.unsqueeze(0)  # (P, half)
+        pe = torch.cat([torch.sin(angle), torch.cos(angle), torch.zeros(n, d_model % 2)], dim=1)  # (P, D)
+        return pe[offset:]
+    position = torch.arange(n, dtype=torch.float32).unsqueeze(1)  # (P, 1)
     div_term = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
-    pe = torch.zeros(max_positions, d_model)
+    pe = torch.zeros(n, d_model)
     pe[:, 0::2] = torch.sin(position * div_term)
     pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
-    return pe
+    return pe[offset:]
+
+
+def add_positions(x: torch.Tensor, table: torch.Tensor, offset: int, norm, dropout: nn.Module) -> torch.Tensor:
+    """dropout(norm(x + table[offset : offset + T])) for token vectors x (B, T, D) at positions
+    offset..offset+T-1 (no norm when ``norm`` is None)."""
+    T = x.shape[1]
+    if offset + T > table.shape[0]:
+        raise ValueError(f"sequence of {offset + T} positions exceeds max_positions={table.shape[0]}")
+    x = x + table[offset : offset + T]
+    return dropout(x if norm is None else norm(x))
 
 
 class PositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table. It is a buffer (not a parameter, not saved): it is
-    a pure function of the config, and the viewer reads this exact tensor."""
+    a pure function of the config, and the viewer reads this exact tensor: ``pe[p]`` is the
+    vector added at position p."""
 
-    def __init__(self, d_model: int, max_positions: int, dropout: float, layout: str = "interleaved") -> None:
+    def __init__(
+        self, d_model: int, max_positions: int, dropout: float, layout: str = "interleaved", offset: int = 0
+    ) -> None:
         super().__init__()
-        self.register_buffer("pe", sinusoidal_table(max_positions, d_model, layout), persistent=False)
+        self.register_buffer("pe", sinusoidal_table(max_positions, d_model, layout, offset), persistent=False)
         self.dropout = Dropout(dropout)
 
-    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        T = x.shape[1]
-        if offset + T > self.pe.shape[0]:
-            raise ValueError(f"sequence of {offset + T} positions exceeds max_positions={self.pe.shape[0]}")
-        return self.dropout(x + self.pe[offset : offset + T])
+    def forward(self, x: torch.Tensor, offset: int = 0, norm: nn.Module | None = None) -> torch.Tensor:
+        return add_positions(x, self.pe, offset, norm, self.dropout)
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """A trained table instead (mBART's ``embed_positions``), one per stack, saved with the
+    weights as ``weight``. ``pe`` is the same table detached, as the viewer reads it."""
+
+    def __init__(self, d_model: int, max_positions: int, dropout: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(max_positions, d_model))
+        self.dropout = Dropout(dropout)
+
+    @property
+    def pe(self) -> torch.Tensor:
+        return self.weight.detach()
+
+    def forward(self, x: torch.Tensor, offset: int = 0, norm: nn.Module | None = None) -> torch.Tensor:
+        return add_positions(x, self.weight, offset, norm, self.dropout)  # the parameter, so training reaches it
 
 
 class TokenEmbedding(nn.Module):
@@ -429,7 +470,19 @@ class Transformer(nn.Module):
             self.tgt_embed = self.src_embed
         else:
             self.tgt_embed = TokenEmbedding(cfg.tgt_vocab_size, cfg.d_model, cfg.tgt_pad_id, cfg.scale_embedding)
-        self.pos_encoding = PositionalEncoding(cfg.d_model, cfg.max_positions, cfg.dropout, cfg.positional_table)
+        # the encoder's positional table, which the viewer draws, and the decoder's: the same module
+        # unless the tables are learned (one per stack)
+        if cfg.positional_table == "learned":
+            self.pos_encoding = LearnedPositionalEncoding(cfg.d_model, cfg.max_positions, cfg.dropout)
+            self.tgt_pos_encoding = LearnedPositionalEncoding(cfg.d_model, cfg.max_positions, cfg.dropout)
+        else:
+            self.pos_encoding = PositionalEncoding(
+                cfg.d_model, cfg.max_positions, cfg.dropout, cfg.positional_table, cfg.position_offset
+            )
+            self.tgt_pos_encoding = self.pos_encoding
+        # mBART's layernorm_embedding: each stack normalises its input
+        self.encoder_embed_norm = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if cfg.embedding_norm else None
+        self.decoder_embed_norm = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if cfg.embedding_norm else None
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
         pre = cfg.norm_placement == "pre"
@@ -497,6 +550,18 @@ class Transformer(nn.Module):
         return [m[:, i] for i in range(n_layers)]  # each (B or 1, H)
 
     # stacks ----------------------------------------------------------------------
+    def embed_source(self, src: torch.Tensor, embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder's input (B, S, D): token vectors (``embeds``, else ``src_embed(src)``) plus
+        positions, through the embedding norm if the model has one, then dropout."""
+        x = self.src_embed(src) if embeds is None else embeds
+        return self.pos_encoding(x, norm=self.encoder_embed_norm)
+
+    def embed_target(self, tgt: torch.Tensor, offset: int = 0, embeds: torch.Tensor | None = None) -> torch.Tensor:
+        """The decoder's input (B, T, D) for target ids at positions offset..offset+T-1, as
+        :meth:`embed_source` makes the encoder's."""
+        x = self.tgt_embed(tgt) if embeds is None else embeds
+        return self.tgt_pos_encoding(x, offset=offset, norm=self.decoder_embed_norm)
+
     def encode(
         self,
         src: torch.Tensor,
@@ -513,7 +578,7 @@ class Transformer(nn.Module):
         check_head_mask(head_mask)
         if src_mask is None:
             src_mask = self.src_mask(src)
-        x = self.pos_encoding(self.src_embed(src) if embeds is None else embeds)
+        x = self.embed_source(src, embeds)
         masks = self.layer_head_masks(head_mask, "encoder", src.shape[0], x.dtype, x.device)
         weights = []
         for layer, hm in zip(self.encoder_layers, masks):
@@ -553,7 +618,7 @@ class Transformer(nn.Module):
         if tgt_mask is None and tgt.shape[1] > 1:
             # one new position (a cached decoding step) may see every key: no mask needed
             tgt_mask = causal_mask(tgt.shape[1], offset, device=tgt.device)
-        x = self.pos_encoding(self.tgt_embed(tgt) if embeds is None else embeds, offset=offset)
+        x = self.embed_target(tgt, offset, embeds)
         B = tgt.shape[0]
         self_masks = self.layer_head_masks(head_mask, "decoder_self", B, x.dtype, x.device)
         cross_masks = self.layer_head_masks(head_mask, "cross", B, x.dtype, x.device)

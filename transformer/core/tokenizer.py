@@ -16,9 +16,12 @@ Every tokenizer has the same four specials, trained first so their ids are fixed
 per side in the config, never assumed to be shared. A run that tags its back-translated
 sources adds ``SYNTHETIC_TAG`` as a fifth special (id 4).
 
-A checkpoint converted from Marian (``transformer.cli.from_marian``) has SentencePiece's
-unigram tokenizers instead, written in the same JSON format, with Marian's specials
-``<pad> <unk> </s>`` at Marian's ids and no start token: :func:`special_ids` reads either set.
+A checkpoint converted from a published model (``transformer.cli.convert``) has that model's
+tokenizer instead, written in the same JSON format: Marian's SentencePiece unigram models with
+``<pad> <unk> </s>`` and no start token, M2M100's, NLLB-200's and mBART-50's with their language
+tokens. Their special ids are the config's to say (``load_checkpoint`` checks that each is a
+special token of its tokenizer); :func:`special_ids` reads ours or Marian's by name, for a config
+made from freshly trained tokenizers.
 """
 
 from __future__ import annotations
@@ -147,7 +150,6 @@ def load_tokenizer(path: str | Path) -> Tokenizer:
         tok = Tokenizer.from_file(str(path))
     except Exception as exc:  # the Rust side raises a bare Exception on bad JSON
         raise ValueError(f"{path}: not a valid tokenizers JSON file ({exc})") from exc
-    special_ids(tok)
     return tok
 
 

@@ -127,6 +127,7 @@ class Recorded:
     memory: torch.Tensor  # (1, S, D)
     src_mask: torch.Tensor  # (1, 1, 1, S)
     embed: torch.Tensor  # (1, T, D) token embeddings (no positional encoding)
+    stream_in: torch.Tensor  # (1, T, D) the decoder's input: embeddings, positions (and an embedding norm)
     probes: list[LayerProbe]
     resid: torch.Tensor  # (1, T, D) the residual stream after the last layer, before the final norm
     hidden: torch.Tensor  # (1, T, D) after the final norm
@@ -137,7 +138,16 @@ def record(model: Transformer, src: torch.Tensor, prefix: torch.Tensor) -> Recor
     src_mask, memory, _ = stepping.encode(model, src)
     probes = [LayerProbe() for _ in model.decoder_layers]
     dec = stepping.run_decoder(model, prefix, memory, src_mask, probes=probes, need_hidden_states=True)
-    return Recorded(memory, src_mask, model.tgt_embed(prefix), probes, dec.layer_hidden[-1], dec.hidden, dec.cache)
+    return Recorded(
+        memory,
+        src_mask,
+        model.tgt_embed(prefix),
+        model.embed_target(prefix),
+        probes,
+        dec.layer_hidden[-1],
+        dec.hidden,
+        dec.cache,
+    )
 
 
 def head_terms(attn, heads: torch.Tensor) -> torch.Tensor:
@@ -152,7 +162,7 @@ def residual_terms(model: Transformer, rec: Recorded, pos: int) -> dict[str, tor
     term (L, H, D) and the ``o_proj`` bias (L, D) of both attentions, and each FFN (L, D)."""
     layers = model.decoder_layers
     return {
-        "embedding": rec.embed[0, pos] + model.pos_encoding.pe[pos],
+        "embedding": rec.stream_in[0, pos],
         "decoder_self": torch.stack(
             [head_terms(l.self_attn, p.self_attn.heads[0, :, pos]) for l, p in zip(layers, rec.probes)]
         ),
@@ -189,10 +199,11 @@ class LogitAttribution:
     norm_sigma: float  # the final LayerNorm's scale at this step, frozen
     src_tokens: list[str]
     prefix_tokens: list[str]
+    logits_bias: float = 0.0  # the output layer's own bias (Marian's and mBART's final_logits_bias)
 
     def total(self) -> float:
         arrays = (self.decoder_self, self.decoder_self_bias, self.cross, self.cross_bias, self.ffn)
-        return float(self.embedding + self.norm_bias + sum(a.sum() for a in arrays))
+        return float(self.embedding + self.norm_bias + self.logits_bias + sum(a.sum() for a in arrays))
 
     def ranking(self, k: int = 10) -> list[dict]:
         """The ``k`` heads with the largest terms in absolute value, in the heads format of ``analysis``."""
@@ -222,6 +233,7 @@ class LogitAttribution:
             "cross_bias": r(self.cross_bias),
             "ffn": r(self.ffn),
             "norm_bias": r(self.norm_bias),
+            "logits_bias": r(self.logits_bias),
             "norm_sigma": r(self.norm_sigma),
             "note": LN_NOTE,
             "ranking": [{**h, "value": r(h["value"])} for h in self.ranking()],
@@ -323,7 +335,16 @@ def direct_logit_attribution(
         norm_sigma=sigma,
         src_tokens=[translator.src_tok.id_to_token(int(i)) for i in inp.src[0]],
         prefix_tokens=tokens(translator, inp.tgt[: inp.step + 1]),
+        logits_bias=_logits_bias(model, chosen, other),
     )
+
+
+def _logits_bias(model: Transformer, chosen: int, other: int | None) -> float:
+    """The output layer's bias in the split value: b[chosen] (minus b[other])."""
+    b = model.logits_bias
+    if b is None:
+        return 0.0
+    return float(b[chosen] - (0.0 if other is None else b[other]))
 
 
 # --------------------------------------------------------------------------- activation patching
@@ -591,6 +612,8 @@ def _block_terms(res: LogitAttribution) -> tuple[list[str], list[float]]:
             res.cross[l].sum() + res.cross_bias[l],
             res.ffn[l],
         ]
+    if res.logits_bias:
+        names, values = names + ["output bias"], values + [res.logits_bias]
     return names + ["final-norm bias"], values + [res.norm_bias]
 
 
