@@ -5,7 +5,6 @@ must be what the attention module hands W_o, masked keys exactly the future/padd
 import dataclasses
 import json
 import math
-import threading
 
 import numpy as np
 import pytest
@@ -298,21 +297,16 @@ def test_training_mode_is_refused_and_nothing_is_left_on_the_model(tokenizers_pa
         tr.model.eval()
 
 
-def test_capture_ignores_other_threads(translator):
-    """A shared Translator serves concurrent requests: while the hook is on, another
-    thread's forward pass through the same module must not be taken for ours."""
+def test_the_call_is_read_from_the_recording_of_one_pass(translator):
+    """What the row is computed from is what the attention read in an ordinary pass (the
+    recording's points), with the query's own length, and nothing is left on the module."""
     model = translator.model
+    trace = translator.trace(TEXT)
     module = model.encoder_layers[0].self_attn
-    other = torch.tensor([translator.encode_source("we are happy.").ids])
-    mine = torch.tensor([translator.encode_source(TEXT).ids])
-    with arithmetic._capture_call(module) as call, torch.no_grad():
-        worker = threading.Thread(target=model.encode, args=(other,))
-        worker.start()
-        worker.join()
-        assert call == {}
-        model.encode(mine)
-        assert call["x_q"].shape[1] == mine.shape[1]
-    assert len(module._forward_pre_hooks) == 0
+    call = arithmetic._run(model, trace, "encoder", 0, None)
+    assert set(call) == set(arithmetic.CALL_POINTS)
+    assert call["query_in"].shape[1] == len(trace.src_ids) and call["head_mask"] is None
+    assert len(module._forward_pre_hooks) == len(module._forward_hooks) == 0
 
 
 # ----------------------------------------------------------------------------- the shipped model

@@ -1,5 +1,5 @@
-"""Direct logit attribution and activation patching (``transformer/interpret/attribution.py``), and the
-model probes they use (``HeadProbe``/``LayerProbe``, ``embeds`` in ``Transformer.decode``).
+"""Direct logit attribution and activation patching (``transformer/interpret/attribution.py``), read
+and patched through the model's named points (``transformer.core.recording``).
 
 The exactness checks run on the tiny random checkpoint of ``conftest.py`` and on the shipped
 model: the terms sum to the logit (1e-3), patching every component gives B's difference.
@@ -25,7 +25,7 @@ from transformer.interpret.attribution import (
     step_inputs,
 )
 from transformer.core.config import TransformerConfig
-from transformer.core.model import HeadProbe, LayerProbe, build_model
+from transformer.core.model import build_model
 from transformer.core.translator import Translator
 
 # one thread (conftest): the same kernels on every run, so the tolerances below hold run after run
@@ -45,48 +45,21 @@ def teacher_forced_logits(translator, text: str, target_ids: list[int]) -> torch
         return translator.model(src, tgt_in).logits[0]
 
 
-# ----------------------------------------------------------------------------- model probes
-def test_probes_change_nothing_and_read_every_sublayer(translator):
-    model = translator.model
-    inp = step_inputs(translator, TEXT, 2, [5, 6, 7, 8])
-    src_mask = model.src_mask(inp.src)
-    with torch.no_grad():
-        memory, _ = model.encode(inp.src, src_mask)
-        plain = model.decode(inp.prefix, memory, src_mask).hidden
-        probes = [LayerProbe() for _ in model.decoder_layers]
-        probed = model.decode(inp.prefix, memory, src_mask, probes=probes).hidden
-    assert torch.equal(plain, probed)
-    T, H, d_k = inp.prefix.shape[1], model.cfg.h, model.cfg.d_k
-    for p in probes:
-        assert p.self_attn.heads.shape == p.cross_attn.heads.shape == (1, H, T, d_k)
-        assert p.ffn.shape == (1, T, model.cfg.d_model)
-
-
+# ----------------------------------------------------------------------------- the recorded terms
 def test_head_terms_split_o_proj_exactly(translator):
     """Summed over heads, plus the bias, the per-head terms are o_proj of the concatenated heads."""
     model = translator.model
     inp = step_inputs(translator, TEXT, 2, [5, 6, 7, 8])
     with torch.no_grad():
         rec = record(model, inp.src, inp.prefix)
-        for layer, probe in zip(model.decoder_layers, rec.probes):
-            for attn, heads in ((layer.self_attn, probe.self_attn.heads), (layer.cross_attn, probe.cross_attn.heads)):
+        T, H, d_k = inp.prefix.shape[1], model.cfg.h, model.cfg.d_k
+        for layer, self_h, cross_h in zip(model.decoder_layers, rec.self_heads, rec.cross_heads):
+            assert self_h.shape == cross_h.shape == (1, H, T, d_k)
+            for attn, heads in ((layer.self_attn, self_h), (layer.cross_attn, cross_h)):
                 at_pos = heads[0, :, -1]  # (H, d_k)
                 whole = attn.o_proj(at_pos.reshape(-1))  # (D,)
                 split = head_terms(attn, at_pos).sum(0) + attn.o_proj.bias
                 torch.testing.assert_close(split, whole, atol=1e-5, rtol=1e-5)
-
-
-def test_head_values_need_a_head_mask(translator):
-    model = translator.model
-    inp = step_inputs(translator, TEXT, 0, [5, 6])
-    src_mask = model.src_mask(inp.src)
-    memory, _ = model.encode(inp.src, src_mask)
-    values = torch.zeros(1, model.cfg.h, 1, model.cfg.d_k)
-    probes = [LayerProbe(self_attn=HeadProbe(values=values)) for _ in model.decoder_layers]
-    with pytest.raises(ValueError, match="head mask"):
-        model.decode(inp.prefix, memory, src_mask, probes=probes)
-    with pytest.raises(ValueError, match="one LayerProbe per decoder layer"):
-        model.decode(inp.prefix, memory, src_mask, probes=[LayerProbe()])
 
 
 # ----------------------------------------------------------------------------- direct logit attribution

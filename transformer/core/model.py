@@ -21,6 +21,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer.core.config import TransformerConfig
+from transformer.core import recording
+from transformer.core.recording import point
 
 
 class LayerNorm(nn.Module):
@@ -166,37 +168,6 @@ class TokenEmbedding(nn.Module):
         return F.embedding(ids, self.weight) * self.scale
 
 
-@dataclass
-class HeadProbe:
-    """Reads and replaces the per-head outputs of one attention sublayer, for one call.
-
-    Passed in per call and never stored on a module, like the head mask. ``values``
-    (B or 1, H, T, d_k): what a head that the head mask silences outputs instead of zeros
-    (``out * m + values * (1 - m)``); given the same head's output on another input, that
-    is activation patching. ``heads`` is filled in by the forward pass: (B, H, T, d_k), each
-    head's output as ``o_proj`` receives it (after any mask), so head h adds
-    ``heads[:, h] @ W_o[:, h*d_k:(h+1)*d_k].T`` to the residual stream (direct logit
-    attribution splits ``o_proj`` that way; its bias is shared by the heads).
-    """
-
-    values: torch.Tensor | None = None
-    heads: torch.Tensor | None = None
-
-
-@dataclass
-class LayerProbe:
-    """:class:`HeadProbe` for one decoder layer's self- and cross-attention, and the same for
-    its feed-forward block: rows where ``ffn_mask`` (B or 1,) is 0 take ``ffn_values``
-    (B or 1, T, D) as the block's output, and ``ffn`` is filled in with the block's output
-    (B, T, D), what it adds to the residual stream (before the residual dropout)."""
-
-    self_attn: HeadProbe = field(default_factory=HeadProbe)
-    cross_attn: HeadProbe = field(default_factory=HeadProbe)
-    ffn_mask: torch.Tensor | None = None
-    ffn_values: torch.Tensor | None = None
-    ffn: torch.Tensor | None = None
-
-
 class MultiHeadAttention(nn.Module):
     """Scaled dot-product attention over ``h`` heads with separate Q/K/V/O projections.
 
@@ -214,6 +185,7 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model)
         self.o_proj = nn.Linear(d_model, d_model)
         self.attn_dropout = attn_dropout
+        self.point_name = "attention"  # its points' prefix, e.g. "cross.1" (Transformer names them)
 
     def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -230,7 +202,6 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None,
         need_weights: bool = False,
         head_mask: torch.Tensor | None = None,
-        probe: HeadProbe | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """x_q: (B, T, D); k, v: (B, H, S, d_k); mask: bool, broadcastable to (B, H, T, S).
 
@@ -239,14 +210,17 @@ class MultiHeadAttention(nn.Module):
         contributes nothing (the knock-out of Michel et al. 2019). Its weights are still
         returned: they show where the head *would* have looked.
 
-        ``probe`` (see :class:`HeadProbe`): with ``probe.values`` a silenced head outputs
-        those values instead of zeros (activation patching); the heads' outputs, as
-        ``o_proj`` receives them, are left in ``probe.heads`` (direct logit attribution).
+        Its named points (``transformer.core.recording``) let an analysis read the inputs,
+        the weights and each head's output, and replace the heads' outputs (patching).
 
         Returns the output (B, T, D) and, if asked, the post-softmax weights (B, H, T, S)
         taken before dropout.
         """
         B, T, D = x_q.shape
+        name = self.point_name
+        if recording.active():
+            for what, value in (("query_in", x_q), ("k", k), ("v", v), ("mask", mask), ("head_mask", head_mask)):
+                point(name, what, value)
         q = self._split_heads(self.q_proj(x_q))  # (B, H, T, d_k)
         p = self.attn_dropout if self.training else 0.0
         weights = None
@@ -254,20 +228,13 @@ class MultiHeadAttention(nn.Module):
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)  # (B, H, T, S)
             if mask is not None:
                 scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-            weights = scores.softmax(dim=-1)
+            weights = point(name, "weights", scores.softmax(dim=-1))
             out = dropout(weights, p, self.training) @ v  # (B, H, T, d_k)
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         if head_mask is not None:
-            m = head_mask[:, :, None, None]  # (B, H, 1, 1)
-            if probe is None or probe.values is None:
-                out = out * m  # (B, H, T, d_k)
-            else:
-                out = out * m + probe.values * (1 - m)
-        elif probe is not None and probe.values is not None:
-            raise ValueError("HeadProbe.values replace the heads the head mask silences: pass a head mask too")
-        if probe is not None:
-            probe.heads = out  # (B, H, T, d_k)
+            out = out * head_mask[:, :, None, None]  # (B, H, T, d_k)
+        out = point(name, "heads", out)  # (B, H, T, d_k)
         out = out.transpose(1, 2).reshape(B, T, D)  # (B, T, D)
         return self.o_proj(out), weights
 
@@ -305,13 +272,15 @@ class Residual(nn.Module):
         self.norm = LayerNorm(d_model, eps)
         self.dropout = Dropout(dropout)
         self.pre_norm = pre_norm
+        self.point_name = "block"  # its points' prefix (Transformer names them)
 
     def forward(self, x: torch.Tensor, sublayer) -> tuple[torch.Tensor, tuple]:
+        x = point(self.point_name, "residual", x)
         if self.pre_norm:
             y, *extra = sublayer(self.norm(x))
-            return x + self.dropout(y), tuple(extra)
+            return point(self.point_name, "output", x + self.dropout(y)), tuple(extra)
         y, *extra = sublayer(x)
-        return self.norm(x + self.dropout(y)), tuple(extra)
+        return point(self.point_name, "output", self.norm(x + self.dropout(y))), tuple(extra)
 
 
 class EncoderLayer(nn.Module):
@@ -323,13 +292,18 @@ class EncoderLayer(nn.Module):
         self.self_attn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre, cfg.layer_norm_eps)
 
+    def name_points(self, layer: int) -> None:
+        """Name this layer's points (``transformer.core.recording``): encoder.{layer}, encoder_ffn.{layer}."""
+        self.self_attn.point_name = self.self_attn_block.point_name = f"encoder.{layer}"
+        self.ffn_block.point_name = f"encoder_ffn.{layer}"
+
     def forward(self, x, src_mask, need_weights=False, head_mask=None):
         def attend(h):
             k, v = self.self_attn.project_kv(h)
             return self.self_attn(h, k, v, src_mask, need_weights, head_mask)
 
         x, (weights,) = self.self_attn_block(x, attend)
-        x, _ = self.ffn_block(x, lambda h: (self.ffn(h),))
+        x, _ = self.ffn_block(x, lambda h: (point(self.ffn_block.point_name, "out", self.ffn(h)),))
         return x, weights
 
 
@@ -381,17 +355,14 @@ class DecoderLayer(nn.Module):
         need_weights=False,
         self_head_mask=None,
         cross_head_mask=None,
-        probe: LayerProbe | None = None,
     ):
         """x: (B, T, D) new target positions; memory: (B, S, D) encoder output.
 
         With a cache, ``x`` holds only the new positions and the cached self K/V are the
         earlier ones; cross K/V come from the cache instead of re-projecting ``memory``.
-        ``probe`` reads or replaces the sublayers' outputs (:class:`LayerProbe`).
         Returns (x, self_weights, cross_weights, new_cache).
         """
         new = {}
-        self_probe, cross_probe = (None, None) if probe is None else (probe.self_attn, probe.cross_attn)
 
         def self_attend(h):
             k, v = self.self_attn.project_kv(h)
@@ -399,7 +370,7 @@ class DecoderLayer(nn.Module):
                 k = torch.cat([cache.self_k, k], dim=2)  # (B, H, past + T, d_k)
                 v = torch.cat([cache.self_v, v], dim=2)
             new["self_k"], new["self_v"] = k, v
-            return self.self_attn(h, k, v, self_mask, need_weights, self_head_mask, self_probe)
+            return self.self_attn(h, k, v, self_mask, need_weights, self_head_mask)
 
         def cross_attend(h):
             if cache is not None:
@@ -407,21 +378,18 @@ class DecoderLayer(nn.Module):
             else:
                 k, v = self.cross_attn.project_kv(memory)
             new["cross_k"], new["cross_v"] = k, v
-            return self.cross_attn(h, k, v, cross_mask, need_weights, cross_head_mask, cross_probe)
-
-        def feed_forward(h):
-            y = self.ffn(h)  # (B, T, D)
-            if probe is not None:
-                if probe.ffn_mask is not None:
-                    m = probe.ffn_mask[:, None, None]  # (B or 1, 1, 1)
-                    y = y * m + probe.ffn_values * (1 - m)
-                probe.ffn = y
-            return (y,)
+            return self.cross_attn(h, k, v, cross_mask, need_weights, cross_head_mask)
 
         x, (self_w,) = self.self_attn_block(x, self_attend)
         x, (cross_w,) = self.cross_attn_block(x, cross_attend)
-        x, _ = self.ffn_block(x, feed_forward)
+        x, _ = self.ffn_block(x, lambda h: (point(self.ffn_block.point_name, "out", self.ffn(h)),))  # (B, T, D)
         return x, self_w, cross_w, LayerCache(**new)
+
+    def name_points(self, layer: int) -> None:
+        """Name this layer's points: decoder_self.{layer}, cross.{layer}, decoder_ffn.{layer}."""
+        self.self_attn.point_name = self.self_attn_block.point_name = f"decoder_self.{layer}"
+        self.cross_attn.point_name = self.cross_attn_block.point_name = f"cross.{layer}"
+        self.ffn_block.point_name = f"decoder_ffn.{layer}"
 
 
 @dataclass
@@ -485,6 +453,9 @@ class Transformer(nn.Module):
         self.decoder_embed_norm = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if cfg.embedding_norm else None
         self.encoder_layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.n_encoder_layers))
         self.decoder_layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.n_decoder_layers))
+        for stack in (self.encoder_layers, self.decoder_layers):
+            for l, layer in enumerate(stack):
+                layer.name_points(l)
         pre = cfg.norm_placement == "pre"
         # pre-norm leaves the residual stream un-normalised, so each stack ends with a norm
         self.encoder_norm = LayerNorm(cfg.d_model, cfg.layer_norm_eps) if pre else nn.Identity()
@@ -578,7 +549,7 @@ class Transformer(nn.Module):
         check_head_mask(head_mask)
         if src_mask is None:
             src_mask = self.src_mask(src)
-        x = self.embed_source(src, embeds)
+        x = point("source", "input", self.embed_source(src, embeds))  # (B, S, D)
         masks = self.layer_head_masks(head_mask, "encoder", src.shape[0], x.dtype, x.device)
         weights = []
         for layer, hm in zip(self.encoder_layers, masks):
@@ -597,28 +568,23 @@ class Transformer(nn.Module):
         need_weights: bool = False,
         head_mask: dict | None = None,
         need_hidden_states: bool = False,
-        probes: list[LayerProbe] | None = None,
         embeds: torch.Tensor | None = None,
     ) -> DecoderOutput:
         """tgt: (B, T) ids of the *new* positions. With ``cache`` the earlier positions'
         K/V are reused and positions start after them; without, positions start at 0.
 
         ``head_mask``: its "decoder_self" and "cross" entries (see :meth:`layer_head_masks`).
-        ``need_hidden_states`` keeps each layer's output for the logit lens.
-        ``probes``: one :class:`LayerProbe` per decoder layer, to read or replace what each
-        sublayer adds to the residual stream. ``embeds`` (B, T, D): token vectors to use
-        instead of ``tgt_embed(tgt)``, as in :meth:`encode`.
+        ``need_hidden_states`` keeps each layer's output for the logit lens. ``embeds``
+        (B, T, D): token vectors to use instead of ``tgt_embed(tgt)``, as in :meth:`encode`.
+        What each sublayer reads and adds is read, or replaced, through named points
+        (``transformer.core.recording``), never through extra parameters.
         """
         check_head_mask(head_mask)
-        if probes is not None and len(probes) != len(self.decoder_layers):
-            raise ValueError(
-                f"probes must hold one LayerProbe per decoder layer ({len(self.decoder_layers)}), got {len(probes)}"
-            )
         offset = 0 if cache is None else cache[0].self_k.shape[2]
         if tgt_mask is None and tgt.shape[1] > 1:
             # one new position (a cached decoding step) may see every key: no mask needed
             tgt_mask = causal_mask(tgt.shape[1], offset, device=tgt.device)
-        x = self.embed_target(tgt, offset, embeds)
+        x = point("target", "input", self.embed_target(tgt, offset, embeds))  # (B, T, D)
         B = tgt.shape[0]
         self_masks = self.layer_head_masks(head_mask, "decoder_self", B, x.dtype, x.device)
         cross_masks = self.layer_head_masks(head_mask, "cross", B, x.dtype, x.device)
@@ -633,7 +599,6 @@ class Transformer(nn.Module):
                 need_weights,
                 self_masks[i],
                 cross_masks[i],
-                None if probes is None else probes[i],
             )
             out.cache.append(layer_cache)
             if need_weights:

@@ -193,7 +193,7 @@ def run_decoder(
 ) -> DecoderOutput:
     """The decoder on ``tokens`` (R, T), the new positions (with ``cache``, the earlier ones'
     K/V are reused; without, several positions get the causal mask). ``decode_kw`` goes to
-    ``Transformer.decode`` (weights, head mask, hidden states, probes, embeddings)."""
+    ``Transformer.decode`` (weights, head mask, hidden states, embeddings)."""
     return model.decode(tokens, memory, src_mask, cache=cache, **decode_kw)
 
 

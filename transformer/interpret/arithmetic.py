@@ -42,11 +42,8 @@ state left on the model.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +51,11 @@ import torch
 
 from transformer.core import stepping
 from transformer.core.model import HEAD_MASK_KINDS, MultiHeadAttention, Transformer
+from transformer.core.recording import Recording, recording
 from transformer.core.trace import Trace
+
+# what the row's arithmetic reads of the attention call (transformer.core.recording)
+CALL_POINTS = ("query_in", "k", "v", "mask", "head_mask")
 
 KIND_ALIASES = {"decoder": "decoder_self"}
 TOP_K = 5  # contributions listed in ``AttentionRow.top``
@@ -214,29 +215,6 @@ def _check(model: Transformer, trace, kind, layer, head, query) -> str:
 
 
 # --------------------------------------------------------------------------- capture
-@contextmanager
-def _capture_call(module: torch.nn.Module):
-    """Record the arguments of ``module``'s first call made by this thread while inside.
-
-    The hook is removed on exit, so nothing stays on the module. It ignores calls from
-    other threads: a Translator is shared by a server's concurrent requests, and their
-    forward passes run through the same modules while the hook is on.
-    """
-    captured: dict = {}
-    me = threading.get_ident()
-    signature = inspect.signature(module.forward)
-
-    def hook(mod, args, kwargs):
-        if threading.get_ident() == me and not captured:
-            captured.update(signature.bind(*args, **kwargs).arguments)
-
-    handle = module.register_forward_pre_hook(hook, with_kwargs=True)
-    try:
-        yield captured
-    finally:
-        handle.remove()
-
-
 def _attention_module(model: Transformer, kind: str, layer: int) -> MultiHeadAttention:
     if kind == "encoder":
         return model.encoder_layers[layer].self_attn
@@ -244,19 +222,22 @@ def _attention_module(model: Transformer, kind: str, layer: int) -> MultiHeadAtt
     return dec.self_attn if kind == "decoder_self" else dec.cross_attn
 
 
-def _run(model: Transformer, trace: Trace, kind: str, attn: MultiHeadAttention, head_mask) -> dict:
+def _run(model: Transformer, trace: Trace, kind: str, layer: int, head_mask) -> dict:
     """One forward pass on the trace's tokens, as ``Transformer.forward`` makes it; returns
-    the arguments ``attn`` was called with (x_q, k, v, mask, need_weights, head_mask)."""
+    what the attention of ``kind`` at ``layer`` read (its points ``query_in``, ``k``, ``v``,
+    ``mask``, ``head_mask``: ``transformer.core.recording``)."""
     src = torch.tensor([trace.src_ids])  # (1, S)
-    with _capture_call(attn) as call:
+    name = f"{kind}.{layer}"
+    rec = Recording(keep=[f"{name}.{what}" for what in CALL_POINTS])
+    with recording(rec):
         # need_weights: the explicit softmax path, the one the trace was recorded with
         src_mask, memory, _ = stepping.encode(model, src, need_weights=True, head_mask=head_mask)
         if kind != "encoder":
             tgt_in = torch.tensor([trace.tgt_ids[: trace.steps]])  # (1, T): [SOS] y1 ... y(T-1)
             stepping.decode_all(model, tgt_in, memory, src_mask, need_weights=True, head_mask=head_mask)
-    if not call:
-        raise RuntimeError(f"the {kind} attention module was not called by the forward pass")
-    return call
+    if f"{name}.query_in" not in rec:
+        raise RuntimeError(f"the {kind} attention of layer {layer} was not called by the forward pass")
+    return {what: rec[f"{name}.{what}"] for what in CALL_POINTS}
 
 
 def _reasons(kind: str, query: int, masked: np.ndarray, key_ids: list[int], pad_id: int) -> list[str | None]:
@@ -358,10 +339,10 @@ def attention_arithmetic(
     kind = _check(model, trace, kind, layer, head, query)
     cfg = model.cfg
     attn = _attention_module(model, kind, layer)
-    call = _run(model, trace, kind, attn, head_mask)
+    call = _run(model, trace, kind, layer, head_mask)
 
     # the query, made as the module makes it: its q_proj and head split of its own input
-    q_all = attn._split_heads(attn.q_proj(call["x_q"]))  # (1, H, T, d_k)
+    q_all = attn._split_heads(attn.q_proj(call["query_in"]))  # (1, H, T, d_k)
     q = q_all[0, head, query]  # (d_k,)
     k, v = call["k"][0, head], call["v"][0, head]  # (n, d_k) each
     n = k.shape[0]

@@ -38,7 +38,8 @@ import torch
 
 from transformer.core import stepping
 from transformer.core.decoding import greedy_decode
-from transformer.core.model import HeadProbe, LayerCache, LayerProbe, Transformer
+from transformer.core.model import LayerCache, Transformer
+from transformer.core.recording import Recording, recording
 
 LN_NOTE = (
     "final LayerNorm folded in with its scale frozen at this step: each term is centred, divided by the "
@@ -128,22 +129,32 @@ class Recorded:
     src_mask: torch.Tensor  # (1, 1, 1, S)
     embed: torch.Tensor  # (1, T, D) token embeddings (no positional encoding)
     stream_in: torch.Tensor  # (1, T, D) the decoder's input: embeddings, positions (and an embedding norm)
-    probes: list[LayerProbe]
+    self_heads: list[torch.Tensor]  # per decoder layer (1, H, T, d_k): each self-attention head's output
+    cross_heads: list[torch.Tensor]  # per decoder layer (1, H, T, d_k)
+    ffn: list[torch.Tensor]  # per decoder layer (1, T, D): what the FFN adds
     resid: torch.Tensor  # (1, T, D) the residual stream after the last layer, before the final norm
     hidden: torch.Tensor  # (1, T, D) after the final norm
     cache: list[LayerCache]  # self- and cross-attention K/V of every decoder layer
 
 
+# the decoder's points the residual stream is summed from (transformer.core.recording)
+SUMMED_POINTS = ["decoder_self.*.heads", "cross.*.heads", "decoder_ffn.*.out"]
+
+
 def record(model: Transformer, src: torch.Tensor, prefix: torch.Tensor) -> Recorded:
-    src_mask, memory, _ = stepping.encode(model, src)
-    probes = [LayerProbe() for _ in model.decoder_layers]
-    dec = stepping.run_decoder(model, prefix, memory, src_mask, probes=probes, need_hidden_states=True)
+    rec = Recording(keep=SUMMED_POINTS)
+    with recording(rec):
+        src_mask, memory, _ = stepping.encode(model, src)
+        dec = stepping.run_decoder(model, prefix, memory, src_mask, need_hidden_states=True)
+    layers = range(len(model.decoder_layers))
     return Recorded(
         memory,
         src_mask,
         model.tgt_embed(prefix),
         model.embed_target(prefix),
-        probes,
+        [rec[f"decoder_self.{l}.heads"] for l in layers],
+        [rec[f"cross.{l}.heads"] for l in layers],
+        [rec[f"decoder_ffn.{l}.out"] for l in layers],
         dec.layer_hidden[-1],
         dec.hidden,
         dec.cache,
@@ -163,15 +174,11 @@ def residual_terms(model: Transformer, rec: Recorded, pos: int) -> dict[str, tor
     layers = model.decoder_layers
     return {
         "embedding": rec.stream_in[0, pos],
-        "decoder_self": torch.stack(
-            [head_terms(l.self_attn, p.self_attn.heads[0, :, pos]) for l, p in zip(layers, rec.probes)]
-        ),
+        "decoder_self": torch.stack([head_terms(l.self_attn, h[0, :, pos]) for l, h in zip(layers, rec.self_heads)]),
         "decoder_self_bias": torch.stack([l.self_attn.o_proj.bias for l in layers]),
-        "cross": torch.stack(
-            [head_terms(l.cross_attn, p.cross_attn.heads[0, :, pos]) for l, p in zip(layers, rec.probes)]
-        ),
+        "cross": torch.stack([head_terms(l.cross_attn, h[0, :, pos]) for l, h in zip(layers, rec.cross_heads)]),
         "cross_bias": torch.stack([l.cross_attn.o_proj.bias for l in layers]),
-        "ffn": torch.stack([p.ffn[0, pos] for p in rec.probes]),
+        "ffn": torch.stack([f[0, pos] for f in rec.ffn]),
     }
 
 
@@ -444,6 +451,22 @@ def _shared_cache(rec: Recorded, rows: int, past: int) -> list[LayerCache]:
     ]
 
 
+def _mix(keep: torch.Tensor, theirs: torch.Tensor):
+    """A point's replacement: rows keep their own value where ``keep`` is 1, take ``theirs`` where 0."""
+    return lambda own: own * keep + theirs * (1 - keep)
+
+
+def _patches(rec_b: Recorded, run: slice, self_m, cross_m, ffn_m) -> dict:
+    """The points a patched run replaces (``transformer.core.recording``): per decoder layer,
+    each head's output and the FFN's, B's value in the rows that patch them."""
+    patches = {}
+    for l in range(len(rec_b.ffn)):
+        patches[f"decoder_self.{l}.heads"] = _mix(self_m[:, l, :, None, None], rec_b.self_heads[l][:, :, run])
+        patches[f"cross.{l}.heads"] = _mix(cross_m[:, l, :, None, None], rec_b.cross_heads[l][:, :, run])
+        patches[f"decoder_ffn.{l}.out"] = _mix(ffn_m[:, l, None, None], rec_b.ffn[l][:, run])
+    return patches
+
+
 def _patched_diffs(
     model: Transformer,
     rec_a: Recorded,
@@ -464,25 +487,15 @@ def _patched_diffs(
     run = slice(0, T) if positions == "prefix" else slice(T - 1, T)  # the positions computed, and patched
     e = emb[:, None, None]  # (R, 1, 1)
     embeds = rec_a.embed[:, run] * e + rec_b.embed[:, run] * (1 - e)  # (R, T', D)
-    probes = [
-        LayerProbe(
-            self_attn=HeadProbe(values=pb.self_attn.heads[:, :, run]),
-            cross_attn=HeadProbe(values=pb.cross_attn.heads[:, :, run]),
-            ffn_mask=ffn_m[:, i],
-            ffn_values=pb.ffn[:, run],
+    with recording(Recording(replace=_patches(rec_b, run, self_m, cross_m, ffn_m))):
+        dec = stepping.run_decoder(
+            model,
+            prefix_a[:, run].expand(R, -1),
+            rec_a.memory.expand(R, -1, -1),
+            rec_a.src_mask.expand(R, -1, -1, -1),
+            _shared_cache(rec_a, R, run.start),
+            embeds=embeds,
         )
-        for i, pb in enumerate(rec_b.probes)
-    ]
-    dec = stepping.run_decoder(
-        model,
-        prefix_a[:, run].expand(R, -1),
-        rec_a.memory.expand(R, -1, -1),
-        rec_a.src_mask.expand(R, -1, -1, -1),
-        _shared_cache(rec_a, R, run.start),
-        head_mask={"decoder_self": self_m, "cross": cross_m},
-        probes=probes,
-        embeds=embeds,
-    )
     return dec.hidden[:, -1] @ direction  # (R,)
 
 

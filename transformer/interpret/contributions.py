@@ -78,10 +78,7 @@ hooks used to read the blocks' inputs are removed on return and ignore other thr
 
 from __future__ import annotations
 
-import inspect
 import json
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,6 +86,7 @@ import torch
 
 from transformer.core import stepping
 from transformer.core.model import Transformer
+from transformer.core.recording import Recording, recording
 from transformer.core.trace import Trace
 
 SCHEMA = "alti-plus/1"
@@ -279,41 +277,8 @@ class _Block:
     norm: torch.nn.Module  # the block's LayerNorm
 
 
-@contextmanager
-def _hooks(model: Transformer):
-    """Record, for this thread only, each attention module's call and each residual block's
-    input and output; every hook is removed on exit."""
-    me = threading.get_ident()
-    calls: dict = {}
-    handles = []
-
-    def on(name, module):
-        signature = inspect.signature(module.forward)
-
-        def pre(mod, args, kwargs):
-            if threading.get_ident() == me:
-                calls.setdefault(name, {})["args"] = signature.bind(*args, **kwargs).arguments
-
-        def post(mod, args, kwargs, out):
-            if threading.get_ident() == me:
-                calls.setdefault(name, {})["out"] = out
-
-        handles.append(module.register_forward_pre_hook(pre, with_kwargs=True))
-        handles.append(module.register_forward_hook(post, with_kwargs=True))
-
-    for l, layer in enumerate(model.encoder_layers):
-        on(("encoder", l, "attn"), layer.self_attn)
-        on(("encoder", l, "block"), layer.self_attn_block)
-    for l, layer in enumerate(model.decoder_layers):
-        on(("decoder_self", l, "attn"), layer.self_attn)
-        on(("decoder_self", l, "block"), layer.self_attn_block)
-        on(("cross", l, "attn"), layer.cross_attn)
-        on(("cross", l, "block"), layer.cross_attn_block)
-    try:
-        yield calls
-    finally:
-        for h in handles:
-            h.remove()
+# the points every block's numbers are read from (transformer.core.recording)
+BLOCK_POINTS = ["*.v", "*.head_mask", "*.residual", "*.output"]
 
 
 def _model_of(translator_or_model) -> Transformer:
@@ -348,7 +313,8 @@ def _run(model: Transformer, src_ids: list[int], tgt_in: list[int], head_mask: d
     """One teacher-forced pass; every attention block's numbers, in forward order."""
     src = torch.tensor([src_ids])  # (1, S)
     tgt = torch.tensor([tgt_in])  # (1, T)
-    with _hooks(model) as calls:
+    rec = Recording(keep=BLOCK_POINTS)
+    with recording(rec):
         enc_w, dec, _ = stepping.teacher_forced(model, src, tgt, need_weights=True, head_mask=head_mask)
     weights = {"encoder": enc_w, "decoder_self": dec.self_attn, "cross": dec.cross_attn}
     blocks = []
@@ -356,10 +322,7 @@ def _run(model: Transformer, src_ids: list[int], tgt_in: list[int], head_mask: d
         for l in range(n):
             kinds = [kind] if kind == "encoder" else ["decoder_self", "cross"]
             for k in kinds:
-                attn_call, block_call = calls[(k, l, "attn")], calls[(k, l, "block")]
-                # MultiHeadAttention.forward(x_q, k, v, mask, need_weights, head_mask, probe)
-                a_args = attn_call["args"]
-                hm = a_args.get("head_mask")
+                hm = rec[f"{k}.{l}.head_mask"]
                 layer = model.encoder_layers[l] if k == "encoder" else model.decoder_layers[l]
                 attn = layer.self_attn if k != "cross" else layer.cross_attn
                 block = layer.cross_attn_block if k == "cross" else layer.self_attn_block
@@ -368,10 +331,10 @@ def _run(model: Transformer, src_ids: list[int], tgt_in: list[int], head_mask: d
                         kind=k,
                         layer=l,
                         weights=weights[k][l][0].float(),  # (H, Q, K)
-                        v=a_args["v"][0].float(),  # (H, K, d_k)
+                        v=rec[f"{k}.{l}.v"][0].float(),  # (H, K, d_k)
                         head_scale=None if hm is None else hm[0].float(),  # (H,)
-                        residual=block_call["args"]["x"][0].float(),  # (Q, D)
-                        output=block_call["out"][0][0].float(),  # (Q, D)
+                        residual=rec[f"{k}.{l}.residual"][0].float(),  # (Q, D)
+                        output=rec[f"{k}.{l}.output"][0].float(),  # (Q, D)
                         attn=attn,
                         norm=block.norm,
                     )

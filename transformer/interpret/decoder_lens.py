@@ -20,7 +20,6 @@ rounding, and about twice as fast for four layers). Every row has greedy decodin
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +27,7 @@ import torch
 from transformer.core import stepping
 from transformer.core.decoding import max_new_tokens
 from transformer.core.model import Transformer
+from transformer.core.recording import Recording, recording
 
 SCHEMA = "decoder-lens/1"
 
@@ -140,19 +140,10 @@ def decoder_lens(
     stepping.check_languages(model.cfg, src_lang, tgt_lang)
     src_ids = translator.encode_source(text, src_lang).ids
     src = torch.tensor([src_ids])  # (1, S)
-    outputs: list[torch.Tensor] = []
-    me = threading.get_ident()
-
-    def keep(mod, args, out):
-        if threading.get_ident() == me:
-            outputs.append(out[0])  # (1, S, D): EncoderLayer returns (x, weights)
-
-    handles = [layer.register_forward_hook(keep) for layer in model.encoder_layers]
-    try:
+    rec = Recording(keep=["encoder_ffn.*.output"])  # each encoder layer's output (transformer.core.recording)
+    with recording(rec):
         src_mask, _, _ = stepping.encode(model, src)
-    finally:
-        for h in handles:
-            h.remove()
+    outputs = [rec[f"encoder_ffn.{l}.output"] for l in range(len(model.encoder_layers))]  # each (1, S, D)
     limit = (
         max_new_tokens(model, len(src_ids))
         if max_steps is None
