@@ -13,7 +13,8 @@ model) read the same number, and a new model means re-measuring one file. The fi
 ``examples`` (``{sentence, hint}``), ``pairs`` (``{a, b, hint}``) and ``readme``
 (``{intro: [lines], items: [{title, lines}]}``; lines are kept as written, so the README's
 line breaks are the file's). A checkpoint without the file, such as a model of one's own,
-gets :data:`GENERIC`: the same sentences, with hints that state nothing about any model.
+gets :data:`GENERIC`: the same sentences, with hints that state nothing about any model (into
+another language than Italian, :data:`GENERIC_ANY_TARGET`, whose hints name no target language).
 
 The README's section lies between a ``<!-- claims:begin PATH ... -->`` line, where PATH
 (relative to the README) names the claims file, and a ``<!-- claims:end -->`` line::
@@ -39,11 +40,14 @@ __all__ = [
     "SCHEMA",
     "FILE",
     "GENERIC",
+    "GENERIC_ANY_TARGET",
     "Claims",
     "ClaimsError",
     "Value",
     "default",
     "for_checkpoint",
+    "generic",
+    "is_generic",
     "load",
     "parse",
     "render_section",
@@ -292,18 +296,54 @@ GENERIC = Claims(
 """What a checkpoint without a claims file shows: good sentences for English to Italian,
 with hints that ask questions instead of stating any model's results."""
 
+# the hints of GENERIC that speak of Italian, by sentence (a pair's by its first one), as a model
+# into another language reads them
+_ANY_TARGET_EXAMPLES = {
+    "I have a red car.": "Adjective-noun order: does the translation keep the colour before the noun, or move it "
+    "after? In cross-attention, which source token does each word of the translation look at?",
+    "I don't like coffee.": "Negation and restructuring: where does the negation go, and does 'I like' keep its "
+    "shape? Follow the rows of cross-attention.",
+    "The book that I bought yesterday is very interesting.": "Long-range dependency: at the step that emits the "
+    "verb, does any head still look at 'book' across the relative clause?",
+}
+_ANY_TARGET_PAIRS = {
+    "My brother is tall.": "Agreement: does anything besides the noun change with 'sister' (an article, the "
+    "adjective)? Compare the candidates at each step.",
+    "The doctor said she was tired.": "The pronoun may set the gender of the words after it. Does the model "
+    "follow it? Compare the candidates at the adjective's step.",
+}
+GENERIC_ANY_TARGET = Claims(
+    example_templates=tuple(
+        {**e, "hint": _ANY_TARGET_EXAMPLES.get(e["sentence"], e["hint"])} for e in GENERIC.example_templates
+    ),
+    pair_templates=tuple({**p, "hint": _ANY_TARGET_PAIRS.get(p["a"], p["hint"])} for p in GENERIC.pair_templates),
+)
+"""What a checkpoint without a claims file shows when it translates English into another language
+than Italian: :data:`GENERIC`'s sentences, with hints that name no target language."""
 
-def for_checkpoint(directory: str | Path | None) -> Claims:
-    """The claims the app shows for the checkpoint in ``directory``: its claims file, or
-    :data:`GENERIC` when it has none (a model of one's own, a translator built in memory).
-    A malformed file is logged, not fatal, so the page still serves (with the generic hints)."""
+
+def generic(tgt_lang: str = "it") -> Claims:
+    """The examples and hints of a checkpoint without a claims file that translates into ``tgt_lang``."""
+    return GENERIC if tgt_lang == "it" else GENERIC_ANY_TARGET
+
+
+def is_generic(claims: Claims) -> bool:
+    """Whether ``claims`` are generic ones, which state nothing measured on the model."""
+    return claims is GENERIC or claims is GENERIC_ANY_TARGET
+
+
+def for_checkpoint(directory: str | Path | None, tgt_lang: str = "it") -> Claims:
+    """The claims the app shows for the checkpoint in ``directory``: its claims file, or the
+    generic ones for its target language (:func:`generic`) when it has none (a model of one's own,
+    a translator built in memory). A malformed file is logged, not fatal, so the page still
+    serves (with the generic hints)."""
     if directory is None or not (Path(directory) / FILE).is_file():
-        return GENERIC
+        return generic(tgt_lang)
     try:
         return load(Path(directory) / FILE)
     except ClaimsError as exc:
         log.error("%s; showing the generic examples and hints instead", exc)
-        return GENERIC
+        return generic(tgt_lang)
 
 
 @functools.lru_cache(maxsize=1)

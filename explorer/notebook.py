@@ -44,9 +44,11 @@ class ViewerHTML:
         return self.data
 
 
-def show_trace(trace):
-    """An IPython-displayable viewer for ``trace`` (an ``IPython.display.HTML`` when available)."""
-    html = viewer_html(encode_trace(trace))
+def show_trace(trace, names=None):
+    """An IPython-displayable viewer for ``trace`` (an ``IPython.display.HTML`` when available).
+    ``names``: its model's (``explorer.names.of_translator(tr)``), so a Marian model's labels say
+    </s>; without them the labels name the shipped model's languages and tokens."""
+    html = viewer_html(encode_trace(trace, names=names))
     try:
         from IPython.display import HTML
     except ImportError:

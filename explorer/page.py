@@ -27,7 +27,7 @@ from transformer.interpret.habits import with_habits
 
 from . import texts
 from .assets import WEB
-from .claims import GENERIC, default as default_claims, for_checkpoint
+from .claims import default as default_claims, for_checkpoint, is_generic
 from . import lessons as course
 from .downloads import write_trace_file
 from .errors import answer
@@ -37,6 +37,7 @@ from .panels.analysis import load_test_stats
 from .payload import encode_trace
 from .serving import TraceBatcher, api_answer
 from .models import Model
+from .names import OURS, Names, of_trace, of_translator
 from .panels.base import Asked
 
 log = logging.getLogger("app")
@@ -44,7 +45,7 @@ log = logging.getLogger("app")
 # worth); anything shorter is read up to the model's token cap, which is the one place text
 # is cut, and the notice says what was dropped.
 MAX_CHARS = 50_000
-GREEDY_LABEL = "Italian translation (greedy)"
+GREEDY_LABEL = OURS.translation("greedy")  # the shipped model's; another model's names its own language
 LINK_ORIGINS = ("whatif", "beam")  # versions a link can reopen, besides the greedy one
 # the examples and their hints come from the checkpoint's claims.json (explorer/claims.py), so the
 # figures they state are the ones tests/test_claims_measured.py measures; EXAMPLES are those of the default
@@ -75,12 +76,14 @@ class App:
         # the first model's page is "/", its endpoints keep their plain names
         self.model = model or Model.of(tr)
         self.models = models or (self.model,)
+        # what every label calls this model's languages and special tokens (explorer/names.py)
+        self.names = of_translator(tr)
         # Translate and /translate trace through this: visitors who click at the same time
         # share one batched decode (explorer/serving.py says why)
         self.batcher = TraceBatcher(tr, max_batch=max_batch)
         self.max_chars = MAX_CHARS
         # the examples and hints for this model (generic ones for a checkpoint without claims.json)
-        self.claims = for_checkpoint(tr.directory)
+        self.claims = for_checkpoint(tr.directory, tgt_lang=tr.cfg.tgt_lang)
         # the course beside its weights (explorer/lessons.py), or None: no Lessons entry
         self.lessons = course.for_checkpoint(getattr(tr, "directory", None))
         # the checkpoint's test-set head diagnostics: a new sentence opens on the head that
@@ -96,11 +99,16 @@ class App:
         """The panel of browser view ``view`` (e.g. "analysis")."""
         return next(p for p in self.panels if p.view == view)
 
+    def names_for(self, trace=None) -> Names:
+        """The names of ``trace``'s languages and special tokens (a multilingual model's trace
+        names the languages of its own request); the model's without a trace."""
+        return of_trace(self.names, trace)
+
     # --- translate ---------------------------------------------------------------------
     def check_text(self, text: str | None) -> str:
         text = text or ""
         if not text.strip():
-            raise ValueError("Please type an English sentence to translate.")
+            raise ValueError(f"Please type {self.names.a_sentence()} to translate.")
         if len(text) > self.max_chars:
             raise ValueError(
                 f"That text has {len(text):,} characters, far more than the model can read: it takes at "
@@ -127,24 +135,27 @@ class App:
 
     def show(self, trace, origin: str, label: str | None = None, notes: tuple[str, ...] = ()) -> dict:
         """Everything a new trace in the viewer changes, every panel's part included."""
-        forced = texts.forced_label(trace)
+        forced, names = texts.forced_label(trace), self.names_for(trace)
         dropped = (
             texts.dropped_text(self.tr.src_tok, trace.src_text, self.tr.max_source_tokens) if trace.truncated else ""
         )
         out = {
             self.trace_state: trace,
-            self.translation: gr.Textbox(
-                value=trace.translation, label=label or (f"Italian translation ({forced})" if forced else GREEDY_LABEL)
-            ),
+            self.translation: gr.Textbox(value=trace.translation, label=label or names.translation(forced or "greedy")),
             self.notice: "\n\n".join(
                 [
                     *notes,
                     *texts.notices(
-                        trace, self.tr.max_source_tokens, dropped, self.tr.metrics.get("test"), src_tok=self.tr.src_tok
+                        trace,
+                        self.tr.max_source_tokens,
+                        dropped,
+                        self.tr.metrics.get("test"),
+                        src_tok=self.tr.src_tok,
+                        names=names,
                     ),
                 ]
             ),
-            self.viewer: message(encode_trace(trace, origin=origin, test_stats=self.test_stats)),
+            self.viewer: message(encode_trace(trace, origin=origin, test_stats=self.test_stats, names=names)),
             # the full-precision file is written by prepare_download, chained after this
             # event, so the views paint without waiting for it (about 0.4 s at 126 tokens)
             self.download: gr.DownloadButton(value=None, interactive=False),
@@ -157,7 +168,7 @@ class App:
         """Bad input clears the previous sentence's results, so nothing stale looks current."""
         out = {
             self.trace_state: None,
-            self.translation: gr.Textbox(value="", label=GREEDY_LABEL),
+            self.translation: gr.Textbox(value="", label=self.names.translation("greedy")),
             self.notice: f"⚠️ {message_text}",
             self.viewer: "",
             self.download: gr.DownloadButton(value=None, interactive=False),
@@ -226,7 +237,7 @@ class App:
         except ValueError:
             note = "⚠️ This link's forced tokens do not fit this model, so the greedy translation is shown instead."
             return self.show(self.batcher.trace(text), origin="translate", notes=(note,))
-        label = "Italian translation (beam hypothesis, from a link)" if origin == "beam" else None
+        label = self.names_for(trace).translation("beam hypothesis, from a link") if origin == "beam" else None
         return self.show(trace, origin=origin, label=label)
 
     # --- layout -------------------------------------------------------------------------------
@@ -237,7 +248,10 @@ class App:
 
     def build(self) -> gr.Blocks:
         gr.set_static_paths([str(WEB)])  # the browser modules, served as files (offline, cacheable)
-        with gr.Blocks(title="Inside the Transformer: en→it attention explorer", fill_width=True) as demo:
+        cfg = self.tr.cfg
+        with gr.Blocks(
+            title=f"Inside the Transformer: {cfg.src_lang}→{cfg.tgt_lang} attention explorer", fill_width=True
+        ) as demo:
             self.build_page()
         return demo
 
@@ -246,7 +260,10 @@ class App:
         self.trace_state = gr.State(self.opening)
         self.build_header()
         # the opening example's payload travels with the page ("first": a link's own sentence replaces it)
-        first = {**encode_trace(self.opening, origin="translate", test_stats=self.test_stats), "first": True}
+        first = encode_trace(
+            self.opening, origin="translate", test_stats=self.test_stats, names=self.names_for(self.opening)
+        )
+        first["first"] = True
         self.viewer = view_host("viewer", elem_id="viewer", value=message(first))
         # the "Why?" tools: every panel, each in its own closed section (its build() makes it)
         with gr.Column(elem_id="why-tools"):
@@ -271,7 +288,7 @@ class App:
         (a model of one's own, a converted one): the examples' hints and the whole-test-set
         diagnostics belong to the model they were measured on."""
         missing = [
-            *(["what the examples' hints claim (they are general)"] if self.claims is GENERIC else []),
+            *(["what the examples' hints claim (they are general)"] if is_generic(self.claims) else []),
             *(["its heads' test-set habits (python -m transformer.cli.head_stats)"] if self.test_stats is None else []),
         ]
         return f" Not measured on this model: {'; '.join(missing)}." if missing else ""
@@ -286,9 +303,14 @@ class App:
         made = f"converted from {origin}" if origin else "trained from scratch"
         return (
             f"A Transformer ({cfg.n_encoder_layers}+{cfg.n_decoder_layers} layers, {cfg.h} heads) {made} "
-            f"for {cfg.src_lang}→{cfg.tgt_lang}{score}. Type English (up to {n_tok} subword tokens, about "
+            f"for {cfg.src_lang}→{cfg.tgt_lang}{score}. Type {self.names.src} (up to {n_tok} subword tokens, about "
             f"{n_tok * 3 // 4} words) and watch it write, one token at a time.{self.unmeasured()}"
         )
+
+    def sentence_placeholder(self) -> str:
+        """The sentence box's grey text: an example where the model reads English, as the examples are."""
+        example = ", e.g. “I have a red car.”" if self.names.src_lang == "en" else ""
+        return f"Type {self.names.a_sentence()}{example}"
 
     def build_header(self) -> None:
         """The header takes little height, so the picture below owns the first screen: a title
@@ -298,8 +320,8 @@ class App:
         with gr.Row(elem_id="input-row", equal_height=True):
             self.src_text = gr.Textbox(
                 value=self.opening.src_text,
-                label="English sentence",
-                placeholder="Type an English sentence, e.g. “I have a red car.”",
+                label=f"{self.names.src} sentence",
+                placeholder=self.sentence_placeholder(),
                 scale=4,
                 min_width=260,
                 max_lines=3,
@@ -311,7 +333,7 @@ class App:
             )
             self.translation = gr.Textbox(
                 value=self.opening.translation,
-                label=GREEDY_LABEL,
+                label=self.names_for(self.opening).translation("greedy"),
                 interactive=False,
                 elem_id="translation",
                 scale=4,

@@ -27,6 +27,11 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
   ``{"kind": "cross", "layer", "head" (1-based), "entropy", "sink", "source": "test" | "sentence",
   "n_sentences"}``: chosen from the checkpoint's test-set diagnostics when the caller passes them
   (``head_stats.json``), else from this sentence's own.
+- optional ``names``: what the labels call this trace's languages and special tokens
+  (:meth:`explorer.names.Names.payload`: ``src_lang``, ``tgt_lang``, ``src``, ``tgt`` (English
+  names), ``tokens`` ``{"src"|"tgt": {"pad", "unk", "sos", "eos"}}``, a missing role null). It
+  travels with each trace, as a multilingual model's target language changes per request;
+  without it the browser names the shipped model's (English, Italian, [SOS] ...).
 
 Every array ``A`` is encoded with the project's one array codec, ``transformer/core/wire.py``
 (attention as ``u8row``/``u8tril``, deflated, the positional encoding as ``u8lin``,
@@ -126,10 +131,11 @@ def focus_head(stats: dict | None) -> dict | None:
     }
 
 
-def encode_trace(trace, origin: str = "translate", test_stats: dict | None = None) -> dict:
+def encode_trace(trace, origin: str = "translate", test_stats: dict | None = None, names=None) -> dict:
     """A :class:`~transformer.core.trace.Trace` -> the JSON-ready payload described above.
     ``test_stats``: the checkpoint's test-set head diagnostics (``head_stats.json``), which
-    choose the head a new sentence opens on; without them the sentence's own choose it."""
+    choose the head a new sentence opens on; without them the sentence's own choose it.
+    ``names``: the :class:`explorer.names.Names` of the trace's languages and special tokens."""
     S, T = len(trace.src_tokens), trace.steps
     pe_rows = int(min(trace.positional_encoding.shape[0], max(S, T + 1, MIN_PE_POSITIONS)))
     out = {
@@ -157,6 +163,8 @@ def encode_trace(trace, origin: str = "translate", test_stats: dict | None = Non
     head_stats = getattr(trace, "head_stats", None)
     if head_stats is not None:
         out["head_stats"] = head_stats = with_habits(head_stats)  # the viewer shows each head's habit
+    if names is not None:
+        out["names"] = names.payload()
     from_test = focus_head(test_stats)
     focus = from_test or focus_head(head_stats)
     if focus is not None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from transformer.core.metrics import LONG_SENTENCE_WORDS, word_count
 from transformer.core.trace import Trace
 
+from .names import OURS, Names
 from .payload import unk_fraction
 
 MEANINGLESS_UNK_SHARE = 0.5  # at least this share of unknown subwords: the output means nothing
@@ -464,30 +465,32 @@ def emoji_notice(text: str, src_tok, unk: str) -> str | None:
     return f"The emoji {quoted} are not read: the tokenizer {fate}."
 
 
-def meaningless_notice(trace: Trace, text: str, share: float) -> str | None:
+def meaningless_notice(trace: Trace, text: str, share: float, names: Names = OURS) -> str | None:
     """Why the translation of ``text`` (the trace's text, or its words without its emoji) means
     nothing, if it does: ``share`` of its subwords are unknown, or it looks like another language,
-    or it is mostly not words, or most of its words are not English."""
+    or it is mostly not words, or most of its words are not English. ``names``: the model's
+    languages; the checks that know English words alone run where the model reads English."""
     unk = trace.unk_token  # [UNK], or a converted Marian model's <unk>
-    lang = language_guess(text)
+    src, sentence, english = names.src, names.a_sentence(), names.src_lang == "en"
+    lang = language_guess(text) if english else None
     if share >= MEANINGLESS_UNK_SHARE:
         n_real = sum(t not in trace.special_tokens or t == unk for t in trace.src_tokens)
         n_unk = trace.src_tokens.count(unk)
         return (
-            f"⚠️ This model reads English only: {n_unk} of the {n_real} subword tokens of this text are "
+            f"⚠️ This model reads {src} only: {n_unk} of the {n_real} subword tokens of this text are "
             f"unknown to it ({unk}, e.g. another script or emoji), so the translation below is meaningless."
         )
     if lang:
         return (
-            f"⚠️ This model reads English only, and this text looks like {lang}. It translates English into "
-            "Italian, so the translation below is meaningless: type an English sentence."
+            f"⚠️ This model reads {src} only, and this text looks like {lang}. It translates {src} into "
+            f"{names.tgt}, so the translation below is meaningless: type {sentence}."
         )
     if word_share(text) < MOSTLY_NOT_WORDS:
         return (
-            "⚠️ This model reads English sentences, and most of this text is not words (code, numbers, "
-            "symbols or markup), so the translation below is meaningless: type an English sentence."
+            f"⚠️ This model reads {src} sentences, and most of this text is not words (code, numbers, "
+            f"symbols or markup), so the translation below is meaningless: type {sentence}."
         )
-    if not_english_share(text) > MOSTLY_NOT_ENGLISH:
+    if english and not_english_share(text) > MOSTLY_NOT_ENGLISH:
         return (
             "⚠️ This model reads English sentences, and most words of this text are not English (random letters "
             "or keyboard mashing?), so the translation below is meaningless: type an English sentence."
@@ -496,14 +499,14 @@ def meaningless_notice(trace: Trace, text: str, share: float) -> str | None:
 
 
 def notices(
-    trace: Trace, max_source_tokens: int, dropped: str = "", test: dict | None = None, src_tok=None
+    trace: Trace, max_source_tokens: int, dropped: str = "", test: dict | None = None, src_tok=None, names: Names = OURS
 ) -> list[str]:
     """Warnings that belong next to the translation, in the units the model works in
     (tokens). ``dropped``: the text that truncation cut off (:func:`dropped_text`), which the
     notice quotes and counts in words; ``test``: the checkpoint's test scores (``metrics.json``),
     for the long-sentence warning; ``src_tok``: the source tokenizer, which reads the words
     without the emoji, so that emoji do not count against the words around them (without it
-    they count as unknown characters)."""
+    they count as unknown characters); ``names``: the model's languages and special tokens."""
     notes = []
     if trace.truncated:
         notes.append(truncation_notice(trace, max_source_tokens, dropped))
@@ -523,7 +526,7 @@ def notices(
         if tokens:  # words besides the emoji: they are judged alone (emoji alone stay unknown characters)
             text, share, unknown = words, tokens.count(unk) / len(tokens), unk in tokens
             emoji = emoji_notice(trace.src_text, src_tok, unk)
-    meaningless = meaningless_notice(trace, text, share)
+    meaningless = meaningless_notice(trace, text, share, names)
     if meaningless:
         notes.append(meaningless)
     else:
@@ -532,5 +535,5 @@ def notices(
             other = " other" if emoji else ""
             notes.append(f"Some{other} characters are unknown to the tokenizer and were read as {unk}.")
     if not trace.finished:
-        notes.append("⚠️ Decoding stopped at the length limit before the model emitted [EOS].")
+        notes.append(f"⚠️ Decoding stopped at the length limit before the model emitted {names.eos}.")
     return notes

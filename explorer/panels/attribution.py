@@ -76,7 +76,7 @@ class AttributionPanel(Panel):
         vid = self.app.tr.tgt_tok.token_to_id(versus) if isinstance(versus, str) else None
         if vid is None:
             raise ValueError(
-                f"versus must be '', 'runner-up' or a candidate token of the model's Italian "
+                f"versus must be '', 'runner-up' or a candidate token of the model's {self.app.names.tgt} "
                 f"vocabulary (its text, as the viewer lists it), got {versus!r}"
             )
         return vid

@@ -108,7 +108,8 @@ class BeamPanel(Panel):
 
         def shown() -> dict:
             trace = app.tr.trace(state["text"], forced_prefix=state["hyps"][i])
-            label = f"Italian translation (beam hypothesis {i + 1} of {len(state['hyps'])}, beam size {state['k']})"
+            how = f"beam hypothesis {i + 1} of {len(state['hyps'])}, beam size {state['k']}"
+            label = app.names_for(trace).translation(how)
             return {**app.show(trace, origin="beam", label=label), app.src_text: state["text"]}
 
         return answer(log, "opening a beam hypothesis", shown, lambda msg: {app.notice: f"⚠️ {msg}"})

@@ -75,7 +75,7 @@ class SourcesPanel(Panel):
         if reference is not None and not isinstance(reference, str):
             raise ValueError("reference must be a string")
         if not reference or not reference.strip():
-            raise ValueError("Type a reference translation (Italian) to score.")
+            raise ValueError(f"Type a reference translation ({self.app.names.tgt}) to score.")
         if len(reference) > MAX_REFERENCE_CHARS:
             raise ValueError(
                 f"That reference has {len(reference):,} characters; score one sentence "

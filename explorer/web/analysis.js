@@ -19,6 +19,7 @@ import { Figure } from "./frame.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
 import { share } from "./numbers.js";
+import { OURS, namesOf, spoken } from "./names.js";
 
 /** This view's store keys (store.js registerState); the knock-out selection is the store's own. */
 export const STATE = {
@@ -30,14 +31,15 @@ export const STATE = {
 
 const KINDS = ["encoder", "decoder_self", "cross"];
 const TITLES = { encoder: "Encoder self-attention", decoder_self: "Decoder self-attention", cross: "Cross-attention" };
-// measure -> [title, lo, hi, signed, what it says]; a kind without a measure gets no map for it
+// measure -> [title, lo, hi, signed, what it says]; a kind without a measure gets no map for it. A
+// title or text that names a language or a special token is made from the names (names.js) by `said`.
 const MEASURES = {
   entropy: ["entropy (0 sharp, 1 uniform)", 0, 1, false,
     "How spread out each head's attention is: 0 puts all of it on one token, 1 spreads it evenly."],
   confidence: ["confidence (mean max weight)", 0, 1, false,
     "The largest weight of a row, on average: near 1, the head picks one token."],
-  sink: ["sink share ([SOS] [EOS] punct.)", 0, 1, false,
-    "How much of the attention goes to [SOS], [EOS] and punctuation, "
+  sink: [(n) => `sink share (${n.sos} ${n.eos} punct.)`, 0, 1, false,
+    (n) => `How much of the attention goes to ${n.sos}, ${n.eos} and punctuation, `
     + "where a head parks it when it has nothing better to look at."],
   prev: ["previous-token share", 0, 1, false,
     "How much of the attention goes to the token just before (self-attention only)."],
@@ -45,8 +47,10 @@ const MEASURES = {
     "How much of the attention goes to the token itself (in the decoder: the one just read)."],
   next: ["next-token share", 0, 1, false, "How much of the attention goes to the token just after (encoder only)."],
   monotonicity: ["monotonicity (rank corr.)", -1, 1, true,
-    "Whether the steps read the English left to right (1) or right to left (−1): cross-attention only."],
+    (n) => `Whether the steps read the ${n.src} left to right (1) or right to left (−1): cross-attention only.`],
 };
+/** A measure's title or text in the names `n`. */
+const said = (text, n) => (typeof text === "function" ? text(n) : text);
 const DIAG_CELL = [30, 52]; // the smallest and largest cell of a diagnostics map, in css px
 // the importance maps label their rows and columns in 13 px type; where a cell can be 33 px
 // (2.7 times 12 px type: heatmap.js drawHeadMap) each head's drop is written in its cell, and
@@ -80,7 +84,7 @@ export class Analysis {
     ]);
     source.addEventListener("change", () => { this.source = source.value; this.drawDiagnostics(this.store.get()); });
     const measure = el("select", { id: "diag-measure", "aria-label": "Measure" },
-      Object.entries(MEASURES).map(([m, [title]]) => el("option", { value: m, text: title })));
+      Object.entries(MEASURES).map(([m, [title]]) => el("option", { value: m, text: said(title, OURS) })));
     measure.addEventListener("change", () => { this.measure = measure.value; this.drawDiagnostics(this.store.get()); });
     this.koBtn = el("button", { id: "knockout-btn", type: "button", className: "ax-action primary",
       text: "Knock out the selected heads" });
@@ -128,6 +132,9 @@ export class Analysis {
     const moved = open !== this.lastOpen; // the head open in the viewer frames its cell in the maps
     this.lastOpen = open;
     const recolour = changed.has("theme"); // every map again, in the new theme's colours
+    if (changed.has("trace") && s.trace) { // the measures' names in the words of this trace's model
+      for (const o of this.el["diag-measure"].options) o.textContent = said(MEASURES[o.value][0], s.trace.names);
+    }
     if (changed.has("trace") || changed.has("selection") || moved || recolour) this.drawDiagnostics(s);
     if (changed.has("trace") || changed.has("selection") || changed.has("knockout") || changed.has("importance")) {
       this.drawSelection(s);
@@ -185,7 +192,7 @@ export class Analysis {
   drawDiagnostics(s) {
     const stats = this.source === "test" && this.testStats ? this.testStats : s.trace && s.trace.headStats;
     this.el["diag-empty"].hidden = !!stats;
-    const maps = this.el["diag-maps"], m = this.measure, about = MEASURES[m][4];
+    const maps = this.el["diag-maps"], m = this.measure, about = said(MEASURES[m][4], namesOf(s.trace));
     this.el["diag-about"].textContent = about;
     if (!stats) { maps.replaceChildren(); return; }
     const what = stats === this.testStats ? `the whole test set (${stats.n_sentences} sentences)` : "this sentence";
@@ -204,17 +211,17 @@ export class Analysis {
 
   /** The layers x heads map of measure `m` for one kind, each value in its cell. */
   diagnosticsMap(s, kind, k, m, cell, what) {
-    const [title, lo, hi, signed] = MEASURES[m];
+    const n = namesOf(s.trace), [, lo, hi, signed] = MEASURES[m], title = said(MEASURES[m][0], n);
     const canvas = el("canvas", { "data-kind": kind, "data-measure": m, role: "img",
       "aria-label": `${TITLES[kind]}: ${title}` });
     const hit = drawHeadMap(canvas, {
       title: TITLES[kind], values: k[m], lo, hi, signed, cell, numbers: true, font: 13,
       marked: this.markedOf(s, kind), selected: this.openHeadOf(s, kind),
       tip: (l, h) => [
-        `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${k.habit ? k.habit[l][h] : "?"}`,
+        `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${k.habit ? spoken(k.habit[l][h], n) : "?"}`,
         `${title}: ${fmt(k[m][l][h])} (${what})`,
         ...Object.keys(MEASURES).filter((o) => o !== m && Array.isArray(k[o]))
-          .map((o) => `${MEASURES[o][0]}: ${fmt(k[o][l][h])}`),
+          .map((o) => `${said(MEASURES[o][0], n)}: ${fmt(k[o][l][h])}`),
         "click: open in the viewer · shift-click: select for knock-out",
       ],
     });

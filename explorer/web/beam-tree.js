@@ -39,6 +39,8 @@ const MIN_FIT = 12 / LABEL_PX;
 const fmt = (x, d = 3) => (x === null || x === undefined ? "–" : Number(x).toFixed(d));
 /** A subword as shown in the tree: as on every chip of the page, ▁ starts a word. */
 const shown = (tok) => (tok === null || tok === undefined ? "?" : tok);
+/** The root's token: the model's own start token (ours [SOS], a Marian model's <pad>), as the tree names it. */
+const start = (root) => root.token || "[SOS]";
 
 export class BeamTree {
   constructor(host, store, server) {
@@ -217,7 +219,7 @@ export class BeamTree {
     const cols = [];
     for (const n of nodes) (cols[n.step] = cols[n.step] || []).push(n);
     const text = (n) => {
-      const tok = n.id === 0 ? "[SOS]" : shown(n.token);
+      const tok = n.id === 0 ? start(n) : shown(n.token);
       return tok.length > MAX_CHARS ? `${tok.slice(0, MAX_CHARS - 1)}…` : tok;
     };
     // each column as wide as its longest label, so a sentence of short words fits a laptop at a
@@ -311,7 +313,7 @@ export class BeamTree {
     const status = {
       kept: "kept in the beam", pruned: "pruned (did not make the beam)", finished: "finished",
     }[n.status] || n.status;
-    return n.id === 0 ? ["[SOS]: decoding starts here"] : [
+    return n.id === 0 ? [`${start(n)}: decoding starts here`] : [
       `token “${n.token}” at position ${n.step}`,
       `P(token | prefix) = ${fmt(n.prob, 4)}`,
       `cumulative log-prob = ${fmt(n.logprob)}`,

@@ -7,17 +7,19 @@
 // with textContent.
 
 import { el } from "./canvas.js";
+import { namesOf } from "./names.js";
 
 const SHOWN = 100; // rows drawn at once: the rest are a filter or a sort away
 const TAIL = 50; // "the worst 50" of a column
 const SOURCES_PANEL = "sources-panel";
 export const COLUMNS = [
-  // key, heading, what it means, how to print it
-  ["chrf", "chrF", "sentence chrF against the reference (0–100)", (v) => v.toFixed(1)],
-  ["logprob", "log p", "the model's mean log-probability per token of its translation", (v) => v.toFixed(2)],
-  ["src_share", "source", "mean share of each step from the English sentence (ALTI+)",
+  // key, heading, what it means (in the names of the model's languages, names.js), how to print it
+  ["chrf", "chrF", () => "sentence chrF against the reference (0–100)", (v) => v.toFixed(1)],
+  ["logprob", "log p", () => "the model's mean log-probability per token of its translation", (v) => v.toFixed(2)],
+  ["src_share", "source", (n) => `mean share of each step from the ${n.src} sentence (ALTI+)`,
     (v) => `${Math.round(100 * v)}%`],
-  ["coverage", "coverage", "share of English word pieces the last layer's cross-attention looked at (≥ 0.5 in total)",
+  ["coverage", "coverage",
+    (n) => `share of ${n.src} word pieces the last layer's cross-attention looked at (≥ 0.5 in total)`,
     (v) => `${Math.round(100 * v)}%`],
 ];
 /** Filters: [value, label, (rows) -> rows]. "The worst 50" of a column are its lowest values. */
@@ -33,7 +35,7 @@ function lowest(rows, key) {
   return [...rows].sort((a, b) => a[key] - b[key]).slice(0, TAIL);
 }
 
-/** `rows` filtered by `filter`, then by `query` (case-blind, in the English, the reference or the
+/** `rows` filtered by `filter`, then by `query` (case-blind, in the source, the reference or the
  * model's translation), sorted by `sort` ({key, dir: 1 | -1}); the original order breaks ties. */
 export function listed(rows, { filter, query, sort }) {
   const f = FILTERS.find(([v]) => v === filter) || FILTERS[0];
@@ -114,16 +116,16 @@ export class Glance {
       return;
     }
     const rows = listed(this.rows, { filter: this.filter.value, query: this.search.value, sort: this.sort });
-    const m = this.mean || {};
+    const m = this.mean || {}, n = namesOf(this.store.get().trace);
     this.status.textContent = `${rows.length} of ${this.rows.length} test sentences`
       + (rows.length > SHOWN ? ` (the first ${SHOWN} shown)` : "")
       + (m.chrf !== undefined ? `; over all of them: chrF ${m.chrf.toFixed(1)}, log p ${m.logprob.toFixed(2)}, `
         + `source ${Math.round(100 * m.src_share)}%, coverage ${Math.round(100 * m.coverage)}%.` : ".");
     const head = el("tr", {}, [
-      el("th", { scope: "col", text: "English (click to open) · reference · model" }),
-      ...COLUMNS.map(([key, name, title]) => {
+      el("th", { scope: "col", text: `${n.src} (click to open) · reference · model` }),
+      ...COLUMNS.map(([key, name, what]) => {
         const on = this.sort && this.sort.key === key;
-        const b = el("button", { id: `gl-sort-${key}`, type: "button", className: "gl-sort", title,
+        const b = el("button", { id: `gl-sort-${key}`, type: "button", className: "gl-sort", title: what(n),
           text: `${name}${on ? (this.sort.dir > 0 ? " ▲" : " ▼") : ""}` });
         b.addEventListener("click", () => this.sortBy(key));
         return el("th", { scope: "col", "aria-sort": on ? (this.sort.dir > 0 ? "ascending" : "descending") : "none" },

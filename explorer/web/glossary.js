@@ -14,36 +14,47 @@
 // anywhere opens or closes the section, its words included: there a term is only a dotted
 // word that explains itself on hover, and the heading gets one small "?" button
 // (heading()) that shows the definitions of all its words, for touch and keyboard.
+//
+// Definitions that name a language or a special token are written from the names of the model
+// on the page (names.js): the viewer hands them over with each trace (useNames), and the
+// definitions shown from then on, and those screen readers get, say them.
 
 import { el } from "./canvas.js";
+import { OURS } from "./names.js";
 
-/** Every definition, one line each, in plain words. */
+const and = (list) => (list.length > 1 ? `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}` : list[0]);
+
+/** Every definition, one line each, in plain words: a string, or one made from the names (names.js). */
 export const GLOSSARY = Object.freeze({
-  token: "A piece of text the model reads or writes: a word or part of one (a subword). "
-    + "▁ starts a new word; grey chips are the markers [SOS] and [EOS].",
+  token: (n) => "A piece of text the model reads or writes: a word or part of one (a subword). "
+    + `▁ starts a new word; grey chips are the markers ${and([...new Set([n.sos, n.eos])])}.`,
   head: "One of several attention mechanisms working side by side in a layer; each learns its own way of looking.",
   layer: "One block of the model; the text passes through the layers one after another, each refining the last.",
   query: "The position that is looking: a row of the attention map.",
   key: "A position that can be looked at: a column of the attention map.",
   mask: "A rule that hides positions: the decoder may not look at tokens it has not written yet.",
-  sos: "[SOS], start of sequence: the token the decoder reads first, before it has written anything.",
-  eos: "[EOS], end of sequence: the token that marks the end of a sentence; writing it stops decoding.",
+  // a Marian model's decoder starts from its padding token
+  sos: (n) => `${n.sos}${n.sos === n.pad ? " (the padding token, as the start)" : ", start of sequence"}: `
+    + "the token the decoder reads first, before it has written anything.",
+  eos: (n) => `${n.eos}, end of sequence: the token that marks the end of a sentence; writing it stops decoding.`,
   "logit lens": "What each decoder layer would say if it were the last one: its state read through the output layer.",
   rollout: "Attention followed through every layer at once: how much each source token feeds each step overall.",
   entropy: "How spread out a head's attention is: low means it looks at one token, high means it looks everywhere.",
-  sink: "A token (often [SOS], [EOS] or punctuation) that takes attention when a head has nothing better to look at.",
+  sink: (n) => `A token (often ${n.sos}, ${n.eos} or punctuation) that takes attention when a head has nothing `
+    + "better to look at.",
   nats: "The unit of a natural-log difference: a drop of 0.69 nats in log-probability halves the probability.",
   "knock-out": "Silencing chosen heads (their output set to zero) and translating again, to see what they did.",
   beam: "Beam search keeps the k most likely partial translations at each step instead of only the best one.",
   "log-prob": "The logarithm of a probability: log-probabilities of successive tokens add up to the sentence's.",
-  "cross-attention": "The decoder looking at the English sentence: where each new Italian token gets its information.",
-  "self-attention":
-    "Tokens of one sentence looking at each other (the encoder at the English, the decoder at the Italian so far).",
-  encoder: "The half of the model that reads the whole English sentence at once.",
-  decoder: "The half of the model that writes the Italian, one token at a time.",
-  prefix: "The Italian tokens the decoder has already written when it chooses the next one.",
-  "alti+": "ALTI+ (Ferrando et al. 2022): each token's share of a step's output, English and Italian alike, "
-    + "followed through every layer; the shares add up to 100%.",
+  "cross-attention": (n) => `The decoder looking at the ${n.src} sentence: where each new ${n.tgt} token gets `
+    + "its information.",
+  "self-attention": (n) => "Tokens of one sentence looking at each other "
+    + `(the encoder at the ${n.src}, the decoder at the ${n.tgt} so far).`,
+  encoder: (n) => `The half of the model that reads the whole ${n.src} sentence at once.`,
+  decoder: (n) => `The half of the model that writes the ${n.tgt}, one token at a time.`,
+  prefix: (n) => `The ${n.tgt} tokens the decoder has already written when it chooses the next one.`,
+  "alti+": (n) => `ALTI+ (Ferrando et al. 2022): each token's share of a step's output, ${n.src} and ${n.tgt} `
+    + "alike, followed through every layer; the shares add up to 100%.",
   decoderlens: "DecoderLens (Langedijk et al. 2024): the decoder reading an earlier encoder layer's output, "
     + "to see what the encoder knew by then.",
 });
@@ -56,11 +67,30 @@ const SETTLE_MS = 400; // a tap focuses, then clicks: both belong to one gesture
 // the headings whose click opens or closes a section: the viewer's <details>, Gradio's accordions
 const HEADING = "summary, .label-wrap";
 
+let names = OURS; // the names the definitions speak of: the model of the trace on the page
+
+/** The definition of glossary entry `key` in the words of the names in use. */
+export function define(key) {
+  const d = GLOSSARY[key];
+  return typeof d === "function" ? d(names) : d;
+}
+
+/** Speak of the languages and special tokens of `n` (names.js) from now on: the viewer calls it
+ * with each new trace's names. The definitions screen readers get are written again. */
+export function useNames(n) {
+  if (!n || n === names) return;
+  names = n;
+  for (const key of Object.keys(GLOSSARY)) {
+    const def = typeof document !== "undefined" && document.getElementById(defId(key));
+    if (def) def.textContent = define(key);
+  }
+}
+
 /** The hidden list of definitions (for aria-describedby) and the shared popup, made once. */
 function ensurePage() {
   if (popup) return;
   document.body.append(el("div", { id: DEFS_ID, hidden: true },
-    Object.entries(GLOSSARY).map(([k, text]) => el("span", { id: defId(k), text }))));
+    Object.keys(GLOSSARY).map((k) => el("span", { id: defId(k), text: define(k) }))));
   popup = el("div", { id: TIP_ID, className: "gl-tip", role: "tooltip", hidden: true });
   document.body.append(popup);
   const away = (ev) => { if (shownFor && !shownFor.contains(ev.target)) hide(); };
@@ -78,7 +108,7 @@ function show(t, keys = [t.dataset.term]) {
   if (shownFor !== t) shownAt = performance.now();
   shownFor = t;
   t.setAttribute("aria-expanded", "true");
-  popup.replaceChildren(...keys.map((k) => el("div", {}, [el("strong", { text: `${k}: ` }), GLOSSARY[k]])));
+  popup.replaceChildren(...keys.map((k) => el("div", {}, [el("strong", { text: `${k}: ` }), define(k)])));
   popup.hidden = false;
   const r = t.getBoundingClientRect(), w = popup.offsetWidth, h = popup.offsetHeight;
   const left = Math.max(4, Math.min(r.left, window.innerWidth - w - 4));

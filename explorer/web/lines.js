@@ -1,6 +1,6 @@
 // The line view: attention as people know it from bertviz's head view. The queries (the
-// Italian tokens written so far, or the English ones in encoder self-attention) stand in a
-// column on the left, the keys (the English tokens, or the Italian ones read so far) on the
+// target tokens written so far, or the source ones in encoder self-attention) stand in a
+// column on the left, the keys (the source tokens, or the target ones read so far) on the
 // right, and a line joins a query to each key it looks at: the more weight, the wider and the
 // more opaque. Every head has its own colour (Okabe–Ito, numbered swatches), the same in
 // every view of the page; the viewer's head setting picks one head, or all of them (mean and
@@ -16,6 +16,7 @@ import { VIEWS, headIndex } from "./attention.js";
 import { el, svg, measurer, fontOf, widest, setup } from "./canvas.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
+import { namesOf, article } from "./names.js";
 
 export const label = "Lines";
 /** One colour per head: Okabe–Ito, black swapped for light grey on the dark card. */
@@ -23,24 +24,25 @@ export const HEAD_COLOURS = ["#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B
 const ROLLOUT_COLOUR = "#56B4E9";
 const TOP_SHARE = 0.7; // with every head on show, each query draws its strongest lines up to this share of its weight
 const MIN_WEIGHT = 0.02; // lighter lines are not drawn at all
+// each column's header, in the names of the model's languages (names.js)
 const HEADERS = {
-  cross: ["Italian written (query)", "English (key)"],
-  decoder: ["Italian read (query)", "Italian read (key)"],
-  encoder: ["English (query)", "English (key)"],
-  rollout: ["Italian written", "English"],
+  cross: (n) => [`${n.tgt} written (query)`, `${n.src} (key)`],
+  decoder: (n) => [`${n.tgt} read (query)`, `${n.tgt} read (key)`],
+  encoder: (n) => [`${n.src} (query)`, `${n.src} (key)`],
+  rollout: (n) => [`${n.tgt} written`, n.src],
 };
 
 export const headColour = (h) => HEAD_COLOURS[h % HEAD_COLOURS.length];
 
 const CAPTIONS = {
-  cross: () => words("Each Italian token written so far (left, the ", ["query"],
-    ") joined to the English tokens it looks at (right, the ", ["keys", "key"], ")."),
-  decoder: () => words("Each Italian token read so far (left) joined to the earlier ones it looks at (right); "
+  cross: (n) => words(`Each ${n.tgt} token written so far (left, the `, ["query"],
+    `) joined to the ${n.src} tokens it looks at (right, the `, ["keys", "key"], ")."),
+  decoder: (n) => words(`Each ${n.tgt} token read so far (left) joined to the earlier ones it looks at (right); `
     + "later ones are hidden by the ", ["mask"], "."),
-  encoder: () => words("Each English token (left) joined to the ones it looks at (right) while the ", ["encoder"],
+  encoder: (n) => words(`Each ${n.src} token (left) joined to the ones it looks at (right) while the `, ["encoder"],
     " reads them all at once."),
-  rollout: () => words(["Rollout", "rollout"],
-    ": each step (left) joined to the English tokens that feed it, through every ", ["layer"], "."),
+  rollout: (n) => words(["Rollout", "rollout"],
+    `: each step (left) joined to the ${n.src} tokens that feed it, through every `, ["layer"], "."),
 };
 
 /** The tokens of each column: [{index (trace), label, current}], queries generated so far only. */
@@ -103,8 +105,8 @@ export class LinePicture {
     });
   }
 
-  caption(view) {
-    return CAPTIONS[view]();
+  caption(view, s) {
+    return CAPTIONS[view](namesOf(s && s.trace));
   }
 
   clear() {
@@ -141,8 +143,9 @@ export class LinePicture {
     const heads = s.view === "rollout" ? ""
       : s.head === "mean" || s.head === "max" ? `all ${tr.heads} heads, the strongest lines of each` : `head ${s.head}`;
     const named = s.head === "mean" || s.head === "max" ? ", each after its head (h3: head 3)" : "";
+    const src = namesOf(tr).src;
     this.note.textContent = s.view === "rollout"
-      ? "Each line is how much an English token feeds a step, through every layer. "
+      ? `Each line is how much ${article(src)} ${src} token feeds a step, through every layer. `
         + "Hover or tap a token to see only its lines (a tap pins it)."
       : `${VIEWS[s.view]}, layer ${s.layer}, ${heads}: the wider and brighter a line, the more attention. `
         + `Hover or tap a token to see only its lines and their weights${named}; a tap pins it.`;
@@ -171,7 +174,7 @@ export class LinePicture {
     const root = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", class: "ln-svg",
       "aria-label": `${VIEWS[s.view]} as lines at step ${s.step}`, "font-size": font });
     // each column's header starts over its own edge of the card, shortened where the two would meet
-    let [left, right] = HEADERS[s.view];
+    let [left, right] = HEADERS[s.view](namesOf(s.trace));
     probe.font = `bold ${fontOf(font)}`;
     const fits = () => probe.measureText(left).width + probe.measureText(right).width + 40 <= width;
     if (!fits()) [left, right] = [left, right].map((h) => h.replace(/ \(.*\)$/, ""));

@@ -6,6 +6,7 @@
 // with the browser's own DecompressionStream (asynchronous), then builds the Trace.
 
 import { headValue } from "./attention.js";
+import { readNames, OURS } from "./names.js";
 
 export const SCHEMA = "attention-explorer-payload/2";
 
@@ -125,6 +126,8 @@ export class Trace {
     this.lensProbs = p.logit_lens ? decodeArray(p.logit_lens.probs) : null; // (T, L_dec, 5)
     this.headStats = p.head_stats || null; // the readings of this sentence, heads named by habit (explorer/payload.py)
     this.focus = p.focus || null; // the cross-attention head a new sentence opens on (explorer/payload.py focus_head)
+    // what the labels call this trace's languages and special tokens (names.js)
+    this.names = p.names ? readNames(p.names) : OURS;
   }
 
   /** Logit lens at step index t: one entry per decoder layer, each the top-5 {token, prob}. */

@@ -11,31 +11,32 @@ import { drawHeatmap } from "./heatmap.js";
 import { HeatFigure } from "./frame.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
+import { namesOf } from "./names.js";
 
 const ROLLOUT_TITLE = "Source relevance of each step: Chefer et al. 2021, "
   + "attention-only rules (all layers, mean of heads)";
 
 export const label = "Map";
 
-/** The one-line caption of the map, per view. */
+/** The one-line caption of the map, per view, in the names of the model's languages (names.js). */
 export const CAPTIONS = {
-  cross: () => words("Where each new Italian token (row, the ", ["query"],
-    ") looks in the English sentence (columns, the ", ["keys", "key"], ")."),
-  decoder: () => words("Which Italian tokens written so far each step (row) looks at; later ones are hidden by the ",
+  cross: (n) => words(`Where each new ${n.tgt} token (row, the `, ["query"],
+    `) looks in the ${n.src} sentence (columns, the `, ["keys", "key"], ")."),
+  decoder: (n) => words(`Which ${n.tgt} tokens written so far each step (row) looks at; later ones are hidden by the `,
     ["mask"], "."),
-  encoder: () => words("How each English token (row) looks at every other one while the ", ["encoder"],
+  encoder: (n) => words(`How each ${n.src} token (row) looks at every other one while the `, ["encoder"],
     " reads them all at once."),
-  rollout: () => words(["Rollout", "rollout"], ": how much each English token feeds each step, through every ",
+  rollout: (n) => words(["Rollout", "rollout"], `: how much each ${n.src} token feeds each step, through every `,
     ["layer"], "."),
 };
 
 /** The caption while the map draws what moved the output (‖α·f(x)‖, the store's `moved`). */
 export const MOVED_CAPTIONS = {
-  cross: () => words("How much each English token (column) moved each new Italian token's output (row): its weight "
-    + "times the size of what it carries, ‖α·f(x)‖."),
-  decoder: () => words("How much each Italian token so far (column) moved each step's output (row), ‖α·f(x)‖; "
+  cross: (n) => words(`How much each ${n.src} token (column) moved each new ${n.tgt} token's output (row): `
+    + "its weight times the size of what it carries, ‖α·f(x)‖."),
+  decoder: (n) => words(`How much each ${n.tgt} token so far (column) moved each step's output (row), ‖α·f(x)‖; `
     + "later ones are hidden by the ", ["mask"], "."),
-  encoder: () => words("How much each English token (column) moved every one's output (row) in the ", ["encoder"],
+  encoder: (n) => words(`How much each ${n.src} token (column) moved every one's output (row) in the `, ["encoder"],
     ", ‖α·f(x)‖."),
 };
 
@@ -60,7 +61,7 @@ export class MapPicture {
   /** The caption over the map: what its cells are, the weights or, once they have come, what
    * moved the output (`s`: the store, for `moved`). */
   caption(view, s) {
-    return (s && this.moved(s).maps && MOVED_CAPTIONS[view] ? MOVED_CAPTIONS : CAPTIONS)[view]();
+    return (s && this.moved(s).maps && MOVED_CAPTIONS[view] ? MOVED_CAPTIONS : CAPTIONS)[view](namesOf(s && s.trace));
   }
 
   /** The cell size for `size` ({width, height, legend, font}): room for the legend beside the map. */

@@ -8,7 +8,13 @@ import { el } from "./canvas.js";
 import { Figure, HeatFigure } from "./frame.js";
 import { term, words } from "./glossary.js";
 import { share } from "./numbers.js";
+import { OURS, tokenTerm } from "./names.js";
 import { section, select } from "./viewer-page.js";
+
+/** The hide switch's words: "hide [SOS] [EOS] [PAD] ...", the special tokens of the model on screen (names.js). */
+const hideWords = (n) => words("hide ",
+  ...n.markers.flatMap((tok) => [tokenTerm(n, tok) ? [tok, tokenTerm(n, tok)] : tok, " "]),
+  "(weights not renormalised)");
 
 const ENC_ROLLOUT_TITLE = "Encoder rollout: Abnar & Zuidema 2020 (0.5·A + 0.5·I, mean of heads, through all layers)";
 
@@ -24,8 +30,7 @@ export class ViewsSection {
         select("layer-select", term("layer")),
         select("head-select", term("head")),
         el("label", { className: "ax-field" }, [el("input", { id: "hide-specials", type: "checkbox" }),
-          el("span", {}, words("hide ", ["[SOS]", "sos"], " ", ["[EOS]", "eos"],
-            " [PAD] (weights not renormalised)"))]),
+          el("span", { id: "hide-specials-label" }, hideWords(OURS))]),
       ]),
       el("p", { id: "attn-note", className: "ax-note" }, words("Rows are ", ["queries", "query"], ", columns are ",
         ["keys", "key"], ". The menus change the picture above. Hover (or tap) a cell to name it; "
@@ -44,7 +49,8 @@ export class ViewsSection {
     ]);
     const $ = (id) => this.el.querySelector(`#${id}`);
     this.controls = { view: $("view-select"), layer: $("layer-select"), head: $("head-select"),
-      hide: $("hide-specials"), selecting: $("select-mode"), attnNote: $("attn-note"), rolloutNote: $("rollout-note"),
+      hide: $("hide-specials"), hideLabel: $("hide-specials-label"), selecting: $("select-mode"),
+      attnNote: $("attn-note"), rolloutNote: $("rollout-note"),
       selectRow: $("select-mode-row") };
   }
 
@@ -60,6 +66,7 @@ export class ViewsSection {
 
   /** A new sentence: its heads in the menu. */
   showTrace(tr) {
+    this.controls.hideLabel.replaceChildren(...hideWords(tr.names));
     this.controls.head.replaceChildren(...[["mean", "mean over heads"], ["max", "max over heads"]]
       .concat(Array.from({ length: tr.heads }, (_, h) => [String(h + 1), `head ${h + 1}`]))
       .map(([v, t]) => el("option", { value: v, text: t })));

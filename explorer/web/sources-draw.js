@@ -8,6 +8,7 @@ import { quote } from "./attention.js";
 import { el, css, blue, inkOn, usePalette, GAP_VALUE } from "./canvas.js";
 import { drawHeatmap } from "./heatmap.js";
 import { share } from "./numbers.js";
+import { OURS } from "./names.js";
 
 const pct = (x) => `${(100 * x).toFixed(1)}%`;
 
@@ -167,9 +168,11 @@ export function scoreTable(d, whatIf) {
     el("tbody", {}, body)]);
 }
 
-export function scoreStatus(d) {
+/** The scored reference in one line; `names`: the model's (names.js), whose end token it counts. */
+export function scoreStatus(d, names = OURS) {
   const n = d.steps.length;
-  const lp = `log p = ${d.log_prob.toFixed(2)} (${d.mean_log_prob.toFixed(2)} per token, ${n} tokens with [EOS])`;
+  const lp = `log p = ${d.log_prob.toFixed(2)} (${d.mean_log_prob.toFixed(2)} per token, `
+    + `${n} tokens with ${names.eos})`;
   if (d.first_divergence === null) return `${lp}. The model's own choice at every step: rank 1 everywhere.`;
   const r = d.steps[d.first_divergence];
   return `${lp}. They part at step ${r.step + 1}: `

@@ -22,6 +22,7 @@ import { quote } from "./attention.js";
 import { el } from "./canvas.js";
 import { HeatFigure } from "./frame.js";
 import { term } from "./glossary.js";
+import { namesOf, article } from "./names.js";
 import { Tooltip } from "./tooltip.js";
 import {
   drawMap, layerChoices, lensStatus, lensTable, matrices, percents, scoreStatus, scoreTable, shareBar, tokenRow,
@@ -40,6 +41,7 @@ export class Sources {
     this.build(host);
     server.onValue((a) => this.receive(a));
     store.subscribe((s, changed) => {
+      if (changed.has("trace") && s.trace) this.label(namesOf(s.trace));
       if (changed.has("sentenceId")) this.forget(s);
       if (["trace", "step", "theme", "sentenceId"].some((k) => changed.has(k))) this.schedule();
     });
@@ -53,8 +55,7 @@ export class Sources {
   // --- DOM ----------------------------------------------------------------------------------
   build(host) {
     this.layer = el("select", { id: "src-layer", "aria-label": "Through which layers" });
-    this.refBox = el("input", { id: "src-ref", type: "text", className: "at-input",
-      placeholder: "e.g. Ho una macchina rossa.", "aria-label": "Your reference translation (Italian)" });
+    this.refBox = el("input", { id: "src-ref", type: "text", className: "at-input" });
     this.map = new HeatFigure("src-map", "where each step's word came from");
     const section = (id, title, intro, controls = []) => el("section", { id: `src-${id}`, className: "at-section",
       "data-state": "idle" }, [
@@ -65,10 +66,7 @@ export class Sources {
     ]);
     this.root = el("div", { className: "at-root src-root", id: "src-root" }, [
       el("p", { id: "src-what", className: "at-what" }),
-      section("alti", ["Source or ", term("prefix"), ": ", term("ALTI+", "alti+")],
-        "How much of this step's word comes from the English sentence and how much from the Italian words "
-        + "already written (ALTI+, Ferrando et al. 2022): each token's share of the step's output, through "
-        + "the attention blocks of every layer. Hover or tap a token for its number.",
+      section("alti", ["Source or ", term("prefix"), ": ", term("ALTI+", "alti+")], "", // its text: label()
       [el("label", { className: "ax-field" }, [el("span", { text: "through" }), this.layer])]),
       section("lens", [term("DecoderLens", "decoderlens"), ": if the encoder stopped early"],
         "What the decoder would write if it read the output of encoder layer l instead of the last one "
@@ -80,6 +78,8 @@ export class Sources {
         el("button", { id: "src-score-btn", type: "button", className: "ax-action primary", text: "Score" })]),
     ]);
     this.root.querySelector("#src-alti-body").append(el("div", { id: "src-step" }), this.map.el);
+    this.altiIntro = this.root.querySelector("#src-alti > .ax-note");
+    this.label(namesOf(this.store.get().trace));
     this.el = {};
     for (const e of this.root.querySelectorAll("[id]")) this.el[e.id] = e;
     host.replaceChildren(this.root);
@@ -91,6 +91,17 @@ export class Sources {
       if (ev.key === "Enter") { ev.preventDefault(); this.score(); }
     });
     this.refBox.addEventListener("input", () => { this.typed = true; });
+  }
+
+  /** The texts that name the model's languages, in the names `n` of the trace on screen (names.js). */
+  label(n) {
+    this.altiIntro.textContent = `How much of this step's word comes from the ${n.src} sentence and how much `
+      + `from the ${n.tgt} words already written (ALTI+, Ferrando et al. 2022): each token's share of the step's `
+      + "output, through the attention blocks of every layer. Hover or tap a token for its number.";
+    // an example reference where there is one to give: the opening example's, in Italian
+    this.refBox.placeholder = n.tgtLang === "it" ? "e.g. Ho una macchina rossa."
+      : `${article(n.tgt)} ${n.tgt} sentence`;
+    this.refBox.setAttribute("aria-label", `Your reference translation (${n.tgt})`);
   }
 
   schedule() {
@@ -130,7 +141,8 @@ export class Sources {
     const s = this.store.get(), text = this.refBox.value.trim();
     if (!s.trace) return;
     if (!text) {
-      this.results.set("score", { status: "error", error: "Type a reference translation (Italian) to score." });
+      const tgt = namesOf(s.trace).tgt;
+      this.results.set("score", { status: "error", error: `Type a reference translation (${tgt}) to score.` });
       this.refBox.focus();
     } else this.ask("score", { reference: text });
     this.schedule();
@@ -180,7 +192,7 @@ export class Sources {
       this.el["src-lens-body"].replaceChildren(el("div", { className: "at-scroll" }, [lensTable(d)]));
     });
     this.box("score", "score", tr, (d) => {
-      this.el["src-score-status"].textContent = scoreStatus(d);
+      this.el["src-score-status"].textContent = scoreStatus(d, namesOf(tr));
       this.el["src-score-body"].replaceChildren(el("div", { className: "at-scroll" },
         [scoreTable(d, (t) => this.whatIf(t))]));
     }, "Type a reference (a test-set sentence comes with its own) and press “Score”.");
@@ -223,7 +235,7 @@ export class Sources {
     const status = this.el["src-alti-status"];
     const through = this.layer.selectedOptions[0] ? this.layer.selectedOptions[0].textContent : "through all layers";
     status.textContent = `Step ${t + 1} writes ${quote(d.output_tokens[t])}: `
-      + `${percents(m, t).source}% of it comes from the English sentence, ${through}. `
+      + `${percents(m, t).source}% of it comes from the ${namesOf(s.trace).src} sentence, ${through}. `
       + "Colours: this step's largest contribution darkest.";
     const tip = (cell, lines) => this.tip.bind(cell, () => lines);
     this.el["src-step"].replaceChildren(shareBar(m, t),

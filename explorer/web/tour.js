@@ -22,6 +22,7 @@
 import { el } from "./canvas.js";
 import { quote, headIndex } from "./attention.js";
 import { words } from "./glossary.js";
+import { tokenTerm } from "./names.js";
 
 export const SEEN_KEY = "explorer-tour-seen";
 const word = (tok) => quote(tok.replace(/▁/g, ""));
@@ -37,6 +38,14 @@ function strongest(tr, layer, head, t) {
   }
   return best;
 }
+
+/** A special token's name in a text: a term that explains itself where the glossary has it. */
+const marker = (n, tok) => (tokenTerm(n, tok) ? [tok, tokenTerm(n, tok)] : tok);
+
+/** "the markers [SOS] and [EOS] around them", or "the marker </s> after them" where sources have no start token. */
+const sourceMarkers = (n) => (n.srcSos
+  ? ["the markers ", marker(n, n.srcSos), " and ", marker(n, n.srcEos), " around them"]
+  : ["the marker ", marker(n, n.srcEos), " after them"]);
 
 /** The tokens of `tokens` that are not markers ([SOS], [EOS], ...). */
 const words_ = (tr, tokens) => tokens.filter((t) => !tr.isSpecial(t));
@@ -72,15 +81,15 @@ export const STEPS = [
       const real = words_(tr, tr.src);
       return words(`The model does not read words: your sentence became ${real.length} `, ["tokens", "token"],
         `, from ${word(real[0] || tr.src[0])} to ${word(real[real.length - 1] || tr.src[0])}, `
-          + "and the model adds the markers ",
-        ["[SOS]", "sos"], " and ", ["[EOS]", "eos"],
-        " around them. ▁ starts a new word; a chip without it continues the one before.");
+          + "and the model adds ",
+        ...sourceMarkers(tr.names),
+        ". ▁ starts a new word; a chip without it continues the one before.");
     },
   },
   {
     target: "#src-chips", title: "2. The encoder reads everything at once",
     text: (tr) => words("The ", ["encoder"],
-      ` reads all ${words_(tr, tr.src).length} English tokens together, in one pass through its `,
+      ` reads all ${words_(tr, tr.src).length} ${tr.names.src} tokens together, in one pass through its `,
       `${tr.layers("encoder")} `, ["layers", "layer"],
       ": every token can look at every other one. It never changes after that."),
   },
@@ -89,8 +98,8 @@ export const STEPS = [
     // the text names step 1's token: the chips' row (one scrolling line on a phone) shows its start
     part: (target) => { target.scrollLeft = 0; return target.getBoundingClientRect(); },
     text: (tr) => words("The ", ["decoder"],
-      ` wrote the Italian in ${tr.steps} steps. At each step it reads what it has written so far `,
-      `(it started from [SOS]) and adds one token: step 1 wrote ${word(tr.tgt[1])}. `
+      ` wrote the ${tr.names.tgt} in ${tr.steps} steps. At each step it reads what it has written so far `,
+      `(it started from ${tr.names.sos}) and adds one token: step 1 wrote ${word(tr.tgt[1])}. `
         + "Press ▶ or the → key to follow it."),
   },
   {
@@ -98,7 +107,8 @@ export const STEPS = [
     show: (tr, s) => ({ view: "cross", step: severalRows(tr, s) }),
     text: (tr, s) => {
       const t = s.step - 1, [k, w] = strongest(tr, s.layer - 1, headIndex(s.head), t);
-      return words("This map is ", ["cross-attention"], ": one row per step, one column per English token. At step ",
+      return words("This map is ", ["cross-attention"],
+        `: one row per step, one column per ${tr.names.src} token. At step `,
         `${t + 1}, writing ${word(tr.tgt[t + 1])}, the model looked most at ${word(tr.src[k])} `
           + `(${pct(w)} of the attention of `,
         `${mapHead(s)}; the map shows it).`);

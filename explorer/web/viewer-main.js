@@ -297,7 +297,8 @@ export class MainView {
   focusNote(s, tr) {
     const f = s.focus, on = f && s.view === "cross" && s.layer === f.layer && s.head === String(f.head);
     const over = f && (f.source === "test" ? `over ${f.n.toLocaleString("en")} test sentences` : "in this sentence");
-    const why = f && `layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of English words (${over})`;
+    const why = f && `layer ${f.layer}, ${headName(String(f.head))}, the sharpest reader of ${tr.names.src} words `
+      + `(${over})`;
     // a visitor who had picked a view keeps it for the next sentence: say so, and where the focus is
     const kept = f && f.kept && !on && !s.presenting;
     this.note.hidden = !on && !kept;

@@ -32,6 +32,7 @@ import { Player } from "./player.js";
 import { Presenter } from "./present.js";
 import { downloadView } from "./viewer-export.js";
 import { AttnPicker } from "./attn-picker.js";
+import { useNames } from "./glossary.js";
 
 // every control that needs a sentence: enabled with one, disabled without
 const CONTROLS = ".ax-controls button, .ax-controls select, .ax-controls input, .ax-maintools button";
@@ -199,6 +200,7 @@ export class Viewer {
   update(s, changed) {
     if (changed.has("presenting") || changed.has("trace")) this.presenter.follow(s);
     if (changed.has("trace")) {
+      if (s.trace) useNames(s.trace.names); // the glossary speaks of this trace's languages and tokens
       if (s.trace) this.showTrace(s); else this.clear();
     } else if (STEP_KEYS.some((k) => changed.has(k))) this.render(changed.has("presenting") || changed.has("theme"));
     else if ((changed.has("peLen") || changed.has("peFollow")) && this.isOpen("pe")) this.pe.draw(s, s.trace);
