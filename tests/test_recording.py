@@ -65,6 +65,18 @@ def test_replacing_a_head_s_output_with_zeros_is_the_knock_out(translator):
 
 
 @torch.no_grad()
+def test_an_attention_input_can_be_replaced(translator):
+    """Zeroing every value of cross layer 0 empties what its heads read: their outputs are 0."""
+    model = translator.model
+    src, tgt = batch(translator)
+    rec = Recording(keep=["cross.0.heads"], replace={"cross.0.v": torch.zeros_like})
+    with recording(rec):
+        changed = model(src, tgt).logits
+    assert torch.count_nonzero(rec["cross.0.heads"]) == 0
+    assert not torch.equal(changed, model(src, tgt).logits)
+
+
+@torch.no_grad()
 def test_a_recording_belongs_to_its_thread(translator):
     """A server's other requests run through the same modules at the same time: they must
     neither fill this thread's recording nor be patched by it."""

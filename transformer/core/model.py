@@ -218,9 +218,11 @@ class MultiHeadAttention(nn.Module):
         """
         B, T, D = x_q.shape
         name = self.point_name
-        if recording.active():
-            for what, value in (("query_in", x_q), ("k", k), ("v", v), ("mask", mask), ("head_mask", head_mask)):
+        if recording.active():  # each input may be read, or replaced (value zeroing replaces v)
+            x_q, k, v, mask, head_mask = (
                 point(name, what, value)
+                for what, value in (("query_in", x_q), ("k", k), ("v", v), ("mask", mask), ("head_mask", head_mask))
+            )
         q = self._split_heads(self.q_proj(x_q))  # (B, H, T, d_k)
         p = self.attn_dropout if self.training else 0.0
         weights = None

@@ -31,6 +31,8 @@ _EXPORTS = {
     "DecoderLens": "transformer.interpret.decoder_lens",
     "LensRow": "transformer.interpret.decoder_lens",
     "score_reference": "transformer.interpret.reference",
+    "value_zeroing": "transformer.interpret.value_zeroing",
+    "ValueZeroing": "transformer.interpret.value_zeroing",
     "ReferenceScore": "transformer.interpret.reference",
 }
 
