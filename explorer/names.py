@@ -33,6 +33,7 @@ class Names:
     tgt_lang: str = "it"
     src_tokens: dict = field(default_factory=lambda: dict(OUR_TOKENS))
     tgt_tokens: dict = field(default_factory=lambda: dict(OUR_TOKENS))
+    multilingual: bool = False  # the model reads and writes many languages: a link keeps the pair
 
     @property
     def src(self) -> str:
@@ -79,6 +80,7 @@ class Names:
             "src": self.src,
             "tgt": self.tgt,
             "tokens": {"src": dict(self.src_tokens), "tgt": dict(self.tgt_tokens)},
+            **({"multilingual": True} if self.multilingual else {}),
         }
 
 
@@ -102,7 +104,8 @@ def of_translator(tr) -> Names:
         ids = {role: getattr(cfg, f"{side}_{role}_id", None) for role in ROLES}
         return {role: None if i is None else tok.id_to_token(int(i)) for role, i in ids.items()}
 
-    return Names(cfg.src_lang, cfg.tgt_lang, tokens(tr.src_tok, "src"), tokens(tr.tgt_tok, "tgt"))
+    multilingual = bool(getattr(cfg, "lang_ids", None))
+    return Names(cfg.src_lang, cfg.tgt_lang, tokens(tr.src_tok, "src"), tokens(tr.tgt_tok, "tgt"), multilingual)
 
 
 def of_trace(names: Names, trace) -> Names:

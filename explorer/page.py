@@ -22,6 +22,8 @@ import time
 
 import gradio as gr
 
+from transformer.core import stepping
+from transformer.core.languages import language_name
 from transformer.core.translator import Translator
 from transformer.interpret.habits import with_habits
 
@@ -78,6 +80,8 @@ class App:
         self.models = models or (self.model,)
         # what every label calls this model's languages and special tokens (explorer/names.py)
         self.names = of_translator(tr)
+        # a multilingual model's language codes (the pickers beside the sentence); [] for one pair
+        self.lang_codes = stepping.language_codes(tr.cfg)
         # Translate and /translate trace through this: visitors who click at the same time
         # share one batched decode (explorer/serving.py says why)
         self.batcher = TraceBatcher(tr, max_batch=max_batch)
@@ -104,6 +108,24 @@ class App:
         names the languages of its own request); the model's without a trace."""
         return of_trace(self.names, trace)
 
+    # --- languages (a multilingual model) ----------------------------------------------------
+    def languages(self, src_lang=None, tgt_lang=None) -> dict:
+        """The languages a request asked for, as the library's ``src_lang``/``tgt_lang`` keywords
+        (none asked, or a model of one pair: ``{}``). A code the model does not know (a
+        hand-edited link, an API call) is a ``ValueError`` in one line."""
+        asked = {"src_lang": src_lang or None, "tgt_lang": tgt_lang or None}
+        if any(v is not None and not isinstance(v, str) for v in asked.values()):
+            raise ValueError("A language must be given by its code, e.g. 'fr' or 'fra_Latn'.")
+        stepping.check_languages(self.tr.cfg, **asked)
+        return {k: v for k, v in asked.items() if v} if self.lang_codes else {}
+
+    def trace_languages(self, trace) -> dict:
+        """The languages ``trace`` was read and written in, for a library call that redoes it
+        (What if?, a beam hypothesis, the analyses); ``{}`` for a model of one pair."""
+        if trace is None or not self.lang_codes:
+            return {}
+        return {"src_lang": trace.src_lang, "tgt_lang": trace.tgt_lang}
+
     # --- translate ---------------------------------------------------------------------
     def check_text(self, text: str | None) -> str:
         text = text or ""
@@ -116,12 +138,13 @@ class App:
             )
         return texts.clean_input(text)[0]  # markup and control characters out; nothing left: ValueError
 
-    def translate(self, text: str | None) -> dict:
-        """Run the model once and send the whole trace to the browser."""
+    def translate(self, text: str | None, src_lang: str | None = None, tgt_lang: str | None = None) -> dict:
+        """Run the model once and send the whole trace to the browser (a multilingual model: in
+        the languages asked, the config's when None)."""
         t0 = time.perf_counter()
 
         def shown() -> dict:
-            trace = self.batcher.trace(self.check_text(text))
+            trace = self.batcher.trace(self.check_text(text), **self.languages(src_lang, tgt_lang))
             log.info(
                 "translate: %d src tokens, %d steps, %.0f ms",
                 len(trace.src_tokens),
@@ -160,9 +183,19 @@ class App:
             # event, so the views paint without waiting for it (about 0.4 s at 126 tokens)
             self.download: gr.DownloadButton(value=None, interactive=False),
         }
+        # the pickers say the languages of the sentence on screen (a link's, a retranslation's)
+        out.update({self.src_lang: trace.src_lang, self.tgt_lang: trace.tgt_lang})
         for panel in self.panels:
             out.update(panel.sentence_changed(origin))
         return out
+
+    def retarget(self, trace, text, src_lang, tgt_lang) -> dict:
+        """A target language picked: the sentence on screen translated into it (before any is
+        shown, the sentence in the box; nothing to translate, nothing happens)."""
+        text = trace.src_text if trace is not None else text
+        if not isinstance(text, str) or not text.strip():
+            return {}
+        return {self.src_text: text, **self.translate(text, src_lang, tgt_lang)}
 
     def failed(self, message_text: str) -> dict:
         """Bad input clears the previous sentence's results, so nothing stale looks current."""
@@ -172,6 +205,9 @@ class App:
             self.notice: f"⚠️ {message_text}",
             self.viewer: "",
             self.download: gr.DownloadButton(value=None, interactive=False),
+            # the pickers keep what the visitor chose, so they can mend a bad language there
+            self.src_lang: gr.skip(),
+            self.tgt_lang: gr.skip(),
         }
         for panel in self.panels:
             out.update(panel.sentence_changed(None))
@@ -197,13 +233,14 @@ class App:
         event.then(self.prepare_download, [self.trace_state], [self.download], api_visibility="private")
 
     # --- API and links -----------------------------------------------------------------------
-    def api_translate(self, text: str) -> tuple[str, dict]:
-        """Translate one English sentence; returns (translation, trace as JSON: schema in README,
-        float arrays encoded exactly, see ``transformer.core.wire``). Bad input: ``gr.Error``
-        (:func:`explorer.serving.api_answer`)."""
+    def api_translate(self, text: str, src_lang: str = "", tgt_lang: str = "") -> tuple[str, dict]:
+        """Translate one sentence; returns (translation, trace as JSON: schema in README, float
+        arrays encoded exactly, see ``transformer.core.wire``). ``src_lang``/``tgt_lang``: a
+        multilingual model's language codes ("": the config's). Bad input, an unknown language
+        included: ``gr.Error`` (:func:`explorer.serving.api_answer`)."""
 
         def run() -> tuple[str, dict]:
-            trace = self.batcher.trace(self.check_text(text))
+            trace = self.batcher.trace(self.check_text(text), **self.languages(src_lang, tgt_lang))
             content = trace.to_dict(packed=True)
             if content.get("head_stats") is not None:  # each head named by its habit, as the viewer shows it
                 content["head_stats"] = with_habits(content["head_stats"])
@@ -211,32 +248,35 @@ class App:
 
         return api_answer(log, "/translate", run)
 
-    def run_example(self, evt: Asked) -> dict:
-        """An example clicked in the browser (``web/hint.js``: ``{"text"}``): translate it at once."""
+    def run_example(self, evt: Asked, src_lang: str | None = None, tgt_lang: str | None = None) -> dict:
+        """An example clicked in the browser (``web/hint.js``: ``{"text"}``): translate it at
+        once, in the languages picked."""
         text = evt.fields.get("text")
-        return self.translate(text if isinstance(text, str) else "")
+        return self.translate(text if isinstance(text, str) else "", src_lang, tgt_lang)
 
     def open_link(self, evt: Asked) -> dict:
-        """A shared link (read in the browser, web/url.js): ``{"text", "forced", "origin"}``.
-        A link to a What-if or beam version traces that version again."""
+        """A shared link (read in the browser, web/url.js): ``{"text", "forced", "origin"}``,
+        and a multilingual model's ``"src"``/``"tgt"`` language codes. A link to a What-if or
+        beam version traces that version again."""
         link = evt.fields
         text = link.get("text")
-        return {
-            self.src_text: text if isinstance(text, str) else "",
-            **answer(
-                log, "opening a link", lambda: self.linked(text, link.get("forced"), link.get("origin")), self.failed
-            ),
-        }
 
-    def linked(self, text, forced, origin) -> dict:
-        text = self.check_text(text)
+        def opened() -> dict:
+            langs = self.languages(link.get("src"), link.get("tgt"))
+            return self.linked(text, link.get("forced"), link.get("origin"), langs)
+
+        shown = text if isinstance(text, str) else ""
+        return {self.src_text: shown, **answer(log, "opening a link", opened, self.failed)}
+
+    def linked(self, text, forced, origin, langs: dict | None = None) -> dict:
+        text, langs = self.check_text(text), langs or {}
         if origin not in LINK_ORIGINS or not forced:
-            return self.show(self.batcher.trace(text), origin="translate")
+            return self.show(self.batcher.trace(text, **langs), origin="translate")
         try:
-            trace = self.tr.trace(text, forced_prefix=link_prefix(forced))
+            trace = self.tr.trace(text, forced_prefix=link_prefix(forced), **langs)
         except ValueError:
             note = "⚠️ This link's forced tokens do not fit this model, so the greedy translation is shown instead."
-            return self.show(self.batcher.trace(text), origin="translate", notes=(note,))
+            return self.show(self.batcher.trace(text, **langs), origin="translate", notes=(note,))
         label = self.names_for(trace).translation("beam hypothesis, from a link") if origin == "beam" else None
         return self.show(trace, origin=origin, label=label)
 
@@ -277,6 +317,8 @@ class App:
             self.notice,
             self.viewer,
             self.download,
+            self.src_lang,
+            self.tgt_lang,
             *(c for panel in self.panels for c in panel.sentence_outputs()),
         ]
         self.wire()
@@ -312,11 +354,9 @@ class App:
         example = ", e.g. “I have a red car.”" if self.names.src_lang == "en" else ""
         return f"Type {self.names.a_sentence()}{example}"
 
-    def build_header(self) -> None:
-        """The header takes little height, so the picture below owns the first screen: a title
-        line, then the sentence, Translate and the translation in one row (stacked on a phone),
-        the examples in one line, and the notice only when there is one."""
-        gr.Markdown("# Inside the Transformer\n" + self.intro(), elem_id="intro")
+    def build_input_row(self) -> None:
+        """The sentence, its language, Translate, the target language and the translation in
+        one row (stacked on a phone); the language pickers only for a multilingual model."""
         with gr.Row(elem_id="input-row", equal_height=True):
             self.src_text = gr.Textbox(
                 value=self.opening.src_text,
@@ -328,9 +368,11 @@ class App:
                 elem_id="src-text",
                 elem_classes=["ex-inline-label"],
             )
+            self.src_lang = self.language_picker("src")
             self.translate_btn = gr.Button(
                 "Translate", variant="primary", scale=0, min_width=120, elem_id="translate-btn"
             )
+            self.tgt_lang = self.language_picker("tgt")
             self.translation = gr.Textbox(
                 value=self.opening.translation,
                 label=self.names_for(self.opening).translation("greedy"),
@@ -340,9 +382,31 @@ class App:
                 min_width=260,
                 elem_classes=["ex-inline-label"],
             )
+
+    def language_picker(self, side: str) -> gr.Dropdown:
+        """A picker of ``side``'s language ("src", "tgt"), the config's by default: every code of
+        a multilingual model, named ("Italian (ita_Latn)"); hidden for a model of one pair."""
+        default = getattr(self.tr.cfg, f"{side}_lang")
+        return gr.Dropdown(
+            choices=[(f"{language_name(c)} ({c})", c) for c in self.lang_codes] or [default],
+            value=default,
+            label="Source language" if side == "src" else "Target language",
+            visible=bool(self.lang_codes),
+            filterable=True,
+            scale=1,
+            min_width=150,
+            elem_id=f"{side}-lang",
+        )
+
+    def build_header(self) -> None:
+        """The header takes little height, so the picture below owns the first screen: a title
+        line, then the sentence, Translate and the translation in one row (stacked on a phone),
+        the examples in one line, and the notice only when there is one."""
+        gr.Markdown("# Inside the Transformer\n" + self.intro(), elem_id="intro")
+        self.build_input_row()
         # the examples (one line) and the hint of the one clicked, drawn by web/hint.js: one click
         # translates it; the tour and the trace's download at the end of the same line
-        with gr.Row(elem_id="tools-row", equal_height=False):
+        with gr.Row(elem_id="tools-row", equal_height=False) as self.tools_row:
             self.examples = view_host(
                 "hint",
                 elem_id="hint",
@@ -382,13 +446,16 @@ class App:
         # the page a re-layout of each view while the model runs, and another when it is removed
         shown = dict(batched, show_progress_on=[self.translation])
         outputs, linked = self.outputs, [self.src_text, *self.outputs]
+        langs = [self.src_lang, self.tgt_lang]
         # every event that shows a new trace in the viewer: its trigger, handler, inputs, outputs
         # and name (each named, or Enter's would take the name "translate")
         events = [
-            (self.translate_btn.click, self.translate, [self.src_text], outputs, "show"),
-            (self.src_text.submit, self.translate, [self.src_text], outputs, "show_on_enter"),
-            (self.examples.submit, self.run_example, None, outputs, "run_example"),
+            (self.translate_btn.click, self.translate, [self.src_text, *langs], outputs, "show"),
+            (self.src_text.submit, self.translate, [self.src_text, *langs], outputs, "show_on_enter"),
+            (self.examples.submit, self.run_example, langs, outputs, "run_example"),
             (self.viewer.submit, self.open_link, None, linked, "open_link"),
+            # a target language picked (by the visitor: .input, not the pickers' own updates)
+            (self.tgt_lang.input, self.retarget, [self.trace_state, self.src_text, *langs], linked, "retarget"),
         ]
         if self.lessons:  # a lesson opens its sentence as a link does
             events.append((self.lessons_host.submit, self.open_link, None, linked, "open_lesson"))

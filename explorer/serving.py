@@ -10,7 +10,9 @@ in its own thread) hand it a sentence and wait. The worker takes whatever is wai
 to ``max_batch`` sentences, without waiting for more: an idle server answers a lone visitor
 at once, and a busy one batches the sentences that queued up during the previous batch.
 Sentences of very different lengths are not padded together (a 120-token sentence would
-make a 5-token one wait for 250 steps): they go in separate batches, shortest first.
+make a 5-token one wait for 250 steps): they go in separate batches, shortest first. Nor are
+sentences asked in different languages (a multilingual model): one batch shares one source
+and one target language, as ``Translator.trace_batch`` takes them.
 
 :func:`api_answer` is how every public endpoint (``gr.api``) answers when it cannot: one
 shape for all, ``gr.Error`` with a message, which ``gradio_client`` raises as ``AppError``.
@@ -28,6 +30,7 @@ from typing import TypeVar
 
 import gradio as gr
 
+from transformer.core import stepping
 from transformer.core.trace import Trace
 from transformer.core.translator import Translator
 
@@ -58,7 +61,8 @@ def api_answer(log: logging.Logger, endpoint: str, compute: Callable[[], T]) -> 
 
 
 class TraceBatcher:
-    """Thread-safe ``trace(text)`` that batches concurrent calls (see the module docstring).
+    """Thread-safe ``trace(text, src_lang, tgt_lang)`` that batches concurrent calls (see the
+    module docstring).
 
     A sentence the model cannot read raises ``ValueError`` in its own caller before it is
     queued, so one visitor's bad input never fails another visitor's batch.
@@ -75,12 +79,13 @@ class TraceBatcher:
         self._worker = threading.Thread(target=self._run, name="trace-batcher", daemon=True)
         self._worker.start()
 
-    def trace(self, text: str) -> Trace:
-        """The greedy trace of ``text``, as ``Translator.trace(text)`` gives it (equal up to
-        float rounding when it was batched with other sentences)."""
-        n_src = len(self.translator.encode_source(text).ids)  # raises ValueError/TypeError here
+    def trace(self, text: str, src_lang: str | None = None, tgt_lang: str | None = None) -> Trace:
+        """The greedy trace of ``text``, as ``Translator.trace(text, src_lang=..., tgt_lang=...)``
+        gives it (equal up to float rounding when it was batched with other sentences)."""
+        stepping.check_languages(self.translator.cfg, src_lang, tgt_lang)  # a bad code: ValueError here
+        n_src = len(self.translator.encode_source(text, src_lang).ids)  # raises ValueError/TypeError here
         done: Future = Future()
-        self._queue.put((n_src, text, done))
+        self._queue.put((n_src, text, done, (src_lang, tgt_lang)))
         return done.result()
 
     def _run(self) -> None:
@@ -95,12 +100,13 @@ class TraceBatcher:
                 self._trace_group(group)
 
     def _groups(self, items: list) -> list[list]:
-        """Shortest first; a group's longest source is at most ``length_ratio`` times its
-        shortest (plus a few tokens), so padding stays small."""
-        items = sorted(items, key=lambda it: it[0])
+        """One language pair per group; within a pair, shortest first, and a group's longest
+        source is at most ``length_ratio`` times its shortest (plus a few tokens), so padding
+        stays small."""
+        items = sorted(items, key=lambda it: (str(it[3]), it[0]))  # None sorts as a string too
         groups: list[list] = []
         for it in items:
-            if groups and it[0] <= groups[-1][0][0] * self.length_ratio + 4:
+            if groups and groups[-1][0][3] == it[3] and it[0] <= groups[-1][0][0] * self.length_ratio + 4:
                 groups[-1].append(it)
             else:
                 groups.append([it])
@@ -108,14 +114,16 @@ class TraceBatcher:
 
     def _trace_group(self, group: list) -> None:
         self.batch_sizes.append(len(group))
+        # one pair per group (_groups); a language not asked for is the model's own
+        langs = {k: v for k, v in zip(("src_lang", "tgt_lang"), group[0][3]) if v is not None}
         try:
-            traces = self.translator.trace_batch([text for _, text, _ in group])
+            traces = self.translator.trace_batch([text for _, text, _, _ in group], **langs)
         except Exception:  # noqa: BLE001 - retry one by one, so each caller gets its own outcome
-            for _, text, done in group:
+            for _, text, done, _ in group:
                 try:
-                    done.set_result(self.translator.trace(text))
+                    done.set_result(self.translator.trace(text, **langs))
                 except Exception as exc:  # noqa: BLE001 - handed to the caller, who reports it
                     done.set_exception(exc)
             return
-        for (_, _, done), trace in zip(group, traces):
+        for (_, _, done, _), trace in zip(group, traces):
             done.set_result(trace)

@@ -127,9 +127,10 @@ class AnalysisPanel(Panel):
         data = knockout.knockout(self.app.tr, checked, parsed)
         return data["knockout"]["translation"], {"text": checked, **data}
 
-    def importance_data(self, text) -> dict:
-        """The data of ``/head_importance``; bad input raises ``ValueError``."""
-        return {"text": self._text(text), **knockout.head_importance(self.app.tr, text)}
+    def importance_data(self, text, langs: dict | None = None) -> dict:
+        """The data of ``/head_importance``; bad input raises ``ValueError``. ``langs``: the
+        languages of the trace it is about (``App.trace_languages``)."""
+        return {"text": self._text(text), **knockout.head_importance(self.app.tr, text, **(langs or {}))}
 
     # --- the page -------------------------------------------------------------------------------
     def request(self, trace, evt: Asked) -> str:
@@ -145,19 +146,22 @@ class AnalysisPanel(Panel):
             data = answer(
                 log,
                 "knockout",
-                lambda: self.knock_out_selected(trace.src_text, asked.get("heads")),
+                lambda: self.knock_out_selected(trace.src_text, asked.get("heads"), self.app.trace_languages(trace)),
                 lambda msg: {"error": msg},
             )
         elif action == "importance":
             data = answer(
-                log, "head importance", lambda: self.importance_data(trace.src_text), lambda msg: {"error": msg}
+                log,
+                "head importance",
+                lambda: self.importance_data(trace.src_text, self.app.trace_languages(trace)),
+                lambda msg: {"error": msg},
             )
         else:
             data = {"error": GENERIC_ERROR}
             log.warning("unknown analysis request %r", action)
         return message({**head, **data})
 
-    def knock_out_selected(self, text: str, heads) -> dict:
+    def knock_out_selected(self, text: str, heads, langs: dict | None = None) -> dict:
         """Knock out the heads picked on the page; a bad selection is said in the page's words."""
         if not heads:
             raise ValueError(NO_HEADS)
@@ -167,7 +171,7 @@ class AnalysisPanel(Panel):
             raise ValueError(
                 "The selected heads do not fit this model; clear the selection and pick them again."
             ) from None
-        return {"text": text, **knockout.knockout(self.app.tr, text, parsed)}
+        return {"text": text, **knockout.knockout(self.app.tr, text, parsed, **(langs or {}))}
 
     def build(self) -> None:
         """Called inside the page's ``gr.Blocks`` context, after the viewer and What-if."""

@@ -91,46 +91,51 @@ class AttributionPanel(Panel):
         return self.app.tr.tgt_tok.id_to_token(int(tid))
 
     # --- the analyses (0-based library calls from 1-based requests) ------------------------------
-    def attribution_data(self, text, step, versus="", target=None) -> dict:
-        """DLA of the token emitted at ``step`` (1-based) of ``target`` (greedy when None)."""
+    def attribution_data(self, text, step, versus="", target=None, langs: dict | None = None) -> dict:
+        """DLA of the token emitted at ``step`` (1-based) of ``target`` (greedy when None);
+        ``langs``: the languages of the trace it is about (``App.trace_languages``)."""
+        langs = langs or {}
         checked = self._text(text)
         other = self._versus(versus)
-        target = greedy_targets(self.app.tr, [checked])[0] if target is None else target
+        target = greedy_targets(self.app.tr, [checked], **langs)[0] if target is None else target
         t = count(step, "step", len(target)) - 1
         if isinstance(other, int) and other == target[t]:
             raise ValueError(f"{versus!r} is the token step {t + 1} emits: compare it with another candidate")
-        res = direct_logit_attribution(self.app.tr, checked, t, target_ids=target, versus=other)
+        res = direct_logit_attribution(self.app.tr, checked, t, target_ids=target, versus=other, **langs)
         return {"text": checked, **res.to_dict()}
 
-    def patching_data(self, text_a, text_b, step, target_a=None) -> dict:
-        """Patching of A (``target_a``, greedy when None) with B (greedy) at ``step`` (1-based)."""
+    def patching_data(self, text_a, text_b, step, target_a=None, langs: dict | None = None) -> dict:
+        """Patching of A (``target_a``, greedy when None) with B (greedy, in A's languages) at
+        ``step`` (1-based)."""
+        langs = langs or {}
         a = self._text(text_a, "text_a")
         if not isinstance(text_b, str) or not text_b.strip():
             raise ValueError("Type a second sentence (B) to patch into the one in the viewer (A).")
         b = self._text(text_b, "text_b")
         if target_a is None:  # both greedy: one batched decode
-            target_a, target_b = greedy_targets(self.app.tr, [a, b])
+            target_a, target_b = greedy_targets(self.app.tr, [a, b], **langs)
         else:
-            target_b = greedy_targets(self.app.tr, [b])[0]
+            target_b = greedy_targets(self.app.tr, [b], **langs)[0]
         t = count(step, "step", min(len(target_a), len(target_b))) - 1
         if target_a[t] == target_b[t]:
             raise ValueError(
                 f"A and B both emit {self._token_name(target_a[t])!r} at step {t + 1}: patching needs a "
                 "step where their words differ"
             )
-        res = activation_patching(self.app.tr, a, b, t, target_a=target_a, target_b=target_b)
+        res = activation_patching(self.app.tr, a, b, t, target_a=target_a, target_b=target_b, **langs)
         return res.to_dict()
 
-    def saliency_data(self, text, step, n_steps=16, target=None, layer=None, head="mean") -> dict:
+    def saliency_data(self, text, step, n_steps=16, target=None, layer=None, head="mean", langs=None) -> dict:
         """Gradient attribution at ``step`` (1-based); ``layer``/``head`` 1-based (or "mean")."""
+        langs = langs or {}
         checked = self._text(text)
         n = self._n_steps(n_steps)
-        target = greedy_targets(self.app.tr, [checked])[0] if target is None else target
+        target = greedy_targets(self.app.tr, [checked], **langs)[0] if target is None else target
         t = count(step, "step", len(target)) - 1
         cfg = self.app.tr.cfg
         layer = None if layer is None else count(layer, "layer", cfg.n_decoder_layers) - 1
         head = "mean" if head in (None, "mean", "max") else count(head, "head", cfg.h) - 1
-        res = saliency(self.app.tr, checked, t, target_ids=target, n_steps=n, layer=layer, head=head)
+        res = saliency(self.app.tr, checked, t, target_ids=target, n_steps=n, layer=layer, head=head, **langs)
         return {"text": checked, **res.to_dict()}
 
     # --- the API ----------------------------------------------------------------------------------
@@ -154,13 +159,13 @@ class AttributionPanel(Panel):
 
     def run(self, trace, action: str, asked: dict) -> dict:
         target = list(trace.tgt_ids[1:])  # the translation on screen, forced tokens included
-        step = asked.get("step")
+        step, langs = asked.get("step"), self.app.trace_languages(trace)
         if action == "attribution":
-            return self.attribution_data(trace.src_text, step, asked.get("versus") or "", target)
+            return self.attribution_data(trace.src_text, step, asked.get("versus") or "", target, langs)
         if action == "patching":
-            return self.patching_data(trace.src_text, asked.get("textB"), step, target)
+            return self.patching_data(trace.src_text, asked.get("textB"), step, target, langs)
         return self.saliency_data(
-            trace.src_text, step, asked.get("nSteps", 16), target, asked.get("layer"), asked.get("head", "mean")
+            trace.src_text, step, asked.get("nSteps", 16), target, asked.get("layer"), asked.get("head", "mean"), langs
         )
 
     def build(self) -> None:

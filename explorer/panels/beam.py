@@ -51,16 +51,18 @@ class BeamPanel(Panel):
     view = "beam"
 
     # --- beam tree -----------------------------------------------------------------------
-    def run_beam(self, text, k, clamp: bool) -> tuple[str, dict]:
+    def run_beam(self, text, k, clamp: bool, langs: dict | None = None) -> tuple[str, dict]:
         text = self.app.check_text(text)  # empty / too long: ValueError with the app's message
-        return beam_tree(self.app.tr, text, beam_size(k, clamp))
+        return beam_tree(self.app.tr, text, beam_size(k, clamp), **(langs or {}))
 
-    def show_beam(self, text, k) -> dict:
-        """The Beam-search button: draw the tree in the browser, or say plainly what is wrong."""
+    def show_beam(self, text, k, trace=None) -> dict:
+        """The Beam-search button: draw the tree in the browser, or say plainly what is wrong.
+        A multilingual model searches in the languages of the sentence on screen (``trace``)."""
         t0 = time.perf_counter()
+        langs = self.app.trace_languages(trace)
 
         def shown() -> dict:
-            best, tree = self.run_beam(text, k, clamp=True)
+            best, tree = self.run_beam(text, k, clamp=True, langs=langs)
             log.info(
                 "beam: k=%d, %d nodes, %.0f ms",
                 tree["beam_size"],
@@ -73,6 +75,7 @@ class BeamPanel(Panel):
                     "text": tree["src_text"],
                     "k": tree["beam_size"],
                     "hyps": [list(h["ids"]) for h in tree["hypotheses"]],
+                    "langs": langs,
                 },
                 self.beam_translation: best,
                 self.host: message(tree),
@@ -84,11 +87,14 @@ class BeamPanel(Panel):
     def beam_failed(self, message_text: str) -> dict:
         return {self.beam_state: None, self.beam_translation: "", self.host: "", self.beam_notice: f"⚠️ {message_text}"}
 
-    def api_beam(self, text: str, k: int = DEFAULT_BEAM) -> tuple[str, dict]:
-        """Beam search on one English sentence with beam size k (1-8); returns (best translation,
-        beam tree as JSON, schema "transformer-beam-tree/1" documented in transformer/interpret/beam_tree.py).
-        Bad input (text, or k outside 1-8): ``gr.Error`` (:func:`explorer.serving.api_answer`)."""
-        return api_answer(log, "/beam", lambda: self.run_beam(text, k, clamp=False))
+    def api_beam(self, text: str, k: int = DEFAULT_BEAM, src_lang: str = "", tgt_lang: str = "") -> tuple[str, dict]:
+        """Beam search on one sentence with beam size k (1-8), a multilingual model's languages
+        by code ("": the config's); returns (best translation, beam tree as JSON, schema
+        "transformer-beam-tree/1" documented in transformer/interpret/beam_tree.py). Bad input
+        (text, k outside 1-8, a language): ``gr.Error`` (:func:`explorer.serving.api_answer`)."""
+        return api_answer(
+            log, "/beam", lambda: self.run_beam(text, k, clamp=False, langs=self.app.languages(src_lang, tgt_lang))
+        )
 
     def open_hypothesis(self, state, evt: Asked) -> dict:
         """Open kept hypothesis ``evt.hyp`` (0 = best) in the viewer: the sentence is traced
@@ -107,7 +113,7 @@ class BeamPanel(Panel):
             return {app.notice: f"⚠️ There is no hypothesis {index!r} in this beam."}
 
         def shown() -> dict:
-            trace = app.tr.trace(state["text"], forced_prefix=state["hyps"][i])
+            trace = app.tr.trace(state["text"], forced_prefix=state["hyps"][i], **state.get("langs", {}))
             how = f"beam hypothesis {i + 1} of {len(state['hyps'])}, beam size {state['k']}"
             label = app.names_for(trace).translation(how)
             return {**app.show(trace, origin="beam", label=label), app.src_text: state["text"]}
@@ -140,7 +146,7 @@ class BeamPanel(Panel):
         app = self.app
         self.beam_btn.click(
             self.show_beam,
-            [app.src_text, self.beam_size],
+            [app.src_text, self.beam_size, app.trace_state],
             [self.beam_state, self.beam_translation, self.host, self.beam_notice],
             api_name=self.app.api_name("beam_show"),
             api_visibility="private",

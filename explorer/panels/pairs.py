@@ -51,19 +51,19 @@ class PairsPanel(Panel):
         app = self.app
         # B is traced like a Translate: same queue and batcher
         batched = dict(concurrency_limit=2 * app.batcher.max_batch, concurrency_id=app.api_name("translate"))
-        self.host.submit(self.compare, None, [self.host], api_visibility="private", **batched)
+        self.host.submit(self.compare, [app.trace_state], [self.host], api_visibility="private", **batched)
         app.then_download(
             self.host.select(self.open_pair, None, [app.src_text, *app.outputs], api_visibility="private", **batched)
         )
 
     # --- callbacks ------------------------------------------------------------------------
-    def compare(self, evt: Asked) -> dict:
+    def compare(self, evt: Asked, a_trace=None) -> dict:
         """The view's request ``{sentenceId, text}``: B's trace, for the sentence (A) it was
         asked beside, or one plain message when B cannot be read."""
         asked = evt.fields
-        return {self.host: message(self.traced(asked.get("text"), asked.get("sentenceId")))}
+        return {self.host: message(self.traced(asked.get("text"), asked.get("sentenceId"), a_trace))}
 
-    def traced(self, text, sentence) -> dict:
+    def traced(self, text, sentence, a_trace=None) -> dict:
         """``{"sentenceId", "text", "payload"}`` with B's trace in the viewer's payload format,
         or ``{"sentenceId", "text", "error"}``."""
         t0 = time.perf_counter()
@@ -71,7 +71,8 @@ class PairsPanel(Panel):
         def made() -> dict:
             if not isinstance(text, str) or not text.strip():
                 raise ValueError("Type a second sentence (B) to compare with the one in the viewer.")
-            trace = self.app.batcher.trace(self.app.check_text(text))
+            # B in A's languages: a pair differs in its sentences only
+            trace = self.app.batcher.trace(self.app.check_text(text), **self.app.trace_languages(a_trace))
             log.info(
                 "pair: %d src tokens, %d steps, %.0f ms",
                 len(trace.src_tokens),

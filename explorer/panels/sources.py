@@ -95,11 +95,12 @@ class SourcesPanel(Panel):
             data["at"] = c.step(count(step, "step", c.steps) - 1)
         return data
 
-    def lens_data(self, text) -> dict:
-        return decoder_lens(self.app.tr, self._text(text)).to_dict()
+    def lens_data(self, text, langs: dict | None = None) -> dict:
+        """``langs``: the languages of the trace it is about (``App.trace_languages``)."""
+        return decoder_lens(self.app.tr, self._text(text), **(langs or {})).to_dict()
 
-    def score_data(self, text, reference) -> dict:
-        return score_reference(self.app.tr, self._text(text), self._reference(reference)).to_dict()
+    def score_data(self, text, reference, langs: dict | None = None) -> dict:
+        return score_reference(self.app.tr, self._text(text), self._reference(reference), **(langs or {})).to_dict()
 
     def norms_data(self, trace) -> dict:
         return value_norms(self.app.tr, trace).to_dict(NORM_DIGITS)
@@ -128,9 +129,9 @@ class SourcesPanel(Panel):
             refs = test_references(self.app.tr.directory)
             return {**self.contributions_data(None, 0, trace), "testReference": refs.get(trace.src_text.strip())}
         if action == "lens":  # what the encoder's layers say: always about the source, greedy
-            return self.lens_data(trace.src_text)
+            return self.lens_data(trace.src_text, self.app.trace_languages(trace))
         if action == "score":
-            return self.score_data(trace.src_text, asked.get("reference"))
+            return self.score_data(trace.src_text, asked.get("reference"), self.app.trace_languages(trace))
         return self.norms_data(trace)
 
     def build(self) -> None:

@@ -71,7 +71,9 @@ class WhatIfPanel(Panel):
             rank = min(max(0, int(rank)), len(trace.topk_tokens[step - 1]) - 1)
         except (TypeError, ValueError):
             raise ValueError("Pick a step and a candidate first.") from None
-        alt = self.app.tr.trace(trace.src_text, forced_prefix=texts.whatif_prefix(trace, step, rank))
+        alt = self.app.tr.trace(
+            trace.src_text, forced_prefix=texts.whatif_prefix(trace, step, rank), **self.app.trace_languages(trace)
+        )
         return self.reply(trace, alt, sentence, step, rank, trace.topk_tokens[step - 1][rank])
 
     def reply(self, trace, alt, sentence, step: int, rank: int | None, token: str, **extra) -> dict:
@@ -104,7 +106,7 @@ class WhatIfPanel(Panel):
             and not set(stepping.never_emitted(cfg)) & set(ids)
         ):
             raise ValueError("Those tokens cannot be forced: pick a step of the scored reference again.")
-        alt = self.app.tr.trace(trace.src_text, forced_prefix=ids)
+        alt = self.app.tr.trace(trace.src_text, forced_prefix=ids, **self.app.trace_languages(trace))
         step = len(ids)
         top = trace.topk_ids[step - 1] if step <= trace.steps and list(trace.tgt_ids[1:step]) == ids[:-1] else []
         rank = next((k for k, i in enumerate(top) if int(i) == ids[-1]), None)

@@ -13,12 +13,14 @@ const OUR_TOKENS = Object.freeze({ pad: "[PAD]", unk: "[UNK]", sos: "[SOS]", eos
 /** The names a label reads: languages (`src`, `tgt`: English names; `srcLang`, `tgtLang`: codes),
  * the decoder's start token (`sos`), the end token (`eos`), padding (`pad`), the unknown source
  * token (`unk`), the source's own start and end (`srcSos`, null where sources have none, and
- * `srcEos`) and `markers`: every special token the "hide" switch hides, each once. */
+ * `srcEos`), `multilingual` (the model has language pickers) and `markers`: every special token
+ * the "hide" switch hides, each once. */
 export function readNames(p = {}) {
   const tokens = p.tokens || {}, src = { ...OUR_TOKENS, ...tokens.src }, tgt = { ...OUR_TOKENS, ...tokens.tgt };
   const markers = [tgt.sos, src.sos, tgt.eos, src.eos, tgt.pad, src.pad].filter(Boolean);
   return Object.freeze({
     src: p.src || "English", tgt: p.tgt || "Italian", srcLang: p.src_lang || "en", tgtLang: p.tgt_lang || "it",
+    multilingual: p.multilingual === true, // many languages: a link names the pair (url.js)
     sos: tgt.sos, eos: tgt.eos, pad: tgt.pad, unk: src.unk, srcSos: src.sos, srcEos: src.eos,
     markers: [...new Set(markers)],
   });

@@ -10,7 +10,9 @@
 // viewer. "?text=..." also opens a sentence. While no sentence is shown (before the first
 // Translate, after an error) the address carries none, so a reload never brings back an old
 // sentence. The collapsible sections open on screen (viewer sections, panel accordions) go
-// in as &open=lens.beam-panel, so a link opens them again.
+// in as &open=lens.beam-panel, so a link opens them again. A multilingual model's link names
+// the languages the sentence was read and written in, &src=eng_Latn&tgt=ita_Latn (the pickers
+// beside the sentence); a model of one pair's never does.
 
 const VIEW_KEYS = ["step", "view", "layer", "head", "hide", "picture"];
 
@@ -26,7 +28,7 @@ const PARAM_KEYS = new Set(); // the store keys those params are written from
 export function registerLink(name, { origin = null, param = null, keys = [], write = null } = {}) {
   if (origin) ORIGINS.add(origin);
   if (param) {
-    if (PARAMS.has(param) || [...VIEW_KEYS, "text", "forced", "origin", "open"].includes(param)) {
+    if (PARAMS.has(param) || [...VIEW_KEYS, "text", "forced", "origin", "open", "src", "tgt"].includes(param)) {
       throw new Error(`link param "${param}" of view "${name}" is taken`);
     }
     PARAMS.set(param, write);
@@ -34,8 +36,9 @@ export function registerLink(name, { origin = null, param = null, keys = [], wri
   }
 }
 
-/** The link in `loc`: {text, forced: [ids], origin, settings: {step, view, ...}} or null.
- * The fragment wins over the query. */
+/** The link in `loc`: {text, forced: [ids], origin, src, tgt, settings: {step, view, ...}} or
+ * null; `src`/`tgt` a language code or null (the server checks the code is the model's). The
+ * fragment wins over the query. */
 export function readLink(loc = window.location) {
   const hash = new URLSearchParams(loc.hash.replace(/^#/, ""));
   const params = hash.get("text") ? hash : new URLSearchParams(loc.search);
@@ -45,8 +48,12 @@ export function readLink(loc = window.location) {
   const origin = ORIGINS.has(params.get("origin")) && forced.length ? params.get("origin") : null;
   const settings = {};
   for (const k of VIEW_KEYS) if (params.get(k) !== null) settings[k] = params.get(k);
-  return { text, forced: origin ? forced : [], origin, settings, open: readOpen(params) };
+  return { text, forced: origin ? forced : [], origin, settings, open: readOpen(params), src: readLang(params, "src"),
+    tgt: readLang(params, "tgt") };
 }
+
+/** A language code of the link (`src=`, `tgt=`: letters, digits, "_" and "-"), or null. */
+const readLang = (params, key) => (/^[\w-]{1,40}$/.test(params.get(key) || "") ? params.get(key) : null);
 
 /** The section names of `open=` (letters, digits, "-" and "_", separated by "."). */
 const readOpen = (params) => (params.get("open") || "").split(".").filter((x) => /^[\w-]+$/.test(x));
@@ -70,6 +77,10 @@ export function linkFor(s, loc = window.location) {
   const frag = new URLSearchParams({ text: tr.srcText, step: s.step, view: s.view, layer: s.layer, head: s.head,
     hide: s.hide ? 1 : 0 });
   if (s.picture === "lines") frag.set("picture", "lines");
+  if (tr.names && tr.names.multilingual) {
+    frag.set("src", tr.names.srcLang);
+    frag.set("tgt", tr.names.tgtLang);
+  }
   if (tr.forcedPrefix.length && ORIGINS.has(s.origin)) {
     frag.set("forced", tr.forcedPrefix.join("."));
     frag.set("origin", s.origin);

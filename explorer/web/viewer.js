@@ -148,7 +148,7 @@ export class Viewer {
     if (link) this.store.set({ link, open: link.open });
     this.linked = !!link; // the first sentence drawn is the link's, not the page's opening example
     server.onValue((payload) => this.receive(payload));
-    if (link) server.ask({ text: link.text, forced: link.forced, origin: link.origin });
+    if (link) server.ask({ text: link.text, forced: link.forced, origin: link.origin, src: link.src, tgt: link.tgt });
   }
 
   /** A payload from the server (a new sentence), or null (refused: the viewer empties). A

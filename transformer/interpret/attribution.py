@@ -82,14 +82,23 @@ def check_token_id(name: str, value, cfg) -> int:
     return int(value)
 
 
-def step_inputs(translator, text: str, step: int, target_ids: list[int] | None = None) -> StepInputs:
+def step_inputs(
+    translator,
+    text: str,
+    step: int,
+    target_ids: list[int] | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+) -> StepInputs:
     """Validate ``step`` and build the inputs of ``text`` at that step (greedy translation
-    unless ``target_ids`` are given). Bad input raises ``ValueError`` saying what is wrong."""
+    unless ``target_ids`` are given; a multilingual model's languages ``src_lang`` /
+    ``tgt_lang``). Bad input raises ``ValueError`` saying what is wrong."""
     model: Transformer = translator.model
     check_eval(model)
-    src = torch.tensor([translator.encode_source(text).ids])  # (1, S)
+    stepping.check_languages(translator.cfg, src_lang, tgt_lang)
+    src = torch.tensor([translator.encode_source(text, src_lang).ids])  # (1, S)
     if target_ids is None:
-        target_ids = greedy_decode(model, src).ids[0]
+        target_ids = greedy_decode(model, src, tgt_lang=tgt_lang).ids[0]
     elif not isinstance(target_ids, (list, tuple)):
         raise ValueError(f"target_ids must be a list of target token ids, got {type(target_ids).__name__}")
     ids = [check_token_id(f"target_ids[{i}]", v, translator.cfg) for i, v in enumerate(target_ids)]
@@ -101,14 +110,12 @@ def step_inputs(translator, text: str, step: int, target_ids: list[int] | None =
     return StepInputs(src, stepping.decoder_inputs(translator.cfg, ids), int(step))
 
 
-def greedy_targets(translator, texts: list[str]) -> list[list[int]]:
-    """Greedy translations (output ids, no [SOS]) of several sentences in one padded batch."""
-    cfg = translator.cfg
-    sources = [translator.encode_source(t).ids for t in texts]
-    src = torch.full((len(sources), max(map(len, sources))), cfg.src_pad_id, dtype=torch.long)  # (B, S)
-    for row, ids in enumerate(sources):
-        src[row, : len(ids)] = torch.tensor(ids)
-    return greedy_decode(translator.model, src).ids
+def greedy_targets(
+    translator, texts: list[str], src_lang: str | None = None, tgt_lang: str | None = None
+) -> list[list[int]]:
+    """Greedy translations (output ids, no start token) of several sentences in one padded batch."""
+    src = stepping.source_batch(translator.cfg, [translator.encode_source(t, src_lang).ids for t in texts])  # (B, S)
+    return greedy_decode(translator.model, src, tgt_lang=tgt_lang).ids
 
 
 def tokens(translator, ids) -> list[str]:
@@ -292,7 +299,13 @@ def fold_final_norm(model: Transformer, terms: torch.Tensor, resid: torch.Tensor
 
 @torch.no_grad()
 def direct_logit_attribution(
-    translator, text: str, step: int, target_ids: list[int] | None = None, versus: int | str | None = None
+    translator,
+    text: str,
+    step: int,
+    target_ids: list[int] | None = None,
+    versus: int | str | None = None,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> LogitAttribution:
     """Split the logit of the token emitted at ``step`` into the decoder's components.
 
@@ -308,7 +321,7 @@ def direct_logit_attribution(
             "direct logit attribution needs a pre-norm model: post-norm normalises after every "
             "sublayer, so the residual stream is not a sum of their outputs"
         )
-    inp = step_inputs(translator, text, step, target_ids)
+    inp = step_inputs(translator, text, step, target_ids, src_lang, tgt_lang)
     rec = record(model, inp.src, inp.prefix)
     chosen = inp.token
     logits = model.project(rec.hidden[0, -1])  # (V,)
@@ -537,6 +550,8 @@ def activation_patching(
     target_b: list[int] | None = None,
     tokens_ab: tuple[int, int] | None = None,
     positions: str = "prefix",
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> PatchingResult:
     """Patch every decoder component of A with B's, one at a time, at ``step``.
 
@@ -556,11 +571,11 @@ def activation_patching(
     model: Transformer = translator.model
     check_eval(model)
     if target_a is None or target_b is None:
-        greedy_a, greedy_b = greedy_targets(translator, [text_a, text_b])  # one batch for both
+        greedy_a, greedy_b = greedy_targets(translator, [text_a, text_b], src_lang, tgt_lang)  # one batch for both
         target_a = greedy_a if target_a is None else target_a
         target_b = greedy_b if target_b is None else target_b
-    a = step_inputs(translator, text_a, step, target_a)
-    b = step_inputs(translator, text_b, step, target_b)
+    a = step_inputs(translator, text_a, step, target_a, src_lang, tgt_lang)
+    b = step_inputs(translator, text_b, step, target_b, src_lang, tgt_lang)
     tok_a, tok_b = _compared_tokens(translator, a.token, b.token, tokens_ab, step)
     W_U = unembedding(model)
     direction = W_U[tok_a] - W_U[tok_b]  # (D,)

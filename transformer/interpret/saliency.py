@@ -226,6 +226,16 @@ def _trapezoid_weights(alphas: torch.Tensor) -> torch.Tensor:
     return w
 
 
+def _baseline(cfg, src_ids: list[int], prefix_ids: list[int], x: tuple) -> tuple[tuple, tuple]:
+    """(keep, baseline): which tokens keep their vectors, the special ones (``keep``: (S, 1) and
+    (T, 1)), and the baseline x' (see the module docstring): every word's vector at zero."""
+    keep = (
+        _special_mask(src_ids, stepping.source_specials(cfg)),
+        _special_mask(prefix_ids, stepping.target_specials(cfg)),
+    )
+    return keep, tuple(torch.where(k, xi, torch.zeros_like(xi)) for k, xi in zip(keep, x))
+
+
 def saliency(
     translator,
     text: str,
@@ -236,6 +246,8 @@ def saliency(
     max_steps: int = 1024,
     layer: int | None = None,
     head: int | str = "mean",
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
 ) -> Saliency:
     """Input x gradient and integrated gradients of the log-probability of the token emitted at
     ``step``, per source token and per decoder input, with the step's cross- and
@@ -250,14 +262,10 @@ def saliency(
     layer, head = _check_args(model, n_steps, tolerance, max_steps, layer, head)
     cfg = translator.cfg
     with torch.no_grad():
-        inp = step_inputs(translator, text, step, target_ids)
+        inp = step_inputs(translator, text, step, target_ids, src_lang, tgt_lang)
         x = (model.src_embed(inp.src)[0], model.tgt_embed(inp.prefix)[0])  # (S, D), (T, D)
     src_ids, prefix_ids = inp.src[0].tolist(), inp.tgt[: inp.step + 1]
-    keep = (
-        _special_mask(src_ids, stepping.source_specials(cfg)),
-        _special_mask(prefix_ids, stepping.target_specials(cfg)),
-    )
-    base = tuple(torch.where(k, xi, torch.zeros_like(xi)) for k, xi in zip(keep, x))
+    keep, base = _baseline(cfg, src_ids, prefix_ids, x)
     path = _Path(model, inp.src, inp.prefix, inp.token, x, base)
     alphas, f, scores, (ixg, cross, self_) = integrate(path, n_steps, tolerance, max_steps, layer)
     ig, ixg = (_trapezoid_weights(alphas)[:, None] * scores).sum(0).numpy(), ixg.numpy()  # (S + T,)
