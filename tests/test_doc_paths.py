@@ -1,8 +1,9 @@
 """Every module and file the documentation names exists: the dotted paths (``transformer.x.y``,
 ``explorer.x``, down to a function or a method) and the repository's file names
 (``transformer/core/trace.py``, ``docs/how-it-works.md``, ``explorer/web/viewer.js``, or a bare
-``loop.py`` that some file of the repository is called) in docs/*.md, README.md and the
-docstrings and comments of the package, the app and train.py.
+``loop.py`` that some file of the repository is called) in docs/*.md, README.md, the
+docstrings and comments of the package, the app and train.py, and the comments of the
+browser modules.
 
 Dotted paths are resolved on the syntax trees of the modules, never by importing them."""
 
@@ -40,13 +41,20 @@ def sources() -> list[Path]:
         ROOT / "app.py",
         *sorted((ROOT / "transformer").rglob("*.py")),
         *sorted(p for p in (ROOT / "explorer").rglob("*.py") if "__pycache__" not in p.parts),
+        *sorted((ROOT / "explorer" / "web").glob("*.js")),
     ]
+
+
+# a browser module's comments: // to the end of a line (not inside a URL such as http://), and /* ... */
+JS_COMMENT = re.compile(r"(?<![:\w])//[^\n]*|/\*.*?\*/", re.S)
 
 
 def prose(path: Path) -> str:
     """The text a reader reads: a Markdown file whole, a Python file's comments and string
     literals (its docstrings, and the messages and help that name a module or a file)."""
     text = path.read_text(encoding="utf-8")
+    if path.suffix == ".js":
+        return "\n".join(JS_COMMENT.findall(text))
     if path.suffix != ".py":
         return text
     kinds = (tokenize.COMMENT, tokenize.STRING)
@@ -164,3 +172,14 @@ def test_the_check_finds_a_reference_to_nothing(tmp_path):
         "transformer.training.nothing",
         "transformer/core/nothing.py",
     ]
+
+
+def test_a_browser_module_s_comments_are_read(tmp_path):
+    """The check reads a JS module's comments (line and block) and not its code."""
+    planted = tmp_path / "planted.js"
+    planted.write_text(
+        "// as docs/nothing.md says\n/* see explorer/web/nothing.js */\n"
+        'const url = "http://example.org/docs/not-a-comment.md"; // and viewer.js\n',
+        encoding="utf-8",
+    )
+    assert missing(prose(planted)) == ["docs/nothing.md", "explorer/web/nothing.js"]

@@ -56,7 +56,7 @@ export function drawHeatmap(fig, spec) {
     const fitH = Math.floor(spec.maxHeight / Math.max(1, rows.length));
     cell = Math.max(spec.minCell || MIN_CELL, Math.min(spec.maxCell || 64, fitting, fitH));
     // a long translation: the height binds below 1.5x the label size, so the labels get smaller
-    // (not below spec.minFont) and the cells stay 1.5x as high as a label (docs: picture.md); a
+    // (not below spec.minFont) and the cells stay 1.5x as high as a label, so a row stays legible; a
     // long source: the width binds below 1.2x, and the upright column labels get smaller too
     const smaller = Math.min(cell < 1.5 * px - 1 ? Math.floor((cell + 1) / 1.5) : px,
       fitting < Math.ceil(1.2 * px) ? Math.floor(fitting / 1.2) : px);
