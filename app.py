@@ -64,6 +64,13 @@ def parse_args(argv=None):
         default=os.environ.get("APP_TORCH_THREADS", "0"),
         help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)",
     )
+    p.add_argument(
+        "--class-db",
+        default=None,
+        metavar="PATH",
+        help="the SQLite file that keeps classes, their questions and answers (env EXPLORER_CLASS_DB; default "
+        "~/.cache/inside-the-transformer/classes.sqlite3; on a Space with persistent storage: /data/classes.sqlite3)",
+    )
     args = p.parse_args(argv)
     if not args.checkpoint:
         args.checkpoint = [c.strip() for c in os.environ.get("CHECKPOINT", DEFAULT_CHECKPOINT).split(",") if c.strip()]
@@ -90,12 +97,26 @@ def check_can_listen(host: str, port: int) -> None:
         fail(f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc})")
 
 
+def open_class_store(path: str | None) -> None:
+    """Open the classes' store (``explorer.classroom``, stdlib only) before the model loads, so a
+    path where no file can be kept exits at once with one line."""
+    import sqlite3
+
+    from explorer.classroom import default_db_path, use_store
+
+    try:
+        use_store(path)
+    except (OSError, sqlite3.Error) as exc:
+        fail(f"--class-db {path or default_db_path()}: cannot keep classes there ({exc})")
+
+
 def main(argv=None) -> int:
     """Serve until stopped; bad flags, a port that is taken or a missing/corrupt checkpoint
     exit with code 2 and a one-line message (``transformer.cli``), before the slow part."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     args = parse_args(argv)
     check_can_listen(args.host, args.port)
+    open_class_store(args.class_db)
     translators = []
     for name in args.checkpoint:
         tr = load_translator_or_exit(name)
@@ -106,6 +127,10 @@ def main(argv=None) -> int:
         import torch
 
         torch.set_num_threads(args.torch_threads)
+    # Gradio folds every finished request into its monitoring summary (a pandas table of up to
+    # 10,000 requests), by default after each one: under a class's many small requests that costs
+    # more than the requests themselves, and Translate waits for it. Once per 1,000 is plenty.
+    os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "1000")
     from explorer.page import build_ui
     from explorer.assets import page_css
     from explorer.blocks import page_head

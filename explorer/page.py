@@ -34,6 +34,7 @@ from . import lessons as course
 from .downloads import write_trace_file
 from .errors import answer
 from .blocks import message, view_host
+from .class_api import ClassRoom
 from .panels import PANELS
 from .panels.analysis import load_test_stats
 from .payload import encode_trace
@@ -299,6 +300,7 @@ class App:
         """The page's blocks, inside the current ``gr.Blocks`` or route."""
         self.trace_state = gr.State(self.opening)
         self.build_header()
+        self.classroom = ClassRoom(self).build(self.tools_row)  # "Class", last in the header's row (web/classroom.js)
         # the opening example's payload travels with the page ("first": a link's own sentence replaces it)
         first = encode_trace(
             self.opening, origin="translate", test_stats=self.test_stats, names=self.names_for(self.opening)
@@ -463,6 +465,7 @@ class App:
             event = trigger(handler, inputs, outs, api_name=self.api_name(name), api_visibility="private", **shown)
             self.then_download(event)
         gr.api(self.api_translate, api_name=self.api_name("translate"), **batched)
+        self.classroom.wire()  # the class's requests and endpoints, in a concurrency group of their own
 
 
 def build_ui(tr: Translator | list[Translator], max_batch: int = 8) -> gr.Blocks:

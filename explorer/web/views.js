@@ -22,11 +22,13 @@ import * as moved from "./moved.js";
 import * as models from "./models.js"; // no panel: the switch is links between the models' pages
 // the course: its data is the checkpoint's lessons, and it asks the page to open their sentences
 import * as lessons from "./lessons.js";
+// a class: a teacher's questions on the step on screen, the students' answers (explorer/class_api.py)
+import * as classroom from "./classroom.js";
 import { registerState } from "./store.js";
 import { registerLink } from "./url.js";
 
 export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, sources, glance,
-  moved, tour, models, lessons };
+  moved, tour, models, lessons, classroom };
 
 for (const [name, view] of Object.entries(VIEWS)) {
   if (view.STATE) registerState(name, view.STATE);
