@@ -38,6 +38,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformer.core.readings import strongest_key
+
 __all__ = ["FILE", "SCHEMA", "Lessons", "LessonsError", "load", "for_checkpoint", "measure", "shown"]
 
 FILE = "lessons.json"
@@ -237,7 +239,7 @@ def measure(translator, lesson: dict, fact: dict):
         heads = trace.cross_attn[fact["layer"] - 1, :, step]  # (H, S)
         row = heads.mean(axis=0) if fact["head"] == "mean" else heads[int(fact["head"]) - 1]
         if kind == "reads":
-            return src[int(row.argmax())]  # argmax over attention: the key the row weighs most
+            return src[strongest_key(row)]
         return round(float(row[src.index(fact["token"])]), fact["digits"])
     if kind == "lens":
         return lens_first(trace, step)

@@ -30,11 +30,11 @@ from functools import cached_property
 from pathlib import Path
 from types import SimpleNamespace
 
-import numpy as np
 
 from explorer import texts as viewer
 from explorer.claims import FILE, Claims, ClaimsError, load, render_section
 from explorer.payload import decode_payload, encode_trace
+from transformer.core.readings import strongest_key
 from transformer.interpret import knockout
 
 DEFAULT_CHECKPOINT = Path(__file__).resolve().parent.parent / "checkpoints" / "en-it"
@@ -78,7 +78,7 @@ def on(trace, row, word) -> float:
 
 def top(trace, row) -> str:
     """The source token attention row ``row`` weighs most."""
-    return words(trace.src_tokens)[int(np.argmax(row))]  # argmax over attention
+    return words(trace.src_tokens)[strongest_key(row)]
 
 
 def shown_cross(trace, layer, step, origin="pair"):

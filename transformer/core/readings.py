@@ -32,6 +32,11 @@ def logit_lens_first_layer(trace: Trace) -> list[int | None]:
 
 
 # --------------------------------------------------------------------------- rollout
+def strongest_key(row) -> int:
+    """The key (column) an attention row weighs most: the first of equal maxima."""
+    return int(np.argmax(np.asarray(row)))
+
+
 def _row_normalise(a: np.ndarray) -> np.ndarray:
     s = a.sum(axis=-1, keepdims=True)
     return np.divide(a, s, out=np.zeros_like(a), where=s > 0)
