@@ -3,6 +3,7 @@
     python -m explorer.deploy OWNER/NAME --dry-run   # every file it would send, with sizes; no network
     python -m explorer.deploy OWNER/NAME             # the Space, with checkpoints/en-it inside it
     python -m explorer.deploy OWNER/NAME --model-repo OWNER/MODEL   # the weights in a model repo
+    python -m explorer.deploy OWNER/NAME --with facebook/nllb-200-distilled-600M   # ours, and NLLB-200 beside it
 
 The files go up with huggingface_hub's ``upload_folder``, not ``git push``: a push carries
 the repository's history, whose old weights are plain git blobs over the Hub's 10 MiB
@@ -14,19 +15,30 @@ Its variable ``CHECKPOINT``, which ``app.py`` reads as its ``--checkpoint``, say
 it serves: the checkpoint folder inside the Space, or the model repo's id. Each deploy sets
 it and deletes the Space's files that the clone no longer sends, so the Space ends up
 holding exactly the list ``--dry-run`` prints.
+
+``--with HUB_ID`` (repeatable) serves a published model beside ours: a Marian (OPUS-MT),
+M2M100, NLLB-200 or mBART-50 model of the Hub, which the Space downloads and converts when it
+starts (``convert:HUB_ID`` in ``CHECKPOINT``, ``transformer.cli.converted_or_exit``), into its
+cache, never into the Space's files; the converted checkpoint carries the model's own licence
+(its card and config). The Space's requirements.txt then also gets what the converter needs
+(:data:`CONVERTER_REQUIREMENTS`). Each id is checked before anything is sent: config.json is
+fetched and its model_type must be one the converter knows (a dry run fetches nothing).
 """
 
 from __future__ import annotations
 
 import argparse
 import codecs
+import contextlib
 import fnmatch
 import glob
+import shutil
 import sys
-from dataclasses import dataclass
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from transformer.cli import DEFAULT_CHECKPOINT, ArgumentParser, fail, one_line
+from transformer.cli import CONVERT_PREFIX, DEFAULT_CHECKPOINT, ArgumentParser, fail, one_line
 from transformer.core.checkpoint import CheckpointError, load_checkpoint
 from transformer.core.hub import (
     IGNORE_PATTERNS,
@@ -60,6 +72,12 @@ SPACE_FILES = [
 # never sent from those folders: bytecode, hidden files and half-written leftovers, training state
 SPACE_IGNORE = ["*/__pycache__/*", "*.pyc", "*/.*", "*.tmp-*", "*.pt"]
 CHECKPOINT_VARIABLE = "CHECKPOINT"
+REQUIREMENTS = "requirements.txt"
+# what converting a published model at start-up needs beyond requirements.txt: sentencepiece (the
+# pin of requirements-marian.txt) reads Marian's and M2M100's SentencePiece files, through its
+# protobuf module (tensorboard brings protobuf too). safetensors, tokenizers and huggingface_hub
+# are already there; transformers is not needed to convert
+CONVERTER_REQUIREMENTS = ["sentencepiece==0.2.3", "protobuf"]
 COMMIT_MESSAGE = f"Deploy the attention explorer ({PROG})"
 # what the Hub stores as a large file: huggingface_hub sends it each file's path, size and
 # first 512 bytes (the "preupload" call) and the Hub decides; the same rules, applied here
@@ -85,9 +103,11 @@ class Plan:
     """Everything a deploy does, decided before any network call."""
 
     space: str
-    checkpoint: str  # the Space's CHECKPOINT: a folder inside it, or the model repo id
+    checkpoint: str  # the Space's CHECKPOINT: a folder inside it or the model repo id, then any convert:HUB_ID
     space_upload: Upload
     model_upload: Upload | None
+    converted: list[str] = field(default_factory=list)  # the --with hub ids, converted by the Space
+    replaced: dict[str, str] = field(default_factory=dict)  # files the Space gets with this text instead
 
 
 def _repo_id(text: str) -> str:
@@ -118,6 +138,16 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="OWNER/NAME",
         help="push the checkpoint (with its model card) to this model repo instead, and have the "
         "Space load it from there by id",
+    )
+    p.add_argument(
+        "--with",
+        dest="with_models",
+        action="append",
+        type=_repo_id,
+        default=[],
+        metavar="HUB_ID",
+        help="also serve this published model of the Hub (Marian/OPUS-MT, M2M100, NLLB-200, mBART-50), "
+        "converted by the Space when it starts, under its own licence; repeat it for several",
     )
     p.add_argument(
         "--private",
@@ -182,7 +212,33 @@ def plan_deploy(args, root: Path = ROOT) -> Plan:
             f"--checkpoint {args.checkpoint}: its files would not be sent (a hidden or temporary folder): "
             f"copy it under checkpoints/"
         )
-    return Plan(args.space, checkpoint, space_upload, model_upload)
+    converted = list(dict.fromkeys(args.with_models))
+    variable = ",".join([checkpoint, *(CONVERT_PREFIX + hub_id for hub_id in converted)])
+    replaced = {REQUIREMENTS: space_requirements(root)} if converted else {}
+    return Plan(args.space, variable, space_upload, model_upload, converted, replaced)
+
+
+def space_requirements(root: Path) -> str:
+    """The clone's requirements.txt with :data:`CONVERTER_REQUIREMENTS` added (those it lacks)."""
+    text = (root / REQUIREMENTS).read_text(encoding="utf-8")
+    have = {line.split("==")[0].strip().lower() for line in text.splitlines() if not line.startswith("#")}
+    extra = [req for req in CONVERTER_REQUIREMENTS if req.split("==")[0].lower() not in have]
+    if not extra:
+        return text
+    note = f"# converting the published models of CHECKPOINT's {CONVERT_PREFIX} entries at start-up ({PROG} --with)"
+    return text.rstrip("\n") + "\n" + "\n".join([note, *extra]) + "\n"
+
+
+def check_convertible(hub_id: str) -> None:
+    """``hub_id``'s config.json (fetched alone) names a family the converter knows; else one line
+    and exit code 2, before anything is sent (the Space would fail when it starts)."""
+    from transformer.cli import convert
+    from transformer.cli.conversion import ConversionError, locate_source, model_type_of
+
+    try:
+        convert.family_of(model_type_of(locate_source(hub_id, None, ["config.json"])))
+    except ConversionError as exc:
+        fail(f"--with {hub_id}: {one_line(str(exc))}")
 
 
 def lfs_rules(root: Path) -> list[str]:
@@ -209,12 +265,17 @@ def is_large(path: Path, name: str, rules: list[str]) -> bool:
     return b"\0" in sample or any(fnmatch.fnmatch(name if "/" in rule else base, rule) for rule in rules)
 
 
-def _describe(upload: Upload, rules: list[str], out) -> tuple[int, int, int]:
-    """Print one line per file (size, 'large' or not, path); returns (files, bytes, large files)."""
+def _describe(upload: Upload, rules: list[str], out, replaced: dict[str, str] | None = None) -> tuple[int, int, int]:
+    """Print one line per file (size, 'large' or not, path); returns (files, bytes, large files).
+    ``replaced``: files sent with this text instead of the clone's (plain text, never large)."""
     total = large = 0
+    replaced = replaced or {}
     for name in upload.files:
         path = upload.folder / name
-        size, big = path.stat().st_size, is_large(path, name, rules)
+        if name in replaced:
+            size, big = len(replaced[name].encode("utf-8")), False
+        else:
+            size, big = path.stat().st_size, is_large(path, name, rules)
         total, large = total + size, large + big
         print(f"{size:>12,}  {'large' if big else '     '}  {name}", file=out)
     return len(upload.files), total, large
@@ -238,7 +299,12 @@ def print_plan(plan: Plan, private: bool, out=None) -> None:
         f"from {plan.space_upload.folder}:",
         file=out,
     )
-    counts.append(_describe(plan.space_upload, rules, out))
+    counts.append(_describe(plan.space_upload, rules, out, plan.replaced))
+    for hub_id in plan.converted:
+        print(f"{CONVERT_PREFIX}{hub_id}: downloaded and converted by the Space when it starts (not sent)", file=out)
+    if plan.replaced:
+        added = ", ".join(CONVERTER_REQUIREMENTS)
+        print(f"{REQUIREMENTS}: the clone's, with what the converter needs ({added})", file=out)
     files, total, large = (sum(c[i] for c in counts) for i in range(3))
     print(f"total: {_summary(files, total, large)} (large: stored with Xet/LFS, over 10 MiB or binary)", file=out)
     print("dry run: nothing was sent", file=out)
@@ -287,19 +353,52 @@ def deploy(plan: Plan, token: str, private: bool) -> str:
         plan.space,
         CHECKPOINT_VARIABLE,
         plan.checkpoint,
-        description="the checkpoint app.py serves: a folder in the Space or a model repo id",
+        description="the checkpoints app.py serves: a folder in the Space or a model repo id, then any convert:HUB_ID",
     )
     # copies of the lists: upload_folder appends its own defaults to the ignore list
-    api.upload_folder(
-        repo_id=plan.space,
-        repo_type="space",
-        folder_path=str(up.folder),
-        allow_patterns=list(up.allow_patterns),
-        ignore_patterns=list(up.ignore_patterns),
-        delete_patterns=["*"],
-        commit_message=COMMIT_MESSAGE,
-    )
+    with staged(up, plan.replaced) as folder:
+        api.upload_folder(
+            repo_id=plan.space,
+            repo_type="space",
+            folder_path=str(folder),
+            allow_patterns=list(up.allow_patterns),
+            ignore_patterns=list(up.ignore_patterns),
+            delete_patterns=["*"],
+            commit_message=COMMIT_MESSAGE,
+        )
     return str(url)
+
+
+@contextlib.contextmanager
+def staged(upload: Upload, replaced: dict[str, str]):
+    """The folder upload_folder sends from: the clone itself, or, when some files go with other
+    text (``replaced``), a temporary folder of the listed files (hard links where the file system
+    allows, else copies) with those files rewritten, so that it is still one upload_folder call."""
+    if not replaced:
+        yield upload.folder
+        return
+    try:  # beside the files, for hard links (a hidden name: never one of SPACE_FILES)
+        stage = Path(tempfile.mkdtemp(prefix=".deploy-", dir=upload.folder))
+    except OSError:
+        stage = Path(tempfile.mkdtemp(prefix="deploy-"))
+    try:
+        for name in upload.files:
+            target = stage / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if name in replaced:
+                target.write_text(replaced[name], encoding="utf-8")
+            else:
+                _link_or_copy(upload.folder / name, target)
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    try:
+        dst.hardlink_to(src)
+    except OSError:
+        shutil.copy2(src, dst)
 
 
 def main(argv=None, root: Path = ROOT) -> int:
@@ -308,6 +407,9 @@ def main(argv=None, root: Path = ROOT) -> int:
     args = parse_args(argv)
     token = None if args.dry_run else find_token(args.token)  # before the checkpoint loads
     plan = plan_deploy(args, root)
+    if not args.dry_run:
+        for hub_id in plan.converted:
+            check_convertible(hub_id)
     if args.dry_run:
         print_plan(plan, args.private)
         return 0

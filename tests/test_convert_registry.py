@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import warnings
 
 import pytest
@@ -145,3 +146,80 @@ def test_the_new_switches_default_to_what_our_checkpoints_do():
     assert set(load_file(str(SHIPPED / "model.safetensors"))) <= set(model.state_dict())
     with pytest.raises(ValueError, match="position_offset"):
         TransformerConfig(positional_table="learned", position_offset=2)
+
+
+# ----------------------------------------------------------------------------- convert:HUB_ID, converted at start-up
+NLLB, MBART = "facebook/nllb-200-distilled-600M", "facebook/mbart-large-50-many-to-many-mmt"
+
+
+def test_a_convert_prefix_converts_any_family_once_into_the_cache(nllb_like, mbart50_like, tmp_path, monkeypatch):
+    """``--checkpoint convert:<hub id>`` (how a Space serves a published model, ``CHECKPOINT``):
+    config.json, then the family's files, downloaded (mocked at the network boundary) and converted
+    on the first start, read from the cache after that. The checkpoint says where it comes from and
+    under which licence (config and card), and its page says where it comes from."""
+    import huggingface_hub
+
+    from explorer.page import App
+    from tests.helpers import short_test_sources
+    from transformer.cli import load_translator_or_exit
+    from transformer.core.translator import load_translator
+
+    fixtures = {NLLB: (nllb_like, "cc-by-nc-4.0"), MBART: (mbart50_like, "mit")}
+    asked = []
+
+    def download(repo_id, revision=None, allow_patterns=None, **kw):
+        asked.append((repo_id, allow_patterns == ["config.json"]))
+        return str(fixtures[repo_id][0].parent / "hf")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    monkeypatch.setenv("CONVERT_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("MARIAN_CACHE", raising=False)
+    text = short_test_sources(1)[0]
+    for hub_id, (converted, licence) in fixtures.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            first = load_translator_or_exit(f"convert:{hub_id}")
+        again = load_translator_or_exit(f"convert:{hub_id}")
+        assert first.directory == again.directory == tmp_path / "cache" / hub_id.replace("/", "--")
+        assert first.cfg.extra["converted_from"] == hub_id and first.cfg.extra["license"] == licence
+        card = (first.directory / "README.md").read_text(encoding="utf-8")
+        assert f"license: {licence}" in card and f"https://huggingface.co/{hub_id}" in card
+        assert first.translate([text]) == load_translator(converted).translate([text])
+        assert f"converted from {hub_id}" in App(first).intro()
+    # each: config.json alone (to know the family), then the family's files; never again from the cache
+    assert asked == [(NLLB, True), (NLLB, False), (MBART, True), (MBART, False)]
+
+
+def test_a_convert_prefix_that_cannot_be_converted_is_one_line(tmp_path, capfd, monkeypatch):
+    import huggingface_hub
+
+    from transformer.cli import load_translator_or_exit
+
+    def offline(**kwargs):
+        raise OSError("no network")
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", offline)
+    monkeypatch.setenv("CONVERT_CACHE", str(tmp_path / "cache"))
+    line = exit_2(capfd, load_translator_or_exit, "convert:facebook/m2m100_418M")
+    assert line.startswith("error: convert:facebook/m2m100_418M: ") and "could not be downloaded" in line
+    t5 = tmp_path / "t5"
+    t5.mkdir()
+    (t5 / "config.json").write_text(json.dumps({"model_type": "t5"}))
+    line = exit_2(capfd, load_translator_or_exit, f"convert:{t5}", "--distill-from")
+    assert line.startswith(f"error: --distill-from: convert:{t5}: ") and "'t5'" in line
+    assert exit_2(capfd, load_translator_or_exit, "convert:") == (
+        "error: convert:: give the model after convert:, e.g. convert:facebook/nllb-200-distilled-600M"
+    )
+    monkeypatch.setitem(sys.modules, "sentencepiece", None)  # not installed: said before any download
+    assert exit_2(capfd, load_translator_or_exit, "marian:Helsinki-NLP/opus-mt-en-it") == (
+        'error: marian:Helsinki-NLP/opus-mt-en-it: converting it needs sentencepiece: pip install -e ".[marian]"'
+    )
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").iterdir())
+
+
+def test_a_spaces_checkpoint_variable_lists_ours_and_the_converted_models(monkeypatch):
+    """What ``python -m explorer.deploy --with`` sets, as app.py reads it."""
+    import app
+
+    monkeypatch.setenv("CHECKPOINT", f"checkpoints/en-it,convert:{NLLB}")
+    assert app.parse_args([]).checkpoint == ["checkpoints/en-it", f"convert:{NLLB}"]

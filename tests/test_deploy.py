@@ -137,7 +137,7 @@ class FakeHub:
     """huggingface.co as HfApi's network calls see it: repos are sets of paths."""
 
     def __init__(self):
-        self.calls, self.repos, self.tokens = [], {}, set()
+        self.calls, self.repos, self.tokens, self.texts = [], {}, set(), {}
 
     def create_repo(self, api, repo_id, *, repo_type=None, space_sdk=None, private=None, exist_ok=False, **kw):
         self.tokens.add(api.token)
@@ -165,7 +165,11 @@ class FakeHub:
         self.calls.append(("validate_yaml", repo_type, {}))
 
     def create_commit(self, api, *, repo_id, operations, repo_type=None, commit_message=None, **kw):
-        added = sorted(op.path_in_repo for op in operations if isinstance(op, huggingface_hub.CommitOperationAdd))
+        adds = [op for op in operations if isinstance(op, huggingface_hub.CommitOperationAdd)]
+        added = sorted(op.path_in_repo for op in adds)
+        for op in adds:  # the text the Space gets of its requirements (upload_folder sends paths)
+            if op.path_in_repo.endswith(".txt"):
+                self.texts[op.path_in_repo] = Path(op.path_or_fileobj).read_text(encoding="utf-8")
         deleted = sorted(op.path_in_repo for op in operations if isinstance(op, huggingface_hub.CommitOperationDelete))
         self.calls.append(
             (
@@ -491,3 +495,121 @@ def test_gitattributes_stores_every_binary_file_of_the_space_as_a_large_file(cap
         "MIT License" in (ROOT / "LICENSE").read_text()
         and "Inside the Transformer contributors" in (ROOT / "LICENSE").read_text()
     )
+
+
+# ----------------------------------------------------------------------------- --with: published models beside ours
+NLLB, OPUS = "facebook/nllb-200-distilled-600M", "Helsinki-NLP/opus-mt-en-it"
+
+
+@pytest.fixture
+def hub_configs(monkeypatch, hub, tmp_path):
+    """The Hub's config.json of a few models (``snapshot_download`` at the network boundary):
+    the hub ids it was asked for, in order, with the files asked."""
+    model_types = {NLLB: "m2m_100", OPUS: "marian", "google-t5/t5-small": "t5"}
+    asked = []
+
+    def download(repo_id, revision=None, allow_patterns=None, **kw):
+        asked.append((repo_id, allow_patterns))
+        if repo_id not in model_types:
+            request = httpx.Request("GET", f"https://huggingface.co/api/models/{repo_id}")
+            raise huggingface_hub.errors.RepositoryNotFoundError(
+                f"404 Client Error.\nRepository Not Found for {repo_id}", response=httpx.Response(404, request=request)
+            )
+        folder = tmp_path / "hub" / repo_id
+        write(folder / "config.json", f'{{"model_type": "{model_types[repo_id]}"}}')
+        return str(folder)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", download)
+    return asked
+
+
+def test_with_a_published_model_the_dry_run_shows_the_variable_and_the_requirements(capsys, clone, hub_configs):
+    files, other = dry_run(capsys, ["someone/explorer", "--with", NLLB, "--with", OPUS, "--with", NLLB], clone)
+    assert other[0] == (
+        f"Space someone/explorer (gradio, public if new; CHECKPOINT=checkpoints/en-it,convert:{NLLB},convert:{OPUS}), "
+        f"from {clone}:"
+    )
+    assert sorted(files) == space_files()  # no weights of theirs: the Space downloads them
+    requirements = deploy.space_requirements(clone)
+    assert files["requirements.txt"] == (len(requirements.encode()), False)
+    assert other[1:4] == [
+        f"convert:{NLLB}: downloaded and converted by the Space when it starts (not sent)",
+        f"convert:{OPUS}: downloaded and converted by the Space when it starts (not sent)",
+        "requirements.txt: the clone's, with what the converter needs (sentencepiece==0.2.3, protobuf)",
+    ]
+    assert hub_configs == []  # a dry run fetches nothing
+
+
+def test_the_spaces_requirements_add_what_the_converter_needs(tmp_path):
+    text = deploy.space_requirements(ROOT)
+    assert text.startswith((ROOT / "requirements.txt").read_text(encoding="utf-8").rstrip("\n") + "\n")
+    lines = text.splitlines()
+    assert lines[-2:] == deploy.CONVERTER_REQUIREMENTS and lines[-3].startswith("# ")
+    # the pin is the Marian extra's, which the conversion tests run with
+    assert "sentencepiece==0.2.3" in (ROOT / "requirements-marian.txt").read_text().splitlines()
+    # what the converter imports is installed by these lines (protobuf: sentencepiece's model file)
+    from sentencepiece import sentencepiece_model_pb2  # noqa: F401
+    import google.protobuf  # noqa: F401
+
+    write(tmp_path / "requirements.txt", text)  # a clone that has them already gets nothing twice
+    assert deploy.space_requirements(tmp_path) == text
+
+
+def test_deploy_with_a_published_model_sets_the_variable_and_sends_the_requirements(capsys, clone, hub, hub_configs):
+    assert deploy.main(["someone/explorer", "--with", NLLB], root=clone) == 0
+    assert hub_configs == [(NLLB, ["config.json"])]  # checked first: config.json alone
+    assert [(c[0], c[1]) for c in hub.calls] == [
+        ("create_repo", "someone/explorer"),
+        ("add_space_variable", "someone/explorer"),
+        ("validate_yaml", "space"),
+        ("create_commit", "someone/explorer"),
+    ]
+    assert hub.calls[1][2] == {"CHECKPOINT": f"checkpoints/en-it,convert:{NLLB}"}
+    assert hub.calls[3][2]["added"] == space_files()
+    assert hub.texts["requirements.txt"] == deploy.space_requirements(clone)
+    assert "sentencepiece==0.2.3" in hub.texts["requirements.txt"].splitlines()
+    assert not [p for p in clone.iterdir() if p.name.startswith(".deploy-")]  # the staging folder is gone
+    assert (clone / "requirements.txt").read_bytes() == (ROOT / "requirements.txt").read_bytes()  # the clone's own
+
+
+def test_the_default_space_stays_ours_alone(capsys, clone, hub):
+    assert deploy.main(["someone/explorer"], root=clone) == 0
+    assert hub.calls[1][2] == {"CHECKPOINT": "checkpoints/en-it"}
+    assert hub.texts["requirements.txt"] == (ROOT / "requirements.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "model, expected",
+    [
+        ("nllb", f"{PROG}: error: argument --with: 'nllb': give the repo as 'owner/name'"),
+        ("google-t5/t5-small", "error: --with google-t5/t5-small: config.json model_type is 't5': this converter"),
+        ("someone/missing", "error: --with someone/missing: someone/missing: no such folder, and it could not be"),
+    ],
+)
+def test_a_model_that_cannot_be_converted_is_one_line_before_anything_is_sent(
+    capsys, clone, hub, hub_configs, model, expected
+):
+    line = exit_2(capsys, ["someone/explorer", "--with", model], clone)
+    assert line.startswith(expected), line
+    assert hub.calls == []
+
+
+def test_the_readmes_space_commands_run(capsys, clone, hub, hub_configs):
+    """The README's ``--with`` commands, as written (OWNER/NAME a Space of ours), against the Hub
+    replaced at its calls: the dry run, then a deploy with OPUS-MT and one with NLLB-200."""
+    from tests.test_readme_convert import section_blocks
+
+    commands = section_blocks("## Look inside OPUS-MT")[2]
+    assert [c.split()[:3] for c in commands] == [["python", "-m", "explorer.deploy"]] * 3
+    variables = []
+    for command in commands:
+        args = command.replace("OWNER/NAME", "someone/explorer").split()[3:]
+        capsys.readouterr()
+        assert deploy.main(args, root=clone) == 0
+        out = capsys.readouterr().out
+        if "--dry-run" in args:
+            assert f"CHECKPOINT=checkpoints/en-it,convert:{OPUS}" in out
+        else:
+            variables.append(hub.calls[-3][2][deploy.CHECKPOINT_VARIABLE])
+            assert "sentencepiece==0.2.3" in hub.texts["requirements.txt"]
+    assert variables == [f"checkpoints/en-it,convert:{OPUS}", f"checkpoints/en-it,convert:{NLLB}"]

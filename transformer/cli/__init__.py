@@ -229,52 +229,92 @@ def _hub_reason(exc: BaseException) -> str:
     return f"the hub failed: {type(exc).__name__}: {one_line(str(exc))}"
 
 
-# "marian:Helsinki-NLP/opus-mt-en-it": a published Marian (OPUS-MT) model, converted once into
-# MARIAN_CACHE (a Space converts at start-up and never commits the result)
+# "convert:facebook/nllb-200-distilled-600M": a published model of a family the converter knows
+# (python -m transformer.cli.convert: Marian, M2M100 and NLLB-200, mBART-50), converted once into
+# CONVERT_CACHE (a Space converts at start-up and never commits the result). "marian:" is the same
+# for a Marian model (the prefix of OPUS-MT before the other families), which it fetches at once.
+CONVERT_PREFIX = "convert:"
 MARIAN_PREFIX = "marian:"
+CONVERT_PREFIXES = (CONVERT_PREFIX, MARIAN_PREFIX)
 
 
-def marian_cache(hub_id: str) -> Path:
-    """Where ``marian:<hub_id>`` is converted to: ``$MARIAN_CACHE/<owner--name>``, by default
-    under ``~/.cache/inside-the-transformer/marian``."""
-    root = os.environ.get("MARIAN_CACHE") or Path.home() / ".cache" / "inside-the-transformer" / "marian"
+def converted_prefix(name_or_path: str | Path) -> str | None:
+    """The prefix (``convert:`` or ``marian:``) that ``name_or_path`` starts with, or None."""
+    return next((p for p in CONVERT_PREFIXES if str(name_or_path).startswith(p)), None)
+
+
+def convert_cache(hub_id: str) -> Path:
+    """Where ``convert:<hub_id>`` (or ``marian:<hub_id>``) is converted to:
+    ``$CONVERT_CACHE/<owner--name>`` (``$MARIAN_CACHE``, its earlier name, is read too), by
+    default under ``~/.cache/inside-the-transformer/converted``."""
+    root = os.environ.get("CONVERT_CACHE") or os.environ.get("MARIAN_CACHE")
+    root = root or Path.home() / ".cache" / "inside-the-transformer" / "converted"
     return Path(root).expanduser() / hub_id.replace("/", "--")
 
 
-def converted_marian_or_exit(hub_id: str, prefix: str = "") -> Path:
-    """The converted checkpoint of the Marian model ``hub_id`` (a hub id or a local Marian
-    folder): from the cache, or downloaded and converted into it now; one line and exit code 2
-    when that cannot be done."""
-    out = marian_cache(hub_id)
-    if (out / "config.json").is_file():
-        return out
-    from transformer.cli import from_marian  # needs sentencepiece: only for this form of --checkpoint
+marian_cache = convert_cache  # its earlier name
 
-    try:
-        import sentencepiece  # noqa: F401
-    except ImportError:
-        fail(f'{prefix}{MARIAN_PREFIX}{hub_id}: converting needs sentencepiece: pip install -e ".[marian]"')
-    try:
+
+def _convert_into(hub_id: str, out: Path, marian_only: bool) -> None:
+    """Fetch (or read, for a local folder) ``hub_id`` and convert it into ``out`` (atomic: no half
+    model); a Marian model is fetched with its family's files at once when ``marian_only``."""
+    from transformer.cli import convert, from_marian
+
+    argv = [hub_id, "--out", str(out)]
+    if marian_only:
+        import sentencepiece  # noqa: F401  (a Marian model's tokenizers are SentencePiece files: before the download)
+
         folder = from_marian.locate_source(hub_id)
         problem = from_marian.marian_problem(folder)
         if problem:
             raise from_marian.MarianError(problem)
-        from_marian.convert(folder, out, hub_id, [hub_id, "--out", str(out)])  # atomic: no half model
-    except (from_marian.MarianError, ValueError, OSError) as exc:
-        fail(f"{prefix}{MARIAN_PREFIX}{hub_id}: {one_line(str(exc))}")
+        from_marian.convert(folder, out, hub_id, argv)
+        return
+    folder, family = convert.source_folder(hub_id, None)
+    if family.MODEL_TYPE == "marian":
+        family.convert(folder, out, hub_id, argv)
+    else:
+        family.convert(folder, out, hub_id, argv, (None, None))
+
+
+def converted_or_exit(name: str, flag_prefix: str = "") -> Path:
+    """The converted checkpoint of ``name``, ``convert:<hub id>`` or ``marian:<hub id>`` (a hub id
+    or a local folder written by save_pretrained): from the cache, or fetched and converted into it
+    now; one line and exit code 2 when that cannot be done (``flag_prefix`` starts the line)."""
+    prefix = converted_prefix(name)
+    hub_id = name[len(prefix) :]
+    if not hub_id.strip():
+        fail(f"{flag_prefix}{name}: give the model after {prefix}, e.g. {prefix}facebook/nllb-200-distilled-600M")
+    out = convert_cache(hub_id)
+    if (out / "config.json").is_file():
+        return out
+    from transformer.cli.conversion import ConversionError
+
+    try:
+        _convert_into(hub_id, out, prefix == MARIAN_PREFIX)
+    except ImportError as exc:  # sentencepiece (and its protobuf), for a SentencePiece model file
+        needed = "protobuf" if (exc.name or "").startswith("google") else "sentencepiece"
+        fail(f'{flag_prefix}{name}: converting it needs {needed}: pip install -e ".[marian]"')
+    except (ConversionError, ValueError, OSError) as exc:  # ConversionError is a ValueError too
+        fail(f"{flag_prefix}{name}: {one_line(str(exc))}")
     return out
+
+
+def converted_marian_or_exit(hub_id: str, prefix: str = "") -> Path:
+    """``converted_or_exit`` of ``marian:<hub_id>`` (its earlier form)."""
+    return converted_or_exit(MARIAN_PREFIX + hub_id, prefix)
 
 
 def locate_checkpoint_or_exit(name_or_path: str | Path, flag: str | None = None) -> Path:
     """The local checkpoint folder for a path or hub id (downloaded if need be), or for
-    ``marian:<hub id>`` (converted once, :func:`converted_marian_or_exit`), or a one-line message
-    and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the message when the checkpoint
-    is not the command's main one."""
+    ``convert:<hub id>`` / ``marian:<hub id>`` (converted once, :func:`converted_or_exit`), or a
+    one-line message and exit code 2. ``flag`` (e.g. ``--distill-from``) prefixes the message when
+    the checkpoint is not the command's main one."""
     from transformer.core.checkpoint import CheckpointError, is_hub_id
 
     prefix = f"{flag}: " if flag else ""
-    if str(name_or_path).startswith(MARIAN_PREFIX):
-        return converted_marian_or_exit(str(name_or_path)[len(MARIAN_PREFIX) :], prefix)
+    if converted_prefix(name_or_path):
+        return converted_or_exit(str(name_or_path), prefix)
     try:
         return locate_checkpoint(name_or_path)
     except CheckpointError as exc:
