@@ -40,6 +40,15 @@ def test_the_trace_begins_with_the_forced_start_and_never_emits_a_banned_id(fami
     assert trace.tgt_ids[0] == stepping.start_id(family.cfg)
 
 
+def test_a_batch_traces_each_sentence_as_alone(family):
+    """What the server does with sentences that arrive together: a multilingual batch forces
+    its language token on every row, and each trace equals the sentence's own."""
+    texts = [TEXT, "Good morning, how are you today?"]
+    for alone, batched in zip([family.trace(t) for t in texts], family.trace_batch(texts)):
+        assert batched.tgt_ids == alone.tgt_ids and batched.forced_prefix == alone.forced_prefix
+        np.testing.assert_allclose(batched.topk_probs, alone.topk_probs, atol=1e-5, rtol=0)
+
+
 def test_decoder_lens_ends_on_the_greedy_translation(family):
     lens = decoder_lens(family, TEXT)
     assert lens.rows[-1].ids == greedy_ids(family, TEXT)

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors import safe_open
+from safetensors.torch import save_file
 from tokenizers import Tokenizer
 
 from transformer.core.config import TransformerConfig
@@ -300,38 +301,123 @@ def read_config(directory: Path) -> TransformerConfig:
 
 def load_weights(model: Transformer, path: Path) -> None:
     """Load safetensors weights into ``model`` (cast to its dtype), checking every name
-    and shape so a config/weights mismatch names the tensor instead of failing later."""
+    and shape so a config/weights mismatch names the tensor instead of failing later.
+
+    The file is read tensor by tensor straight into the model's own tensors, with plain reads:
+    loading takes the model's memory and little more. (``safetensors.load_file`` maps the file,
+    and a mapped file's pages count in the process's resident memory until it is unmapped: a
+    600M-parameter model peaked at twice its 2.4 GB, benchmarks/published_sizes.py.)"""
     if not path.is_file():
         raise CheckpointError(f"{path}: missing")
+    entries = _safetensors_entries(path)
+    check_weight_shapes(model, {name: entry[1] for name, entry in entries.items()}, path)
+    own = model.state_dict()
+    with path.open("rb") as f, torch.no_grad():
+        for name, (dtype, _, begin, end) in entries.items():
+            f.seek(begin)
+            if not _read_into(f, end - begin, dtype, own[name]):
+                raise CheckpointError(f"{path}: corrupt or not a safetensors file (tensor {name} is cut short)")
+
+
+# safetensors' dtype names (the format's header: https://github.com/huggingface/safetensors)
+_SAFETENSORS_DTYPES = {
+    "F64": torch.float64,
+    "F32": torch.float32,
+    "F16": torch.float16,
+    "BF16": torch.bfloat16,
+    "I64": torch.int64,
+    "I32": torch.int32,
+    "I16": torch.int16,
+    "I8": torch.int8,
+    "U8": torch.uint8,
+    "BOOL": torch.bool,
+}
+_READ_CHUNK_BYTES = 32 * 2**20  # a tensor that is not read in place goes through buffers this big
+
+
+def _safetensors_entries(path: Path) -> dict[str, tuple[torch.dtype, tuple[int, ...], int, int]]:
+    """{name: (dtype, shape, first byte, end byte)} of a safetensors file, offsets in the file.
+    safetensors checks the header first (offsets, sizes, the file's length), reading no tensor."""
     try:
-        tensors = load_file(str(path))
-    except (SafetensorError, OSError, ValueError) as exc:
+        with safe_open(str(path), framework="pt") as f:
+            names = set(f.keys())
+        with path.open("rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+        start = 8 + size
+        return {
+            name: (_SAFETENSORS_DTYPES[h["dtype"]], tuple(h["shape"]), *(start + o for o in h["data_offsets"]))
+            for name, h in header.items()
+            if name in names
+        }
+    except (SafetensorError, OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{path}: corrupt or not a safetensors file ({exc})") from exc
-    assign_weights(model, tensors, path)
 
 
-def assign_weights(model: Transformer, tensors: dict[str, torch.Tensor], path: Path | str) -> None:
-    """Copy ``tensors`` into ``model``; names and shapes must match exactly (tied aliases
-    excepted). ``path`` only names the source in error messages."""
-    expected = weights_state_dict(model)
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
+def _read_into(f, nbytes: int, dtype: torch.dtype, dst: torch.Tensor) -> bool:
+    """Read ``nbytes`` of ``f`` (a tensor of ``dtype`` shaped as ``dst``) into ``dst``: in place
+    when it has that dtype and is contiguous, else through buffers of whole rows, cast and copied
+    (a float16 checkpoint into a float32 model; a matrix laid out by columns). False when the
+    file ends first."""
+    if dst.numel() == 0:
+        return True
+    if dst.dtype == dtype and dst.is_contiguous():
+        return f.readinto(memoryview(dst.reshape(-1).view(torch.uint8).numpy())) == nbytes
+    rows = dst if dst.dim() == 2 else dst.view(-1, dst.shape[-1]) if dst.dim() else dst.view(1, 1)  # (R, C), a view
+    row_bytes = nbytes // rows.shape[0]
+    step = max(1, _READ_CHUNK_BYTES // max(row_bytes, 1))
+    for first in range(0, rows.shape[0], step):
+        n = min(step, rows.shape[0] - first)
+        buf = bytearray(n * row_bytes)
+        if f.readinto(buf) != len(buf):
+            return False
+        rows[first : first + n].copy_(torch.frombuffer(buf, dtype=dtype).view(n, -1))
+    return True
+
+
+def check_weight_shapes(model: Transformer, shapes: dict[str, tuple[int, ...]], path: Path | str) -> None:
+    """Names and shapes of the tensors to load must match the model's exactly (tied aliases
+    excepted); a ``CheckpointError`` names the first that does not."""
+    aliases = _tied_aliases(model)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items() if k not in aliases}
+    missing = sorted(set(expected) - set(shapes))
+    unexpected = sorted(set(shapes) - set(expected))
     if missing or unexpected:
         raise CheckpointError(
             f"{path}: weights do not match config.json"
             + (f"; missing {', '.join(missing[:5])}" if missing else "")
             + (f"; unexpected {', '.join(unexpected[:5])}" if unexpected else "")
         )
-    for name, ref in expected.items():
-        if tuple(tensors[name].shape) != tuple(ref.shape):
-            raise CheckpointError(
-                f"{path}: tensor {name} has shape {tuple(tensors[name].shape)} "
-                f"but config.json implies {tuple(ref.shape)}"
-            )
+    for name, shape in expected.items():
+        if tuple(shapes[name]) != shape:
+            got = tuple(shapes[name])
+            raise CheckpointError(f"{path}: tensor {name} has shape {got} but config.json implies {shape}")
+
+
+def assign_weights(model: Transformer, tensors: dict[str, torch.Tensor], path: Path | str) -> None:
+    """Copy ``tensors`` into ``model``; names and shapes must match exactly (tied aliases
+    excepted). ``path`` only names the source in error messages."""
+    check_weight_shapes(model, {name: tuple(t.shape) for name, t in tensors.items()}, path)
     own = model.state_dict()
     with torch.no_grad():
         for name, tensor in tensors.items():
             own[name].copy_(tensor.to(own[name].dtype))
+
+
+def lay_out_for_decoding(model: Transformer) -> Transformer:
+    """Store the output projection's matrix (V, D) column by column: as the contiguous (D, V)
+    matrix that ``Transformer.project`` multiplies by when no gradient is wanted, so that its
+    (D, V) copy is the matrix itself rather than V x D more floats (1 GB at NLLB-200's
+    256,206 x 1024; benchmarks/published_sizes.py). Every value, so every embedding and logit,
+    stays the same; only the layout differs. For a model that only decodes, before its weights
+    are read (a model to train keeps PyTorch's usual layout). Returns ``model``."""
+    holder = model.proj if model.proj is not None else model.tgt_embed
+    weight = holder.weight
+    V, D = weight.shape
+    with torch.no_grad():
+        weight.data = torch.empty(0, dtype=weight.dtype)  # the old storage goes first: never two at once
+        weight.data = torch.empty(D, V, dtype=weight.dtype).t()  # (V, D) with strides (1, V)
+    return model
 
 
 def tokenizer_path(directory: Path, name: str) -> Path:
@@ -361,8 +447,12 @@ def special_id_problem(cfg, side: str, tok: Tokenizer) -> str | None:
     return None
 
 
-def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
-    """(model in eval mode, source tokenizer, target tokenizer, local directory)."""
+def load_checkpoint(
+    name_or_path: str | Path, for_decoding: bool = False
+) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
+    """(model in eval mode, source tokenizer, target tokenizer, local directory).
+    ``for_decoding``: a model that will only decode (``load_translator``): its output matrix is
+    laid out as decoding reads it (:func:`lay_out_for_decoding`)."""
     directory = locate_checkpoint(name_or_path)
     cfg = read_config(directory)
     try:
@@ -380,6 +470,8 @@ def load_checkpoint(name_or_path: str | Path) -> tuple[Transformer, Tokenizer, T
         if problem:
             raise CheckpointError(f"{directory / CONFIG_FILE}: {problem}")
     model = build_model(cfg)
+    if for_decoding:
+        lay_out_for_decoding(model)
     load_weights(model, directory / WEIGHTS_FILE)
     model.eval()
     return model, src_tok, tgt_tok, directory

@@ -37,8 +37,8 @@ class SentenceRecord:
     encoder_attn: np.ndarray  # (L, H, S, S)
     topk_ids: np.ndarray  # (T, k)
     topk_probs: np.ndarray  # (T, k)
-    lens_ids: np.ndarray  # (T, L_dec, LENS_K): logit lens, see greedy_decode
-    lens_probs: np.ndarray  # (T, L_dec, LENS_K)
+    lens_ids: np.ndarray | None  # (T, L_dec, LENS_K): logit lens, see greedy_decode (None: left out)
+    lens_probs: np.ndarray | None  # (T, L_dec, LENS_K)
 
 
 @dataclass
@@ -71,6 +71,7 @@ def greedy_decode(
     top_k: int = 10,
     head_mask: dict | None = None,
     tgt_lang: str | None = None,
+    logit_lens: bool = True,
 ) -> GreedyResult:
     """Greedy decoding of a padded batch ``src`` (B, S) with a KV cache.
 
@@ -90,13 +91,16 @@ def greedy_decode(
     ``head_mask`` silences heads (see ``Transformer.layer_head_masks``), e.g. a knock-out.
     ``tgt_lang``: a multilingual model's target language (default the config's); its token
     is forced at step 0 (``stepping.forced_start``) before ``forced_prefix`` goes on.
+    ``logit_lens=False`` leaves the lens out of the trace (its records' lens arrays are None):
+    over a large vocabulary it is a third of the trace's time (every layer's output at every
+    step projected onto 256k tokens at NLLB-200's size); :func:`logit_lens_of` computes it later.
     """
     cfg = model.cfg
     forced_prefix = _check_forced_prefix(cfg, forced_prefix, src.shape[0])
     forced_prefix = stepping.with_forced_start(cfg, forced_prefix, tgt_lang)
     limits = _step_limits(model, src, max_steps, len(forced_prefix))
     src_mask, memory, enc_w = stepping.encode(model, src, need_weights=need_trace, head_mask=head_mask)
-    recorder = _StepRecorder(top_k) if need_trace else None
+    recorder = _StepRecorder(top_k, logit_lens) if need_trace else None
     out = _decode_steps(model, _Rows.start(cfg, memory, src_mask, limits), forced_prefix, head_mask, recorder)
     result = GreedyResult(ids=_emitted_ids(out, cfg))
     if recorder is not None:
@@ -195,7 +199,7 @@ def _decode_steps(
             rows.cache,
             need_weights=tracing,
             head_mask=head_mask,
-            need_hidden_states=tracing,
+            need_hidden_states=tracing and recorder.lens,
         )  # logits: (R, V)
         rows.cache = dec.cache
         nxt = stepping.pick_at(cfg, logits, forced_prefix, t)
@@ -230,8 +234,9 @@ def _emitted_ids(out: torch.Tensor, cfg) -> list[list[int]]:
 class _StepRecorder:
     """What a trace keeps of every decoding step, as batch rows (B, ...) per step."""
 
-    def __init__(self, top_k: int) -> None:
+    def __init__(self, top_k: int, lens: bool = True) -> None:
         self.top_k = top_k
+        self.lens = lens  # keep what the logit lens needs
         self.self_rows: list[torch.Tensor] = []  # per step (B, L, H, t+1)
         self.cross_rows: list[torch.Tensor] = []  # per step (B, L, H, S)
         self.top_ids: list[torch.Tensor] = []  # per step (B, top_k)
@@ -253,22 +258,20 @@ class _StepRecorder:
         # the (V, D) projection once instead of once per step and layer
         self.lens_ids.append(i[:, :LENS_K])  # (B, LENS_K)
         self.lens_probs.append(p[:, :LENS_K])
-        if len(dec.layer_hidden) > 1:
+        if self.lens and len(dec.layer_hidden) > 1:
             self.lens_hidden.append(torch.stack([h[:, -1] for h in dec.layer_hidden[:-1]], dim=1))  # (B, L - 1, D)
 
-    def logit_lens(self, model: Transformer) -> tuple[torch.Tensor, torch.Tensor]:
+    def logit_lens(self, model: Transformer) -> tuple[torch.Tensor, torch.Tensor] | tuple[None, None]:
         """Top ``LENS_K`` (ids, probs) of every decoder layer at every step, (B, steps, L, K):
         the earlier layers' outputs go through the final norm and the output projection in
-        one matmul for every sentence and step; the last layer's are the recorded logits'."""
+        one matmul for every sentence and step; the last layer's are the recorded logits'.
+        (None, None) when the lens is left out."""
+        if not self.lens:
+            return None, None
         last_ids, last_probs = torch.stack(self.lens_ids, dim=1), torch.stack(self.lens_probs, dim=1)  # (B, steps, K)
         if not self.lens_hidden:
             return last_ids[:, :, None], last_probs[:, :, None]  # (B, steps, 1, K)
-        hidden = torch.stack(self.lens_hidden, dim=1)  # (B, steps, L - 1, D)
-        logits = model.project(model.decoder_norm(hidden)).float()  # (B, steps, L - 1, V)
-        # the top K of the softmax without writing it out: the top logits, normalised by the
-        # log-sum-exp of all of them (the same probabilities, one pass over V fewer)
-        top, ei = logits.topk(last_ids.shape[-1], dim=-1)  # (B, steps, L - 1, K)
-        ep = (top - logits.logsumexp(dim=-1, keepdim=True)).exp()
+        ei, ep = lens_top(model, torch.stack(self.lens_hidden, dim=1))  # (B, steps, L - 1, K)
         return torch.cat([ei, last_ids[:, :, None]], dim=2), torch.cat([ep, last_probs[:, :, None]], dim=2)
 
     def sentence_records(
@@ -300,11 +303,43 @@ class _StepRecorder:
                     encoder_attn=encoder[b, :, :, :S, :S].contiguous().numpy(),  # (L, H, S, S)
                     topk_ids=top_ids[b, :T].numpy(),
                     topk_probs=top_probs[b, :T].float().numpy(),
-                    lens_ids=lens_ids[b, :T].numpy(),  # (T, L, LENS_K)
-                    lens_probs=lens_probs[b, :T].float().numpy(),
+                    lens_ids=None if lens_ids is None else lens_ids[b, :T].numpy(),  # (T, L, LENS_K)
+                    lens_probs=None if lens_probs is None else lens_probs[b, :T].float().numpy(),
                 )
             )
         return records
+
+
+def lens_top(model: Transformer, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The logit lens of decoder-layer outputs ``hidden`` (..., D): the top ``LENS_K`` (ids,
+    probabilities) (..., K) of each, read through the final norm and the output projection."""
+    logits = model.project(model.decoder_norm(hidden)).float()  # (..., V)
+    # the top K of the softmax without writing it out: the top logits, normalised by the
+    # log-sum-exp of all of them (the same probabilities, one pass over V fewer)
+    top, ids = logits.topk(min(LENS_K, logits.shape[-1]), dim=-1)  # (..., K)
+    return ids, (top - logits.logsumexp(dim=-1, keepdim=True)).exp()
+
+
+@torch.no_grad()
+def logit_lens_of(
+    model: Transformer, src_ids: list[int], tgt_ids: list[int], head_mask: dict | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The logit lens of a decoded sentence, computed afterwards: (ids int64, probs float32),
+    each (T, L_dec, LENS_K), what a trace made with ``logit_lens=True`` records. ``src_ids``:
+    the framed source; ``tgt_ids``: the decoder inputs and the last output, ``start y1 ... yT``
+    (a trace's ``tgt_ids``). One teacher-forced pass over the T steps gives every layer's output
+    at each step (equal to the cached steps' up to float rounding), then :func:`lens_top` in one
+    matmul, the last layer included. ``head_mask``: the one the sentence was decoded with."""
+    cfg = model.cfg
+    if len(tgt_ids) < 2 or tgt_ids[0] != stepping.start_id(cfg):
+        raise ValueError("tgt_ids must be the decoder's start token and at least one output")
+    src = stepping.source_batch(cfg, [list(src_ids)])  # (1, S)
+    tgt_in = torch.tensor([list(tgt_ids)[:-1]], dtype=torch.long)  # (1, T)
+    src_mask, memory, _ = stepping.encode(model, src, head_mask=head_mask)
+    kw = dict(tgt_mask=model.tgt_mask(tgt_in), head_mask=head_mask, need_hidden_states=True)
+    dec = stepping.run_decoder(model, tgt_in, memory, src_mask, **kw)
+    ids, probs = lens_top(model, torch.stack(dec.layer_hidden, dim=2))  # (1, T, L, K)
+    return ids[0].numpy(), probs[0].float().numpy()
 
 
 @torch.no_grad()

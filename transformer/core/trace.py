@@ -12,6 +12,8 @@ input token t and emits ``y(t+1)``.
 - ``topk_*`` row t are the candidates for the token emitted at step t;
 - ``logit_lens_*`` (T, L_dec, 5): at step t, the top-5 of decoder layer l's output passed
   through the final norm and the output projection (the last layer's equals ``topk[:, :5]``);
+  None with ``logit_lens_left_out`` set when the trace was made without it (a large
+  vocabulary's default: ``Translator.logit_lens(trace)`` computes it when it is wanted);
 - ``encoder_rollout`` (S, S) and ``rollout`` (T, S): attention rollout and the source
   relevance of each step, rows sum to 1 (formulas in ``transformer.core.readings``);
 - ``head_stats``: per-head diagnostics of this sentence (``transformer.core.readings.head_stats``;
@@ -68,6 +70,7 @@ class Trace:
     logit_lens_tokens: list[list[list[str]]] | None = None  # (T, L_dec, 5)
     logit_lens_ids: np.ndarray | None = None  # int (T, L_dec, 5)
     logit_lens_probs: np.ndarray | None = None  # float32 (T, L_dec, 5)
+    logit_lens_left_out: bool = False  # made without the lens, to save time: Translator.logit_lens adds it
     encoder_rollout: np.ndarray | None = None  # float32 (S, S)
     rollout: np.ndarray | None = None  # float32 (T, S)
     head_stats: dict | None = None
@@ -116,11 +119,10 @@ class Trace:
         """JSON-ready dict (schema in docs/how-it-works.md, "Trace JSON"). The PE table is cut to
         ``pe_positions`` rows (default: the source length) to keep downloads small.
 
-        ``packed=False`` (the download): float arrays as nested lists rounded to 5
-        decimals, converted whole (round in numpy, one ``tolist``). ``packed=True`` (the
-        ``/translate`` API, sent on every request): float arrays exact, encoded as
-        :func:`transformer.core.wire.encode_f32` objects (why: see ``wire.py``);
-        :func:`transformer.core.wire.unpack_arrays` turns them back into numpy.
+        ``packed=False`` (the download): float arrays as nested lists rounded to 5 decimals,
+        converted whole (round in numpy, one ``tolist``). ``packed=True`` (the ``/translate`` API,
+        sent on every request): float arrays exact, as :func:`transformer.core.wire.encode_f32`
+        objects (why: see ``wire.py``), which :func:`transformer.core.wire.unpack_arrays` reads back.
         """
         n = len(self.src_tokens) if pe_positions is None else pe_positions
 
@@ -164,6 +166,8 @@ class Trace:
                 "ids": self.logit_lens_ids.tolist(),
                 "probs": r(self.logit_lens_probs),
             }
+        elif self.logit_lens_left_out:
+            out["logit_lens_left_out"] = True
         if self.rollout is not None:
             out["rollout"] = r(self.rollout)
         if self.encoder_rollout is not None:

@@ -7,7 +7,7 @@ tr.trace("The black cat sleeps.")         # everything the viewer shows, in one 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -15,10 +15,18 @@ from tokenizers import Tokenizer
 
 from transformer.core import readings, stepping
 from transformer.core.checkpoint import load_checkpoint, read_metrics
-from transformer.core.decoding import greedy_decode
+from transformer.core.decoding import greedy_decode, logit_lens_of
 from transformer.core.trace import Trace
 from transformer.core.model import Transformer
 from transformer.core.tokenizer import encode
+
+
+# the largest target vocabulary whose trace computes the logit lens at once. Over a published
+# model's vocabulary (OPUS-MT's 58k-80k, M2M100's 128k, NLLB-200's 256k, mBART-50's 250k) the lens,
+# every decoder layer's output at every step projected onto every token, is 30-40% of the trace's
+# time (benchmarks/published_sizes.py); such a trace leaves it out and Translator.logit_lens computes
+# it when its view opens. Ours (4k tokens) keeps it in the trace
+LENS_IN_TRACE_MAX_VOCAB = 50_000
 
 
 @dataclass
@@ -39,6 +47,9 @@ class Translator:
         self.tgt_tok = tgt_tok
         self.directory = directory
         self.metrics = read_metrics(directory) if directory is not None else {}
+        # whether trace() computes the logit lens by default: unless the target vocabulary is over
+        # LENS_IN_TRACE_MAX_VOCAB tokens (a server may set it either way: app.py --lens-on-demand)
+        self.lens_in_trace = self.cfg.tgt_vocab_size <= LENS_IN_TRACE_MAX_VOCAB
 
     @property
     def max_source_tokens(self) -> int:
@@ -127,6 +138,7 @@ class Translator:
         head_mask: dict | None = None,
         src_lang: str | None = None,
         tgt_lang: str | None = None,
+        logit_lens: bool | None = None,
     ) -> Trace:
         """Decode one sentence greedily and record everything (see ``trace.Trace``):
         attention, top-k, logit lens, attention rollout and per-head diagnostics.
@@ -135,18 +147,25 @@ class Translator:
         t with the 2nd candidate at step t, after which decoding goes on greedily.
         ``head_mask``: silence heads while decoding (``Transformer.forward``), e.g. to
         step through a knocked-out model. ``src_lang`` / ``tgt_lang``: a multilingual
-        model's languages (default the config's).
+        model's languages (default the config's). ``logit_lens``: record the logit lens (default
+        :attr:`lens_in_trace`); without it the trace says ``logit_lens_left_out`` and
+        :meth:`logit_lens` adds it when it is wanted.
         """
         for i in forced_prefix or []:
             if not 0 <= int(i) < self.cfg.tgt_vocab_size:
                 raise ValueError(f"forced token id {i} is outside the target vocabulary")
             if int(i) == self.cfg.tgt_pad_id:
                 raise ValueError(f"forced token id {i} is [PAD], which the decoder never emits")
-        return self._traces([text], forced_prefix, top_k, head_mask, (src_lang, tgt_lang))[0]
+        return self._traces([text], forced_prefix, top_k, head_mask, (src_lang, tgt_lang), logit_lens)[0]
 
     @torch.no_grad()
     def trace_batch(
-        self, texts: list[str], top_k: int = 10, src_lang: str | None = None, tgt_lang: str | None = None
+        self,
+        texts: list[str],
+        top_k: int = 10,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
+        logit_lens: bool | None = None,
     ) -> list[Trace]:
         """:meth:`trace` for several sentences in one padded batch: what a server does with
         the sentences that arrive together (``serving.TraceBatcher``). Each trace equals
@@ -155,9 +174,24 @@ class Translator:
         sentence of a batch has the same languages."""
         if not texts:
             return []
-        return self._traces(list(texts), None, top_k, None, (src_lang, tgt_lang))
+        return self._traces(list(texts), None, top_k, None, (src_lang, tgt_lang), logit_lens)
 
-    def _traces(self, texts, forced_prefix, top_k, head_mask, langs) -> list[Trace]:
+    @torch.no_grad()
+    def logit_lens(self, trace: Trace, head_mask: dict | None = None) -> Trace:
+        """``trace`` with its logit lens: the trace itself when it has one, else a copy with the
+        lens computed now (``decoding.logit_lens_of``: one teacher-forced pass over its source
+        and output ids, then every layer's top 5 in one matmul; what :meth:`trace` records, up to
+        float rounding). ``head_mask``: the one the trace was made with, if any."""
+        if trace.logit_lens_ids is not None:
+            return trace
+        ids, probs = logit_lens_of(self.model, trace.src_ids, trace.tgt_ids, head_mask)
+        tok = self.tgt_tok.id_to_token
+        tokens = [[[tok(i) for i in rank] for rank in layer] for layer in ids.tolist()]
+        return replace(
+            trace, logit_lens_ids=ids, logit_lens_probs=probs, logit_lens_tokens=tokens, logit_lens_left_out=False
+        )
+
+    def _traces(self, texts, forced_prefix, top_k, head_mask, langs, logit_lens=None) -> list[Trace]:
         if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
             raise ValueError(f"top_k must be a positive integer, got {top_k!r}")
         stepping.check_languages(self.cfg, *langs)
@@ -168,8 +202,12 @@ class Translator:
             except ValueError as exc:
                 raise ValueError(str(exc) if len(texts) == 1 else f"sentence {n}: {exc}") from None
         batch = stepping.source_batch(self.cfg, [src.ids for src in sources])  # (B, S)
-        forced = stepping.with_forced_start(self.cfg, forced_prefix, langs[1])
-        res = greedy_decode(self.model, batch, forced_prefix=forced, need_trace=True, top_k=top_k, head_mask=head_mask)
+        forced = stepping.with_forced_start(self.cfg, forced_prefix, langs[1])  # what the trace records
+        lens = self.lens_in_trace if logit_lens is None else bool(logit_lens)
+        # greedy_decode adds the language start itself: a batch of several sentences has no prefix of
+        # its own, but every row of a multilingual batch is forced to start with the language token
+        kw = dict(need_trace=True, top_k=top_k, head_mask=head_mask, tgt_lang=langs[1], logit_lens=lens)
+        res = greedy_decode(self.model, batch, forced_prefix=forced_prefix, **kw)
         return [
             self._make_trace(text, src, out_ids, rec, forced, langs)
             for text, src, out_ids, rec in zip(texts, sources, res.ids, res.records)
@@ -210,9 +248,12 @@ class Translator:
             n_src_tokens_dropped=src.n_dropped,
             finished=bool(out_ids) and out_ids[-1] == cfg.tgt_eos_id,
             forced_prefix=list(forced_prefix),
-            logit_lens_tokens=[[[tok(i) for i in rank] for rank in layer] for layer in rec.lens_ids.tolist()],
+            logit_lens_tokens=None
+            if rec.lens_ids is None
+            else [[[tok(i) for i in rank] for rank in layer] for layer in rec.lens_ids.tolist()],
             logit_lens_ids=rec.lens_ids,
             logit_lens_probs=rec.lens_probs,
+            logit_lens_left_out=rec.lens_ids is None,
             src_lang=langs[0] or cfg.src_lang,
             tgt_lang=langs[1] or cfg.tgt_lang,
             start_tokens=starts + lang_tokens[:1],
@@ -227,5 +268,5 @@ class Translator:
 def load_translator(name_or_path: str | Path) -> Translator:
     """Load a checkpoint from a local directory or a hub repo id ('owner/name')
     (``transformer.load_translator``, the package's, also takes None for the shipped one)."""
-    model, src_tok, tgt_tok, directory = load_checkpoint(name_or_path)
+    model, src_tok, tgt_tok, directory = load_checkpoint(name_or_path, for_decoding=True)
     return Translator(model, src_tok, tgt_tok, directory)
