@@ -25,6 +25,7 @@ import { VIEWS, VIEW_KIND, headName, quote } from "./attention.js";
 import { el, setup, paintMatrix, RDBU_LUT } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
+import { Frames, watchOpen } from "./view-base.js";
 
 /** This view's store key (store.js registerState): the rows asked for the sentence, by
  * "view:layer:head:query": {status, ...attention-row/1 | error}. */
@@ -67,6 +68,7 @@ export class Arithmetic {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
+    this.frames = new Frames(() => this.update()); // schedule(): drawn once in the next frame
     this.open = false; // is the section open (the view has a size)?
     this.timer = null;
     this.drawn = null; // the entry the table shows, so a new highlight does not redraw it
@@ -81,10 +83,7 @@ export class Arithmetic {
       if (DRAWN_BY.some((k) => changed.has(k))) this.schedule();
     });
     // a closed accordion hides the view (no size): open or closed is read from its size
-    new ResizeObserver(() => {
-      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
-      if (open !== this.open) { this.open = open; this.schedule(); }
-    }).observe(this.root);
+    watchOpen(this.root, (open) => { this.open = open; this.schedule(); });
     window.addEventListener("resize", () => this.dock(store.get()));
     this.dock(store.get());
     this.schedule();
@@ -136,8 +135,7 @@ export class Arithmetic {
 
   /** Redraw once per animation frame at most, however many store changes come in. */
   schedule() {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = null; this.update(); });
+    this.frames.schedule();
   }
 
   // --- requests --------------------------------------------------------------------------

@@ -8,14 +8,11 @@
 import { VIEWS } from "./attention.js";
 import { el } from "./canvas.js";
 import { headColour } from "./lines.js";
+import { keysNote, onKey } from "./keys.js";
 
 // what uses the keys itself: typing, menus and sliders
 const OWN_KEYS = "select, textarea, input:not([type=checkbox]):not([type=radio]):not([type=button]), "
   + "[contenteditable=''], [contenteditable='true']";
-// the keys as the note under the controls lists them (presentation mode adds the arrows)
-export const KEYS_NOTE = "Keys: ← → step · space plays · 1–8 head, 0 mean";
-export const PRESENT_KEYS_NOTE = "Keys: ← → step · space plays · ↑ ↓ layer · shift+← → head · 1–8 head, 0 mean · "
-  + "Esc leaves";
 
 export class AttnPicker {
   constructor() {
@@ -23,7 +20,7 @@ export class AttnPicker {
       Object.entries(VIEWS).map(([v, t]) => el("option", { value: v, text: t })));
     this.layers = el("div", { id: "layer-buttons", className: "ap-buttons", role: "group", "aria-label": "Layer" });
     this.heads = el("div", { id: "head-buttons", className: "ap-buttons", role: "group", "aria-label": "Head" });
-    this.keys = el("p", { id: "keys-note", className: "ap-keys", text: KEYS_NOTE });
+    this.keys = el("p", { id: "keys-note", className: "ap-keys", text: keysNote(false) });
     this.el = el("div", { id: "attn-picker", className: "ap-root", "data-needs-trace": true }, [
       el("div", { className: "ap-row" }, [this.kind]),
       el("div", { className: "ap-row" }, [el("span", { className: "ap-label", text: "Layer" }), this.layers]),
@@ -43,7 +40,7 @@ export class AttnPicker {
       const b = ev.target.closest && ev.target.closest("button[data-head]");
       if (b && !b.disabled) store.set({ head: b.dataset.head });
     });
-    document.addEventListener("keydown", (ev) => this.key(ev, global));
+    onKey((ev) => this.key(ev, global));
   }
 
   /** ↑ / ↓ and shift + ← / → in presentation mode; 1–8 and 0 anywhere outside text and menus. */
@@ -99,7 +96,7 @@ export class AttnPicker {
       b.setAttribute("aria-pressed", String(!rollout && b.dataset.head === s.head));
       b.disabled = rollout;
     }
-    this.keys.textContent = s.presenting ? PRESENT_KEYS_NOTE : KEYS_NOTE;
+    this.keys.textContent = keysNote(s.presenting);
   }
 }
 

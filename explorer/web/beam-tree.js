@@ -11,6 +11,8 @@
 import { el, svg, measurer, widest } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { words } from "./glossary.js";
+import { onKey, pressable } from "./keys.js";
+import { watchSize } from "./view-base.js";
 
 /** This view's store keys (store.js registerState) and its part of a link (url.js registerLink).
  * A hypothesis opened in the viewer (origin "beam") keeps the tree it came from. */
@@ -57,9 +59,7 @@ export class BeamTree {
     this.askedFor = null;
     const asked = () => { this.askedFor = store.get().sentenceId; };
     document.addEventListener("click", (ev) => { if (ev.target.closest?.("#beam-btn")) asked(); }, true);
-    document.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" && ev.target.closest?.("#beam-size")) asked();
-    }, true);
+    onKey((ev) => { if (ev.key === "Enter" && ev.target.closest?.("#beam-size")) asked(); }, { early: true });
     server.onValue((tree) => {
       const fresh = tree && tree.schema === SCHEMA ? tree : null;
       if (fresh && this.askedFor !== null && this.askedFor !== store.get().sentenceId) return;
@@ -103,11 +103,11 @@ export class BeamTree {
     this.el.pruned.addEventListener("change", () => { this.state.pruned = this.el.pruned.checked; this.render(); });
     // a fitted tree follows its box's width (the panel opening, the window resized)
     let width = 0;
-    new ResizeObserver(() => {
+    watchSize(this.el.box, () => {
       const w = this.el.box.clientWidth;
       if (w !== width && this.state.zoom === "fit") this.applyZoom();
       width = w;
-    }).observe(this.el.box);
+    });
   }
 
   /** The scale at which the tree fits its box's width: at most 1, and 1 where that would be
@@ -284,9 +284,7 @@ export class BeamTree {
       this.tip.bind(g, () => this.lines(n));
       if (hyp !== undefined) {
         g.addEventListener("click", () => this.open(hyp));
-        g.addEventListener("keydown", (ev) => {
-          if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); this.open(hyp); }
-        });
+        pressable(g, () => this.open(hyp));
       }
       boxes.append(g);
     }

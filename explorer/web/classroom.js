@@ -19,6 +19,8 @@
 import { el } from "./canvas.js";
 import { ASK, KINDS, chartRows, classRows, mineLabel, modelAnswer, norm, verdict } from "./classroom-answers.js";
 import { share } from "./numbers.js";
+import { onEnter } from "./keys.js";
+import { watchSize } from "./view-base.js";
 
 /** The class this page is in, or null: {code, role: "teacher" | "student", student (the id),
  * students, view, question: {id, kind, step, choices, status}, tally, mine, error, ended}. */
@@ -122,12 +124,12 @@ export class Classroom {
       this.menu, this.body, e.error]);
     document.body.append(this.dock);
     e.join.addEventListener("click", () => this.enter(e.codeInput.value));
-    e.codeInput.addEventListener("keydown", (ev) => { if (ev.key === "Enter") this.enter(e.codeInput.value); });
+    onEnter(e.codeInput, (code) => this.enter(code));
     e.start.addEventListener("click", () => this.start());
     e.reveal.addEventListener("click", () => this.reveal());
     e.leave.addEventListener("click", () => this.leave());
     e.fold.addEventListener("click", () => this.fold(!this.dock.classList.contains("cl-folded")));
-    new ResizeObserver(() => this.room()).observe(this.dock);
+    watchSize(this.dock, () => this.room());
   }
 
   // --- the server, one request at a time ----------------------------------------------------------
@@ -516,7 +518,7 @@ export class Classroom {
       const go = el("button", { id: "class-word-send", type: "button", className: "cl-btn cl-primary", text: "Send" });
       const send = () => this.send(input.value.trim());
       go.addEventListener("click", send);
-      input.addEventListener("keydown", (ev) => { if (ev.key === "Enter") send(); });
+      onEnter(input, send);
       out.push(el("div", { className: "cl-row" }, [input, go]));
     }
     return out;

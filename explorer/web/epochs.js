@@ -18,6 +18,7 @@ import { HeatFigure } from "./frame.js";
 import { el } from "./canvas.js";
 import { Tooltip } from "./tooltip.js";
 import { count, finalEpoch, weight as weightText } from "./numbers.js";
+import { Frames, watchOpen } from "./view-base.js";
 
 /** This view's store keys (store.js registerState), kept across sentences. */
 export const STATE = {
@@ -50,6 +51,7 @@ export class Epochs {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
+    this.frames = new Frames(() => this.update()); // schedule(): drawn once in the next frame
     this.open = false; // is the section open (the view has a size)?
     this.lastDrawn = "";
     this.build(host);
@@ -60,10 +62,7 @@ export class Epochs {
     store.subscribe((s, changed) => { if (DRAWN_BY.some((k) => changed.has(k))) this.schedule(); });
     // ask the server only once the section is open: visitors who never open it cost nothing.
     // A closed accordion hides the view (no size), so open or closed is read from its size.
-    new ResizeObserver(() => {
-      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
-      if (open !== this.open) { this.open = open; this.schedule(); }
-    }).observe(this.root);
+    watchOpen(this.root, (open) => { this.open = open; this.schedule(); });
     this.schedule();
   }
 
@@ -117,8 +116,7 @@ export class Epochs {
 
   /** Redraw once per animation frame at most, however many store changes come in. */
   schedule() {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = null; this.update(); });
+    this.frames.schedule();
   }
 
   /** Show the store's sentence and settings; ask the server when this sentence is new. */

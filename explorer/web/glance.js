@@ -8,6 +8,7 @@
 
 import { el } from "./canvas.js";
 import { namesOf } from "./names.js";
+import { watchOpen } from "./view-base.js";
 
 const SHOWN = 100; // rows drawn at once: the rest are a filter or a sort away
 const TAIL = 50; // "the worst 50" of a column
@@ -61,10 +62,9 @@ export class Glance {
       const open = (s.open || []).filter((x) => x !== SOURCES_PANEL);
       store.set({ open: [...open, SOURCES_PANEL] });
     });
-    new ResizeObserver(() => {
-      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
+    watchOpen(this.root, (open) => {
       if (open && !this.asked) { this.asked = true; this.server.ask({ action: "list" }); this.render(); }
-    }).observe(this.root);
+    });
   }
 
   build(host) {

@@ -21,6 +21,7 @@
 
 import { el } from "./canvas.js";
 import { OURS } from "./names.js";
+import { onKey, pressable } from "./keys.js";
 
 const and = (list) => (list.length > 1 ? `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}` : list[0]);
 
@@ -95,7 +96,7 @@ function ensurePage() {
   document.body.append(popup);
   const away = (ev) => { if (shownFor && !shownFor.contains(ev.target)) hide(); };
   document.addEventListener("pointerdown", away, true);
-  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") hide(); });
+  onKey((ev) => { if (ev.key === "Escape") hide(); });
   // the popup is fixed: it goes when the page scrolls (not the scroll that brought the term in)
   window.addEventListener("scroll", () => { if (performance.now() - shownAt > SETTLE_MS) hide(); }, { passive: true });
 }
@@ -144,12 +145,7 @@ export function term(text, key = text.toLowerCase()) {
     ev.stopPropagation();
     if (shownFor === t && performance.now() - shownAt > SETTLE_MS) hide(t); else show(t);
   });
-  t.addEventListener("keydown", (ev) => {
-    if (ev.key !== "Enter" && ev.key !== " ") return;
-    ev.preventDefault();
-    ev.stopPropagation(); // space here must not start Play
-    if (shownFor === t) hide(t); else show(t);
-  });
+  pressable(t, () => { if (shownFor === t) hide(t); else show(t); }); // space here does not start Play
   return t;
 }
 

@@ -20,6 +20,8 @@ import { el } from "./canvas.js";
 import { quote } from "./attention.js";
 import { term } from "./glossary.js";
 import { share } from "./numbers.js";
+import { onEnter } from "./keys.js";
+import { nextFrame, watchSize } from "./view-base.js";
 
 export const PROGRESS_KEY = "explorer-lessons-done";
 /** The lesson open, or null: {index, phase: "guess" | "task" | "done", guess: {label, value} | null
@@ -296,7 +298,7 @@ export class Lessons {
     e.close.addEventListener("click", () => this.leave());
     e.fold.addEventListener("click", () => this.fold(!this.dock.classList.contains("ls-folded")));
     e.show.addEventListener("click", () => this.showMe());
-    new ResizeObserver(() => this.room()).observe(this.dock);
+    watchSize(this.dock, () => this.room());
   }
 
   at() {
@@ -343,7 +345,7 @@ export class Lessons {
     // the lesson says why it shows this view: the line over the picture about the opening head goes
     this.store.set({ ...viewOf(lesson), hide: false, picture: "map", explain: false, cell: null, open, focus: null,
       ...(v.selection ? { selection: v.selection } : {}) });
-    if (s.trace) requestAnimationFrame(() => this.scrollToPicture());
+    if (s.trace) nextFrame(() => this.scrollToPicture());
     for (const ms of [400, 1200, 3000]) setTimeout(() => this.keepOpen(lesson), ms);
   }
 
@@ -390,13 +392,13 @@ export class Lessons {
     // the sentence box as it was: at once, or once the old sentence is back (its answer fills the box)
     if (same || !b.trace) this.refill(b.box);
     else this.boxAfter = { text: b.trace.srcText, box: b.box };
-    requestAnimationFrame(() => window.scrollTo({ top: b.scroll }));
+    nextFrame(() => window.scrollTo({ top: b.scroll }));
   }
 
   refill(text) {
     const box = document.querySelector("#src-text textarea");
     if (!box || text === null || box.value === text) return;
-    requestAnimationFrame(() => {
+    nextFrame(() => {
       box.value = text;
       box.dispatchEvent(new Event("input", { bubbles: true }));
     });
@@ -489,7 +491,7 @@ export class Lessons {
     this.store.set({ lesson: { ...l, phase: "done", result } });
     // where the answer is seen (the lens table, the knock-out's translations), above the card
     const shows = lesson.task.show && document.querySelector(lesson.task.show);
-    if (shows) requestAnimationFrame(() => this.scrollAbove(shows));
+    if (shows) nextFrame(() => this.scrollAbove(shows));
   }
 
   commit(guess) {
@@ -550,7 +552,7 @@ export class Lessons {
         if (v) this.commit({ label: v, value: v });
       };
       go.addEventListener("click", send);
-      input.addEventListener("keydown", (ev) => { if (ev.key === "Enter") send(); });
+      onEnter(input, send);
       controls = [input, go];
     } else {
       controls = choices.map((c, i) => {

@@ -17,6 +17,7 @@ import { el, svg, measurer, fontOf, widest, setup } from "./canvas.js";
 import { share } from "./numbers.js";
 import { words } from "./glossary.js";
 import { namesOf, article } from "./names.js";
+import { pressable } from "./keys.js";
 
 export const label = "Lines";
 /** One colour per head: Okabe–Ito, black swapped for light grey on the dark card. */
@@ -235,12 +236,7 @@ export class LinePicture {
       this.render();
     });
     g.addEventListener("click", () => isolate(true));
-    g.addEventListener("keydown", (ev) => {
-      if (ev.key !== "Enter" && ev.key !== " ") return;
-      ev.preventDefault();
-      ev.stopPropagation(); // space here pins, it does not start Play
-      isolate(true);
-    });
+    pressable(g, () => isolate(true)); // space here pins, it does not start Play
     return g;
   }
 

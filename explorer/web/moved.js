@@ -5,6 +5,8 @@
 // the store. Its block is hidden and outside the closed sections, so it is mounted with the page
 // (a closed section's view only mounts when it first opens).
 
+import { Requests } from "./view-base.js";
+
 /** This view's store keys (store.js registerState). */
 export const STATE = {
   // the norms of the sentence: {status: "pending" | "done" | "error", maps: {view: {shape, data}}, error}
@@ -25,8 +27,7 @@ export function packed(nested) {
 export class Moved {
   constructor(store, server) {
     this.store = store;
-    this.server = server;
-    server.onValue((a) => this.receive(a));
+    this.requests = new Requests(store, server);
     store.subscribe((s, changed) => {
       if (changed.has("moved") || changed.has("sentenceId")) this.ask(s);
     });
@@ -37,12 +38,13 @@ export class Moved {
   ask(s) {
     if (!s.moved || !s.trace || s.norms) return;
     this.store.set({ norms: { status: "pending" } });
-    this.server.ask({ action: "norms", sentenceId: s.sentenceId, key: "norms" });
+    this.requests.ask("norms", { action: "norms" }).then((a) => this.receive(a));
   }
 
-  /** The server's answer: {action: "norms", sentenceId, encoder, decoder_self, cross} or {..., error}. */
+  /** The server's answer: {action: "norms", sentenceId, encoder, decoder_self, cross} or {..., error};
+   * null for a sentence that has gone. */
   receive(a) {
-    if (!a || a.action !== "norms") return;
+    if (!a) return;
     const value = a.error ? { status: "error", error: a.error }
       : { status: "done", maps: Object.fromEntries(Object.entries(NORM_VIEWS).map(([k, v]) => [v, packed(a[k])])) };
     this.store.answer("norms", a.sentenceId, value);

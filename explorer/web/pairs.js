@@ -22,6 +22,8 @@ import { Tooltip } from "./tooltip.js";
 import { weight as weightText } from "./numbers.js";
 import { readLink, readParam } from "./url.js";
 import { align, drawCandidates, drawDifference, viewMatrix } from "./pairs-diff.js";
+import { onEnter } from "./keys.js";
+import { Frames, watchSize } from "./view-base.js";
 
 /** This view's store key (store.js registerState) and its part of a link (url.js registerLink):
  * `pair=` keeps sentence B, unless comparing it failed. */
@@ -64,6 +66,7 @@ export class Pairs {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
+    this.frames = new Frames(() => this.render(this.store.get())); // schedule(): drawn once in the next frame
     this.curated = (server.data && server.data.pairs) || [];
     this.wanted = linked; // {a, b}: compare b once a is in the viewer (a curated click, a link)
     linked = null; // a link is followed once
@@ -75,7 +78,7 @@ export class Pairs {
     });
     if (store.get().trace) this.newSentence(store.get()); // the section opened after A arrived
     // a closed section has no width: draw when it opens (and again when the page resizes)
-    new ResizeObserver(() => this.schedule()).observe(this.root);
+    watchSize(this.root, () => this.schedule());
     this.schedule();
   }
 
@@ -140,9 +143,7 @@ export class Pairs {
       this.tip.bind(fig.canvas, (x, y) => { const hit = this.hits.get(k); return hit && hit(x, y); });
     }
     this.button.addEventListener("click", () => this.compare(this.input.value));
-    this.input.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") { ev.preventDefault(); this.compare(this.input.value); }
-    });
+    onEnter(this.input, (text) => this.compare(text));
     this.input.addEventListener("input", () => this.controls(this.store.get()));
     this.el["pairs-curated"].addEventListener("click", (ev) => {
       const b = ev.target.closest && ev.target.closest("button[data-pair]");
@@ -208,8 +209,7 @@ export class Pairs {
 
   // --- drawing --------------------------------------------------------------------------------
   schedule() {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = null; this.render(this.store.get()); });
+    this.frames.schedule();
   }
 
   controls(s) {

@@ -3,6 +3,7 @@
 // Play timer runs while the store says `playing` and advances one step per tick.
 
 import { icon } from "./canvas.js";
+import { onKey } from "./keys.js";
 
 // what uses the keys itself: arrows move in text, menus and sliders; space also presses
 // buttons and links, opens <summary> and ticks checkboxes
@@ -40,7 +41,7 @@ export class Player {
    * arrows on a focused slider move it. In the Space the keys work anywhere on the page;
    * in a notebook only inside the viewer. */
   bindKeys(global) {
-    document.addEventListener("keydown", (ev) => {
+    onKey((ev) => {
       const t = ev.target;
       if (!this.store.get().trace || ev.altKey || ev.ctrlKey || ev.metaKey || ev.defaultPrevented) return;
       if (!global && !this.root.contains(t)) return;

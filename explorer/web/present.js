@@ -4,6 +4,8 @@
 // leaves. The store's `presenting` says whether it is on; where the browser refuses full
 // screen (an iframe, a notebook), the viewer still fills the window.
 
+import { onKey } from "./keys.js";
+
 export class Presenter {
   constructor(store, root, button) {
     this.store = store;
@@ -16,7 +18,7 @@ export class Presenter {
       }
       this.wasFull = !!document.fullscreenElement;
     });
-    document.addEventListener("keydown", (ev) => {
+    onKey((ev) => {
       if (ev.key === "Escape" && this.store.get().presenting) this.store.set({ presenting: false });
     });
   }

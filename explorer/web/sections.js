@@ -12,6 +12,7 @@
 // beside the title explains the words).
 
 import { heading, termsIn } from "./glossary.js";
+import { nextFrame } from "./view-base.js";
 
 const ACCORDION = ".gr-accordion[id]";
 // panel -> [text in its title, glossary key]
@@ -30,7 +31,7 @@ export function followAccordions(store) {
     const label = ev.target.closest && ev.target.closest(".label-wrap");
     const acc = label && label.parentElement && label.parentElement.matches(ACCORDION) ? label.parentElement : null;
     if (!acc) return;
-    requestAnimationFrame(() => {
+    nextFrame(() => {
       const open = store.get().open || [], on = isOpen(acc);
       if (on !== open.includes(acc.id)) store.set({ open: on ? [...open, acc.id] : open.filter((x) => x !== acc.id) });
     });

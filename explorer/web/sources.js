@@ -24,9 +24,11 @@ import { HeatFigure } from "./frame.js";
 import { term } from "./glossary.js";
 import { namesOf, article } from "./names.js";
 import { Tooltip } from "./tooltip.js";
+import { onEnter } from "./keys.js";
 import {
   drawMap, layerChoices, lensStatus, lensTable, matrices, percents, scoreStatus, scoreTable, shareBar, tokenRow,
 } from "./sources-draw.js";
+import { Frames, Requests, nextFrame, watchOpen } from "./view-base.js";
 
 const WHATIF_PANEL = "whatif-panel";
 
@@ -34,21 +36,17 @@ export class Sources {
   constructor(host, store, server) {
     this.store = store;
     this.server = server;
+    this.frames = new Frames(() => this.update()); // schedule(): drawn once in the next frame
     this.open = false;
-    this.results = new Map(); // action -> {status, data | error}, for sentence this.sentenceId
-    this.sentenceId = store.get().sentenceId;
+    this.requests = new Requests(store, server); // the answers of the sentence on screen, by action
     this.typed = false; // the visitor typed in the reference box: a test reference never overwrites it
     this.build(host);
-    server.onValue((a) => this.receive(a));
     store.subscribe((s, changed) => {
       if (changed.has("trace") && s.trace) this.label(namesOf(s.trace));
-      if (changed.has("sentenceId")) this.forget(s);
+      if (changed.has("sentenceId")) this.forget();
       if (["trace", "step", "theme", "sentenceId"].some((k) => changed.has(k))) this.schedule();
     });
-    new ResizeObserver(() => {
-      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
-      if (open !== this.open) { this.open = open; this.schedule(); }
-    }).observe(this.root);
+    watchOpen(this.root, (open) => { this.open = open; this.schedule(); });
     this.schedule();
   }
 
@@ -87,9 +85,7 @@ export class Sources {
     this.tip.bind(this.map.canvas, (x, y) => this.mapHit && this.mapHit(x, y));
     this.layer.addEventListener("change", () => { this.drawn = null; this.schedule(); });
     this.el["src-score-btn"].addEventListener("click", () => this.score());
-    this.refBox.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") { ev.preventDefault(); this.score(); }
-    });
+    onEnter(this.refBox, () => this.score());
     this.refBox.addEventListener("input", () => { this.typed = true; });
   }
 
@@ -105,36 +101,28 @@ export class Sources {
   }
 
   schedule() {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = null; this.update(); });
+    this.frames.schedule();
   }
 
   /** A new sentence (or none): every answer of the old one goes, and its reference. */
-  forget(s) {
-    this.sentenceId = s.sentenceId;
-    this.results = new Map();
+  forget() {
     this.drawn = null;
     this.typed = false;
     this.refBox.value = "";
   }
 
   // --- requests -----------------------------------------------------------------------------
-  /** Queue `action`: it is sent when no other request of this view is on its way (send()). */
+  /** Ask the panel for `action` on the sentence on screen (view-base.js Requests: one at a time). */
   ask(action, extra = {}) {
-    this.results.set(action, { status: "queued", extra });
+    this.requests.ask(action, { action, ...extra }).then((a) => {
+      if (a && action === "contributions" && !a.error) {
+        this.layerMenu(a);
+        if (a.testReference && !this.typed && !this.refBox.value) this.refBox.value = a.testReference;
+      }
+      this.drawn = null;
+      this.schedule();
+    });
     this.schedule();
-  }
-
-  /** The first queued request, when none is on its way: the block's value carries one answer
-   * at a time, and two asked in the same moment were seen to lose one. */
-  send() {
-    const all = [...this.results.entries()];
-    if (all.some(([, r]) => r.status === "pending")) return;
-    const next = all.find(([, r]) => r.status === "queued");
-    if (!next) return;
-    const [action, r] = next;
-    this.results.set(action, { status: "pending" });
-    this.server.ask({ action, sentenceId: this.store.get().sentenceId, key: action, ...r.extra });
   }
 
   score() {
@@ -142,34 +130,21 @@ export class Sources {
     if (!s.trace) return;
     if (!text) {
       const tgt = namesOf(s.trace).tgt;
-      this.results.set("score", { status: "error", error: `Type a reference translation (${tgt}) to score.` });
+      this.requests.set("score", { status: "error", error: `Type a reference translation (${tgt}) to score.` });
       this.refBox.focus();
     } else this.ask("score", { reference: text });
     this.schedule();
   }
 
-  /** The server's answer: {action, sentenceId, key, ...data} or {..., error}. */
-  receive(a) {
-    if (!a || typeof a.action !== "string") return;
-    if (a.sentenceId !== this.store.get().sentenceId) return; // asked for a sentence that has gone
-    this.results.set(a.action, a.error ? { status: "error", error: a.error } : { status: "done", data: a });
-    if (a.action === "contributions" && !a.error) {
-      this.layerMenu(a);
-      if (a.testReference && !this.typed && !this.refBox.value) this.refBox.value = a.testReference;
-    }
-    this.drawn = null;
-    this.schedule();
-  }
-
   /** "What if? with this token": What if? at that step, the reference's tokens up to it forced. */
   whatIf(t) {
-    const r = this.results.get("score"), s = this.store.get();
+    const r = this.requests.get("score"), s = this.store.get();
     if (!r || r.status !== "done" || !s.trace) return;
     const steps = r.data.steps, ids = steps.slice(0, t + 1).map((x) => x.id);
     const open = (s.open || []).filter((x) => x !== WHATIF_PANEL);
     this.store.set({ step: Math.min(t + 1, s.trace.steps), open: [...open, WHATIF_PANEL],
       whatifForce: { step: t + 1, ids, token: steps[t].token } });
-    requestAnimationFrame(() => {
+    nextFrame(() => {
       const panel = document.getElementById(WHATIF_PANEL);
       if (panel) panel.scrollIntoView({ block: "start" });
     });
@@ -183,9 +158,8 @@ export class Sources {
       : "Translate a sentence: this section shows where each word of its translation came from.";
     this.el["src-score-btn"].disabled = !tr;
     if (tr && this.open) {
-      for (const action of ["contributions", "lens"]) if (!this.results.has(action)) this.ask(action);
+      for (const action of ["contributions", "lens"]) if (!this.requests.get(action)) this.ask(action);
     }
-    if (tr) this.send();
     this.box("alti", "contributions", tr, (d) => this.drawAlti(s, d));
     this.box("lens", "lens", tr, (d) => {
       this.el["src-lens-status"].textContent = lensStatus(d);
@@ -201,7 +175,7 @@ export class Sources {
   /** One analysis's box in its state; `draw(data)` draws a done answer. */
   box(id, action, tr, draw, prompt = "Open this section to compute it.") {
     const box = this.el[`src-${id}`], status = this.el[`src-${id}-status`], body = this.el[`src-${id}-body`];
-    const r = this.results.get(action);
+    const r = this.requests.get(action);
     const say = (state, text, error = false) => {
       box.dataset.state = state;
       status.textContent = text;
@@ -213,10 +187,10 @@ export class Sources {
     };
     if (!tr) { say("idle", "Translate a sentence first."); return; }
     if (!r) { say("idle", prompt); return; }
-    if (r.status === "pending" || r.status === "queued") { say("pending", "Computing with the model…"); return; }
+    if (r.status === "pending") { say("pending", "Computing with the model…"); return; }
     if (r.status === "error") { say("error", `⚠️ ${r.error}`, true); return; }
     box.dataset.state = "done";
-    box.dataset.sentence = String(this.sentenceId);
+    box.dataset.sentence = String(this.store.get().sentenceId);
     status.className = "ax-note";
     draw(r.data);
   }

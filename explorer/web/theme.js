@@ -5,6 +5,8 @@
 // `dark` class (on <body>, or on the host of an embedded app), which follows the visitor's
 // `prefers-color-scheme`, the Hub's `?__theme=` and Gradio's own setting.
 
+import { nextFrame } from "./view-base.js";
+
 /** The element whose custom properties are the page's: Gradio's container where there is one
  * (its `dark` class may sit on any ancestor), else the body (a notebook). */
 const host = () => document.querySelector(".gradio-container") || document.body || document.documentElement;
@@ -61,7 +63,7 @@ export function watchTheme(fn) {
   for (const e of carriers) observer.observe(e, { attributes: true, attributeFilter: ["class"] });
   // the class may change before this listener runs: check again once the system setting has changed
   const scheme = window.matchMedia ? window.matchMedia("(prefers-color-scheme: dark)") : null;
-  const later = () => requestAnimationFrame(check);
+  const later = () => nextFrame(check);
   if (scheme) scheme.addEventListener("change", later);
   return () => { observer.disconnect(); if (scheme) scheme.removeEventListener("change", later); };
 }

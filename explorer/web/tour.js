@@ -23,6 +23,8 @@ import { el } from "./canvas.js";
 import { quote, headIndex } from "./attention.js";
 import { words } from "./glossary.js";
 import { tokenTerm } from "./names.js";
+import { nextFrame } from "./view-base.js";
+import { onKey } from "./keys.js";
 
 export const SEEN_KEY = "explorer-tour-seen";
 const word = (tok) => quote(tok.replace(/▁/g, ""));
@@ -183,7 +185,7 @@ export class Tour {
     this.back.addEventListener("click", () => this.go(this.i - 1));
     this.next.addEventListener("click", () => (this.i < STEPS.length - 1 ? this.go(this.i + 1) : this.end()));
     this.skip.addEventListener("click", () => this.end());
-    document.addEventListener("keydown", (ev) => { if (ev.key === "Escape" && !this.bubble.hidden) this.end(); });
+    onKey((ev) => { if (ev.key === "Escape" && !this.bubble.hidden) this.end(); });
     store.subscribe((s, changed) => {
       if (!changed.has("trace")) return;
       this.startBtn.disabled = !s.trace;
@@ -230,8 +232,8 @@ export class Tour {
     if (step.show) this.store.set({ ...step.show(tr, this.store.get()), playing: false });
     this.unmark();
     // a section opened here draws on its toggle event: wait for it (a few frames at most)
-    for (let f = 0; f < 30 && step.ready && !step.ready(this.store.get()); f++) await nextFrame();
-    await nextFrame();
+    for (let f = 0; f < 30 && step.ready && !step.ready(this.store.get()); f++) await frameDone();
+    await frameDone();
     if (asked !== this.asked || this.i !== i || this.store.get().trace !== tr) return; // another step since
     s = this.store.get(); // the text speaks of what is on screen now
     const target = document.querySelector(step.target);
@@ -288,7 +290,7 @@ export class Tour {
       this.store.set({ open: open.filter((name) => !before.opened.has(name)) });
     }
     // once the page has laid itself out without the tour's room and sections
-    requestAnimationFrame(() => window.scrollTo({ top: before.y, behavior: "instant" }));
+    nextFrame(() => window.scrollTo({ top: before.y, behavior: "instant" }));
   }
 }
 
@@ -299,7 +301,7 @@ function room(on) {
   page.style.paddingBottom = on ? "70vh" : "";
 }
 
-const nextFrame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+const frameDone = () => new Promise((resolve) => nextFrame(() => resolve()));
 
 function seen() {
   try { return localStorage.getItem(SEEN_KEY) === "1"; } catch { return true; } // no storage: never nag

@@ -10,6 +10,7 @@ import { drawTopk } from "./charts.js";
 import { el } from "./canvas.js";
 import { Figure } from "./frame.js";
 import { PICTURES } from "./pictures.js";
+import { nextFrame } from "./view-base.js";
 
 const word = (tok) => quote(tok.replace(/▁/g, ""));
 const percent = (w) => `${Math.round(100 * w)}%`;
@@ -130,11 +131,11 @@ export class MainView {
     // hiding the explanation scrolls the page back to where the visitor had it
     if (on && !before) {
       this.scrolledTo = window.scrollY;
-      requestAnimationFrame(() => (narrow ? this.col : this.el).scrollIntoView({ block: "start" }));
+      nextFrame(() => (narrow ? this.col : this.el).scrollIntoView({ block: "start" }));
     } else if (!on && before && this.scrolledTo !== undefined) {
       const top = this.scrolledTo;
       this.scrolledTo = undefined;
-      requestAnimationFrame(() => window.scrollTo({ top, behavior: "instant" }));
+      nextFrame(() => window.scrollTo({ top, behavior: "instant" }));
     }
     return on;
   }
@@ -199,7 +200,7 @@ export class MainView {
   /** On a phone a new sentence brings its picture to the top of the screen, the step control
    * under it (the picture is fitted to that screen, see limit). */
   bringIntoView(s) {
-    if (this.phone(s)) requestAnimationFrame(() => this.col.scrollIntoView({ block: "start" }));
+    if (this.phone(s)) nextFrame(() => this.col.scrollIntoView({ block: "start" }));
   }
 
   /** What the picture's fit to the window depends on. A step leaves it as it is, so stepping

@@ -33,6 +33,7 @@ import { Presenter } from "./present.js";
 import { downloadView } from "./viewer-export.js";
 import { AttnPicker } from "./attn-picker.js";
 import { useNames } from "./glossary.js";
+import { nextFrame, watchSize } from "./view-base.js";
 
 // every control that needs a sentence: enabled with one, disabled without
 const CONTROLS = ".ax-controls button, .ax-controls select, .ax-controls input, .ax-maintools button";
@@ -103,12 +104,11 @@ export class Viewer {
     // under it changes height after it was fitted (the page's blocks settle after the first
     // drawing, a notice or a longer translation arrives, the line over the picture comes or goes)
     let width = 0;
-    const observer = new ResizeObserver(() => {
+    watchSize([this.main.col, document.body, this.root.querySelector(".ax-stepbar")], () => {
       const w = this.main.col.clientWidth, wider = w && Math.abs(w - width) > 2;
       if (wider) width = w;
       if (wider || this.main.shifted(this.store.get())) redraw();
     });
-    for (const e of [this.main.col, document.body, this.root.querySelector(".ax-stepbar")]) observer.observe(e);
   }
 
   isOpen(name) {
@@ -209,7 +209,7 @@ export class Viewer {
     if (changed.has("explain") || changed.has("open") || changed.has("trace")) {
       const before = document.documentElement.classList.contains("ax-explaining");
       // the picture's width changed
-      if (this.main.followExplain(s) !== before) requestAnimationFrame(() => this.render(true));
+      if (this.main.followExplain(s) !== before) nextFrame(() => this.render(true));
     }
   }
 
