@@ -65,6 +65,14 @@ def parse_args(argv=None):
         help="torch CPU threads per process, 0 = torch's default (env APP_TORCH_THREADS)",
     )
     p.add_argument(
+        "--lens-on-demand",
+        choices=("auto", "always", "never"),
+        default=os.environ.get("APP_LENS_ON_DEMAND", "auto"),
+        help="when the logit lens is computed (env APP_LENS_ON_DEMAND): auto, with every Translate for a "
+        "target vocabulary of at most 50,000 tokens and only when its section opens for a larger one "
+        "(NLLB-200's 256k); always only when it opens (a faster Translate); never, with every Translate",
+    )
+    p.add_argument(
         "--class-db",
         default=None,
         metavar="PATH",
@@ -122,6 +130,8 @@ def main(argv=None) -> int:
         tr = load_translator_or_exit(name)
         where = str(tr.directory)
         log.info("loaded checkpoint %s", where if where == str(name) else f"{name} ({where})")
+        if args.lens_on_demand != "auto":
+            tr.lens_in_trace = args.lens_on_demand == "never"
         translators.append(tr)
     if args.torch_threads:
         import torch

@@ -241,8 +241,8 @@ def measure(translator, lesson: dict, fact: dict):
         if kind == "reads":
             return src[strongest_key(row)]
         return round(float(row[src.index(fact["token"])]), fact["digits"])
-    if kind == "lens":
-        return lens_first(trace, step)
+    if kind == "lens":  # a large vocabulary's trace has its lens computed now
+        return lens_first(translator.logit_lens(trace), step)
     if kind == "knockout":
         heads = [
             {"kind": "cross", "layer": int(a) - 1, "head": int(b) - 1}

@@ -22,7 +22,9 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
 - ``pe``: A (P, d_model): the model's positional-encoding buffer, first P positions
   (P = the longer of source and target, at least 16, at most max_positions).
 - optional (present when the trace has them): ``logit_lens`` ``{"ids": A (T,L,5),
-  "probs": A (T,L,5)}``, ``encoder_rollout`` A (S,S), ``rollout`` A (T,S), ``head_stats`` (JSON).
+  "probs": A (T,L,5)}``, ``encoder_rollout`` A (S,S), ``rollout`` A (T,S), ``head_stats`` (JSON);
+  ``logit_lens_left_out: true`` in place of ``logit_lens`` when a large vocabulary's trace was made
+  without it (``explorer/panels/lens.py`` gives it on demand, in this encoding).
 - optional ``focus``: the cross-attention head a new sentence opens on (:func:`focus_head`),
   ``{"kind": "cross", "layer", "head" (1-based), "entropy", "sink", "source": "test" | "sentence",
   "n_sentences"}``: chosen from the checkpoint's test-set diagnostics when the caller passes them
@@ -156,6 +158,8 @@ def encode_trace(trace, origin: str = "translate", test_stats: dict | None = Non
     }
     if has_logit_lens(trace):
         out["logit_lens"] = {"ids": encode_ids(trace.logit_lens_ids), "probs": encode_f32(trace.logit_lens_probs)}
+    elif getattr(trace, "logit_lens_left_out", False):
+        out["logit_lens_left_out"] = True  # the page asks for it when its section opens (panels/lens.py)
     for name in ("encoder_rollout", "rollout"):
         value = getattr(trace, name, None)
         if value is not None:

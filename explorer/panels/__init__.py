@@ -11,6 +11,7 @@ from .attribution import AttributionPanel
 from .beam import BeamPanel
 from .epochs import EpochPanel
 from .glance import GlancePanel
+from .lens import LensPanel
 from .pairs import PairsPanel
 from .sources import SourcesPanel
 from .whatif import WhatIfPanel
@@ -25,6 +26,7 @@ PANELS = (
     EpochPanel,
     PairsPanel,
     GlancePanel,
+    LensPanel,  # hidden: the logit lens of a large vocabulary, when its section opens
 )
 
 __all__ = [
@@ -38,4 +40,5 @@ __all__ = [
     "EpochPanel",
     "PairsPanel",
     "GlancePanel",
+    "LensPanel",
 ]

@@ -318,7 +318,8 @@ export class Classroom {
 
   onStore(s, changed) {
     const c = s.classroom;
-    if (changed.has("classroom") || changed.has("trace") || changed.has("step")) this.render();
+    // (`lens`: a large vocabulary's lens, which a layer question's answer reads, has arrived: lens.js)
+    if (["classroom", "trace", "step", "lens"].some((k) => changed.has(k))) this.render();
     if (!c || c.role !== "teacher" || !VIEW_KEYS.some((k) => changed.has(k))) return;
     clearTimeout(this.showTimer);
     this.showTimer = setTimeout(() => this.lead(), SHOW_DELAY_MS);

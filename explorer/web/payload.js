@@ -124,10 +124,19 @@ export class Trace {
     this.encoderRollout = p.encoder_rollout ? decodeArray(p.encoder_rollout) : null; // (S, S)
     this.lensTokens = p.logit_lens ? tokenNames(p.logit_lens.ids, p.vocab) : null; // [step][layer][rank]
     this.lensProbs = p.logit_lens ? decodeArray(p.logit_lens.probs) : null; // (T, L_dec, 5)
+    // a large vocabulary's trace comes without its lens: lens.js asks for it when it is wanted
+    this.lensLeftOut = !p.logit_lens && !!p.logit_lens_left_out;
     this.headStats = p.head_stats || null; // the readings of this sentence, heads named by habit (explorer/payload.py)
     this.focus = p.focus || null; // the cross-attention head a new sentence opens on (explorer/payload.py focus_head)
     // what the labels call this trace's languages and special tokens (names.js)
     this.names = p.names ? readNames(p.names) : OURS;
+  }
+
+  /** The lens asked for afterwards ({logit_lens, vocab}, explorer/panels/lens.py), in place. */
+  addLens(a) {
+    this.lensTokens = tokenNames(a.logit_lens.ids, a.vocab);
+    this.lensProbs = decodeArray(a.logit_lens.probs);
+    this.lensLeftOut = false;
   }
 
   /** Logit lens at step index t: one entry per decoder layer, each the top-5 {token, prob}. */

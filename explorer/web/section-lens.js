@@ -24,11 +24,22 @@ export class LensSection {
     this.note.textContent = "";
   }
 
-  /** The lens at step index t (0-based). */
-  draw(tr, t) {
+  /** The lens at step index t (0-based); `asked`: the store's `lens` (lens.js), for a trace that
+   * came without its lens. */
+  draw(tr, t, asked = null) {
     const lens = tr.lens(t);
-    this.box.hidden = !lens;
-    if (!lens) return;
+    this.box.hidden = !lens && !tr.lensLeftOut;
+    if (!lens) {
+      this.clear();
+      // asked: by the page (lens.js); not asked: a notebook's viewer, which has no server
+      this.note.textContent = !asked
+        ? "This trace came without its logit lens (the model's vocabulary is large): in Python, "
+          + "Translator.logit_lens(trace) adds it."
+        : asked.status === "error" ? asked.error
+          : "Computing the logit lens with the model… (its vocabulary is large, so the lens is "
+            + "computed only when this section opens)";
+      return;
+    }
     const emitted = tr.tgt[t + 1];
     const [caption, thead, tbody] = this.table.children;
     caption.textContent = `Logit lens at step ${t + 1}: top-5 of each decoder layer`;

@@ -160,6 +160,7 @@ export class Store {
         srcText: tr.srcText, translation: tr.translation, src: tr.src, tgt: tr.tgt, steps: tr.steps, heads: tr.heads,
         layers: { encoder: tr.layers("encoder"), decoder: tr.layers("decoder"), cross: tr.layers("cross") },
         origin: tr.origin, forcedPrefix: tr.forcedPrefix, headStats: tr.headStats, names: tr.names,
+        lensLeftOut: tr.lensLeftOut,
       },
       forcedPrefix: tr ? tr.forcedPrefix : [],
     }, (key, value) => (value instanceof Map ? { keys: [...value.keys()] } : value))); // a view's Map: its keys

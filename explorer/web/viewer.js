@@ -37,9 +37,10 @@ import { nextFrame, watchSize } from "./view-base.js";
 
 // every control that needs a sentence: enabled with one, disabled without
 const CONTROLS = ".ax-controls button, .ax-controls select, .ax-controls input, .ax-maintools button";
-// (`moved` and `norms` are moved.js's: the main map draws what moved the output when asked)
+// (`moved` and `norms` are moved.js's: the main map draws what moved the output when asked;
+// `lens` is lens.js's: a large vocabulary's lens arrives after its trace)
 const STEP_KEYS = ["step", "view", "layer", "head", "hide", "selection", "selecting", "selectable", "picture",
-  "presenting", "theme", "moved", "norms"];
+  "presenting", "theme", "moved", "norms", "lens"];
 
 export class Viewer {
   constructor(host, store, server = null) {
@@ -286,7 +287,7 @@ export class Viewer {
     this.el["present-sentence"].textContent = `${tr.srcText}  →  ${tr.translation}`;
     this.main.draw(s, tr);
     // the closed sections are drawn when they open (bindSections)
-    if (this.isOpen("lens")) this.lens.draw(tr, t);
+    if (this.isOpen("lens")) this.lens.draw(tr, t, s.lens);
     if (this.isOpen("views")) this.views.draw(s, tr, layout(tr, s));
     if (full && this.isOpen("pe")) this.pe.draw(s, tr);
   }

@@ -24,11 +24,13 @@ import * as models from "./models.js"; // no panel: the switch is links between 
 import * as lessons from "./lessons.js";
 // a class: a teacher's questions on the step on screen, the students' answers (explorer/class_api.py)
 import * as classroom from "./classroom.js";
+// no drawing: the logit lens of a large vocabulary, asked for when it is wanted (explorer/panels/lens.py)
+import * as lens from "./lens.js";
 import { registerState } from "./store.js";
 import { registerLink } from "./url.js";
 
 export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, sources, glance,
-  moved, tour, models, lessons, classroom };
+  moved, tour, models, lessons, classroom, lens };
 
 for (const [name, view] of Object.entries(VIEWS)) {
   if (view.STATE) registerState(name, view.STATE);
