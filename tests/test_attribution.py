@@ -24,6 +24,7 @@ from transformer.interpret.attribution import (
     record,
     step_inputs,
 )
+from transformer.core import stepping
 from transformer.core.config import TransformerConfig
 from transformer.core.model import build_model
 from transformer.core.translator import Translator
@@ -136,10 +137,13 @@ def test_dla_figure_shows_the_terms(translator):
 
 
 # ----------------------------------------------------------------------------- activation patching
-def hooked_patch(translator, a, b, kind: str, layer: int, head: int | None, positions: str) -> float:
-    """A's logit difference with one component's output replaced by B's at every decoder
-    position (``"prefix"``) or at the step's alone (``"step"``), patched with PyTorch hooks
-    on full teacher-forced passes (independent of HeadProbe/LayerProbe and of the cache)."""
+def hooked_patch(
+    translator, a, b, kind: str, layer: int, head: int | None, positions: str, tokens: tuple[int, int] | None = None
+) -> float:
+    """A's logit difference (of what A and B emit, or of ``tokens``) with one component's output
+    replaced by B's at every decoder position (``"prefix"``) or at the step's alone
+    (``"step"``), patched with PyTorch hooks on full teacher-forced passes (independent of
+    HeadProbe/LayerProbe and of the cache)."""
     model = translator.model
     dec_layer = model.decoder_layers[layer]
     module = {"decoder_self": dec_layer.self_attn.o_proj, "cross": dec_layer.cross_attn.o_proj, "ffn": dec_layer.ffn}[
@@ -168,7 +172,8 @@ def hooked_patch(translator, a, b, kind: str, layer: int, head: int | None, posi
 
     run(b, keep_b)
     logits = run(a, put_b)
-    return float(logits[a.token] - logits[b.token])
+    first, second = (a.token, b.token) if tokens is None else tokens
+    return float(logits[first] - logits[second])
 
 
 @pytest.mark.parametrize("positions", ["prefix", "step"])
@@ -218,14 +223,65 @@ def test_patching_sources_of_different_lengths(translator):
 
 
 def test_patching_refuses_equal_tokens_and_bad_input(translator):
-    with pytest.raises(ValueError, match="both emit"):
-        activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[9, 6])
+    with pytest.raises(ValueError, match="name '.*' twice"):
+        activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[8, 6], tokens_ab=[9, 9])
     with pytest.raises(ValueError, match="positions"):
         activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[8, 6], positions="all")
     with pytest.raises(ValueError, match="step must be 0..1"):
         activation_patching(translator, TEXT, OTHER, 2, target_a=[9, 5], target_b=[8, 6, 7])
     with pytest.raises(ValueError, match="pair"):
         activation_patching(translator, TEXT, OTHER, 0, target_a=[9, 5], target_b=[8, 6], tokens_ab=[9])
+
+
+# A and B write the same word at step 2 (token 7) after different prefixes
+SAME_A, SAME_B = [9, 5, 7, 11], [10, 6, 7, 12]
+
+
+def test_the_same_word_in_a_and_b_is_patched_against_as_runner_up(translator):
+    """Where A and B emit the same token, the metric is A's lead of it over its runner-up (the
+    highest other allowed logit of A's ordinary forward pass); a fraction is the share of that
+    lead a component's output from B takes away, so everything patched gives B's lead, and
+    each row equals the same patch made with hooks."""
+    res = activation_patching(translator, TEXT, OTHER, 2, target_a=SAME_A, target_b=SAME_B)
+    la, lb = teacher_forced_logits(translator, TEXT, SAME_A)[2], teacher_forced_logits(translator, OTHER, SAME_B)[2]
+    runner = int(stepping.pick(translator.cfg, la.index_fill(0, torch.tensor([7]), float("-inf"))))
+    assert (res.metric, res.token_a_id, res.token_b_id) == ("runner-up", 7, runner)
+    assert res.diff_a == pytest.approx(float(la[7] - la[runner]), abs=1e-4)
+    assert res.diff_b == pytest.approx(float(lb[7] - lb[runner]), abs=1e-4)
+    assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
+    assert res.fraction("all") == pytest.approx((res.diff_a - res.diff_b) / res.diff_a, abs=1e-3)
+    a, b = step_inputs(translator, TEXT, 2, SAME_A), step_inputs(translator, OTHER, 2, SAME_B)
+    for kind, layer, head in (("cross", 0, 1), ("decoder_self", 1, 0), ("ffn", 0, None)):
+        by_hand = hooked_patch(translator, a, b, kind, layer, head, "prefix", tokens=(7, runner))
+        got = res.patched[kind][layer] if head is None else res.patched[kind][layer, head]
+        assert got == pytest.approx(by_hand, abs=1e-4), (kind, layer, head)
+        share = res.fraction(kind)[layer] if head is None else res.fraction(kind)[layer, head]
+        assert share == pytest.approx((res.diff_a - by_hand) / res.diff_a, abs=1e-4)
+    d = json.loads(json.dumps(res.to_dict()))
+    assert (d["metric"], d["runner_up_id"], d["reference"]) == ("runner-up", runner, 0.0)
+    assert d["runner_up"] == d["token_b"] == translator.tgt_tok.id_to_token(runner)
+    assert f"A and B both write “{d['token_a']}” at step 3" in d["summary"]
+    assert f"over its runner-up “{d['runner_up']}”" in d["summary"] or "trails A's top token" in d["summary"]
+    fig = res.figure()
+    assert "both write" in fig.layout.title.text and fig.layout.meta["metric"] == "runner-up"
+
+
+@pytest.mark.parametrize("positions", ["prefix", "step"])
+def test_b_equal_to_a_moves_nothing(translator, positions):
+    """B = A: every component's output from B is A's own, so no patch moves A's lead."""
+    res = activation_patching(translator, TEXT, TEXT, 2, target_a=SAME_A, target_b=SAME_A, positions=positions)
+    assert res.metric == "runner-up" and res.diff_b == pytest.approx(res.diff_a, abs=1e-6)
+    for name in ("embedding", "decoder_self", "cross", "ffn", "all"):
+        np.testing.assert_allclose(res.fraction(name), 0.0, atol=1e-4)
+    greedy = activation_patching(translator, TEXT, TEXT, 0)  # the two greedy translations, as the app asks
+    assert greedy.metric == "runner-up" and greedy.fraction("all") == pytest.approx(0.0, abs=1e-4)
+
+
+def test_the_difference_metric_is_kept_where_a_and_b_differ(translator):
+    res = activation_patching(translator, TEXT, OTHER, 2, target_a=[9, 5, 7, 11], target_b=[10, 6, 8, 12])
+    d = res.to_dict()
+    assert (d["metric"], d["runner_up"], d["reference"]) == ("difference", None, d["diff_b"])
+    assert "each component moves when it takes B's output" in d["summary"]
 
 
 def test_patching_two_word_orders_on_the_shipped_model(shipped):
@@ -243,3 +299,12 @@ def test_patching_two_word_orders_on_the_shipped_model(shipped):
     fig = res.figure()
     np.testing.assert_allclose(np.array(fig.data[1].z), res.fraction("cross"))
     assert fig.layout.meta["view"] == "patching"
+    assert d["metric"] == "difference"
+
+
+def test_the_same_word_on_the_shipped_model(shipped):
+    """Both sentences start "Tom ha dato": at step 3 the maps are about A's lead of "dato"."""
+    res = activation_patching(shipped, TOM, NICE, 2)
+    assert (res.metric, res.token_a) == ("runner-up", "▁dato") and res.diff_a > 0
+    assert res.patched["all"] == pytest.approx(res.diff_b, abs=1e-3)
+    assert res.summary().startswith("A and B both write “▁dato” at step 3: the maps show how much")

@@ -94,9 +94,27 @@ def test_patching_is_the_librarys_for_the_1_based_step(panel, translator, pair):
     other, step = pair
     got = panel.patching(TEXT, other, step)
     want = activation_patching(translator, TEXT, other, step - 1).to_dict()
-    assert got == want and got["step"] == step - 1
+    assert got == want and got["step"] == step - 1 and got["metric"] == "difference"
     assert abs(got["fraction"]["all"] - 1.0) < 1e-3  # every component patched gives B's difference
     json.dumps(got)
+
+
+def test_patching_where_a_and_b_write_the_same_word_is_against_the_runner_up(panel, translator, greedy):
+    """No refusal where both translations emit the same token: the answer says the maps are
+    about A's lead of that token over its runner-up (here B = A, so nothing moves it)."""
+    got = panel.patching(TEXT, TEXT, 1)
+    assert got == activation_patching(translator, TEXT, TEXT, 0).to_dict()
+    word = translator.tgt_tok.id_to_token(greedy[0])
+    assert (got["metric"], got["token_a"], got["runner_up"]) == ("runner-up", word, got["token_b"])
+    assert got["runner_up_id"] != greedy[0] and got["reference"] == 0.0
+    assert got["summary"].startswith(
+        f"A and B both write “{word}” at step 1: the maps show how much each head's and FFN's output from B moves "
+    )
+    assert "runner-up" in got["summary"] or "top token" in got["summary"]
+    assert np.abs(np.array(got["fraction"]["cross"])).max() < 1e-3 and abs(got["fraction"]["all"]) < 1e-3
+    trace = translator.trace(TEXT)
+    page = ask(panel, trace, action="patching", sentenceId=3, key="p", step=1, textB=TEXT)
+    assert "error" not in page and page["metric"] == "runner-up" and page["summary"] == got["summary"]
 
 
 def test_saliency_is_the_librarys_for_the_1_based_step(panel, translator):
@@ -120,7 +138,6 @@ def test_saliency_is_the_librarys_for_the_1_based_step(panel, translator):
         (lambda p: p.attribution(TEXT, 1, "no-such-token-xyz"), "versus must be '', 'runner-up' or a candidate token"),
         (lambda p: p.attribution(TEXT, 1, 5), "versus must be"),
         (lambda p: p.patching(TEXT, "", 1), "Type a second sentence (B)"),
-        (lambda p: p.patching(TEXT, TEXT, 1), "both emit"),
         (lambda p: p.patching(TEXT, TEXT, 999), "There is no step 999 here"),
         (lambda p: p.saliency(TEXT, 1, 0), f"n_steps must be a whole number from 1 to {MAX_N_STEPS}, got 0"),
         (lambda p: p.saliency(TEXT, 1, MAX_N_STEPS + 1), "n_steps must be a whole number"),

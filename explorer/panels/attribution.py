@@ -17,8 +17,12 @@ and each runs on the greedy translation of its text(s):
     or with a candidate token (its text, e.g. ``"un"``). ``LogitAttribution.to_dict()``
     (layers, heads and its ``step`` 0-based) plus ``"text"``.
 ``/patching``: ``(text_a: str, text_b: str, step: int) -> dict``
-    :func:`~transformer.interpret.attribution.activation_patching` of A with B at ``step``, where
-    the two translations emit different tokens. ``PatchingResult.to_dict()``.
+    :func:`~transformer.interpret.attribution.activation_patching` of A with B at ``step``.
+    Where the two translations emit different tokens (``"metric": "difference"``), the
+    fraction of logit(A's token) - logit(B's token) each component moves; where they emit the
+    same token (``"metric": "runner-up"``), the share of A's lead of that token over its
+    runner-up (``"runner_up"``) each component's output from B takes away. ``"summary"`` says
+    which in one sentence. ``PatchingResult.to_dict()``.
 ``/saliency``: ``(text: str, step: int, n_steps: int = 16) -> dict``
     :func:`~transformer.interpret.saliency.saliency`: input x gradient and integrated gradients with
     ``n_steps`` trapezoid panels (1..:data:`MAX_N_STEPS`). ``Saliency.to_dict()`` plus ``"text"``.
@@ -87,9 +91,6 @@ class AttributionPanel(Panel):
         except ValueError:
             raise ValueError(f"n_steps must be a whole number from 1 to {MAX_N_STEPS}, got {n_steps!r}") from None
 
-    def _token_name(self, tid: int) -> str:
-        return self.app.tr.tgt_tok.id_to_token(int(tid))
-
     # --- the analyses (0-based library calls from 1-based requests) ------------------------------
     def attribution_data(self, text, step, versus="", target=None, langs: dict | None = None) -> dict:
         """DLA of the token emitted at ``step`` (1-based) of ``target`` (greedy when None);
@@ -106,7 +107,7 @@ class AttributionPanel(Panel):
 
     def patching_data(self, text_a, text_b, step, target_a=None, langs: dict | None = None) -> dict:
         """Patching of A (``target_a``, greedy when None) with B (greedy, in A's languages) at
-        ``step`` (1-based)."""
+        ``step`` (1-based); the same word in both is patched against A's runner-up."""
         langs = langs or {}
         a = self._text(text_a, "text_a")
         if not isinstance(text_b, str) or not text_b.strip():
@@ -117,11 +118,7 @@ class AttributionPanel(Panel):
         else:
             target_b = greedy_targets(self.app.tr, [b], **langs)[0]
         t = count(step, "step", min(len(target_a), len(target_b))) - 1
-        if target_a[t] == target_b[t]:
-            raise ValueError(
-                f"A and B both emit {self._token_name(target_a[t])!r} at step {t + 1}: patching needs a "
-                "step where their words differ"
-            )
+        # where both emit the same token, the library measures A's lead over its runner-up
         res = activation_patching(self.app.tr, a, b, t, target_a=target_a, target_b=target_b, **langs)
         return res.to_dict()
 

@@ -10,6 +10,7 @@
 import { KIND_NAMES, headLabel, quote } from "./attention.js";
 import { el, css, diverging, inkOn, usePalette } from "./canvas.js";
 import { share, signed } from "./numbers.js";
+import { pressable } from "./keys.js";
 
 const GRIDS = [["decoder_self", "self"], ["cross", "cross"]]; // kind, id part
 
@@ -44,9 +45,7 @@ function grid(id, title, values, hi, cell) {
       "data-value": v, "data-kind": c.kind, "data-layer": l + 1, "data-head": h + 1 });
     paint(td, v, hi);
     td.addEventListener("click", c.click);
-    td.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); c.click(); }
-    });
+    pressable(td, () => c.click());
     return td;
   })]));
   return el("table", { id, className: "at-grid" },
@@ -105,21 +104,38 @@ export function dlaBody(d, open) {
 }
 
 // --- activation patching ----------------------------------------------------------------------
+/** What a patching answer measures: the A-versus-B difference, or (where A and B write the same
+ * word, metric "runner-up") A's lead of that word over its runner-up, as the share taken away. */
+const byRunnerUp = (d) => d.metric === "runner-up";
+const leadWord = (d) => (d.diff_a > 0 ? "lead" : "gap");
+
 export function patchStatus(d) {
-  const f = d.fraction;
-  return `Step ${d.step + 1}: A emits ${quote(d.token_a)}, B emits ${quote(d.token_b)}. `
-    + `logit ${quote(d.token_a)} − logit ${quote(d.token_b)} is ${plain(d.diff_a)} in A and ${plain(d.diff_b)} in B. `
+  const f = d.fraction, a = quote(d.token_a), b = quote(d.token_b);
+  const end = `the embedding ${byRunnerUp(d) ? "takes" : "moves"} ${plain(f.embedding)}, `
+    + `everything together ${plain(f.all)}. Click a head to see its attention in A and B.`;
+  if (byRunnerUp(d)) {
+    const lead = leadWord(d);
+    const what = lead === "lead" ? `A's lead of ${a} over its runner-up ${b}`
+      : `how far ${a} trails A's top token ${b}`;
+    return `Step ${d.step + 1}: A and B both write ${a} here; the maps show how much each head's and FFN's output `
+      + `from B moves ${what} (${plain(d.diff_a)} nats in A, ${plain(d.diff_b)} in B). `
+      + `Each cell is the share of that ${lead} the component takes away when it takes B's output `
+      + `(0 none, 1 all of it: a tie; below 0 a wider ${lead}): ${end}`;
+  }
+  return `Step ${d.step + 1}: A emits ${a}, B emits ${b}. `
+    + `logit ${a} − logit ${b} is ${plain(d.diff_a)} in A and ${plain(d.diff_b)} in B. `
     + "Each cell is the fraction of that difference moved when the component takes B's output "
-    + "(0 nothing, 1 all the way to B): the embedding "
-    + `moves ${plain(f.embedding)}, everything together ${plain(f.all)}. Click a head to see its attention in A and B.`;
+    + `(0 nothing, 1 all the way to B): ${end}`;
 }
 
 /** The two heads maps and the FFN column, on one scale; `pick({kind, layer, head})` on a head cell's click. */
 export function patchMaps(d, pick) {
   const f = d.fraction;
+  const moves = byRunnerUp(d) ? (v) => `takes away ${plain(v)} of A's ${leadWord(d)}`
+    : (v) => `moves ${plain(v)} of the difference`;
   const hi = Math.max(1, maxAbs([f.decoder_self, f.cross, f.ffn]));
   const grids = GRIDS.map(([kind, part]) => grid(`attr-patch-${part}`, KIND_NAMES[kind], f[kind], hi, (l, h, v) => ({
-    title: `${headLabel({ kind, layer: l + 1, head: h + 1 })}: moves ${plain(v)} of the difference`,
+    title: `${headLabel({ kind, layer: l + 1, head: h + 1 })}: ${moves(v)}`,
     text: plain(v), kind,
     click: () => pick({ kind, layer: l + 1, head: h + 1 }),
   })));
@@ -127,7 +143,7 @@ export function patchMaps(d, pick) {
     el("thead", {}, [el("tr", {}, [el("th", { text: "layer" }), el("th", { text: "FFN" })])]),
     el("tbody", {}, f.ffn.map((v, l) => {
       const td = el("td", { id: `attr-patch-ffn-${l + 1}`, "data-value": v,
-        title: `FFN of layer ${l + 1}: moves ${plain(v)}`, text: plain(v) });
+        title: `FFN of layer ${l + 1}: ${moves(v)}`, text: plain(v) });
       paint(td, v, hi);
       return el("tr", {}, [el("th", { scope: "row", text: String(l + 1) }), td]);
     }))]);

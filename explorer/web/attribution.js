@@ -7,8 +7,9 @@
 //     that head in the viewer (store.openHead, as the analysis maps do).
 //   Activation patching: sentence A (the viewer's) with one component's output taken from B
 //     (the minimal pairs' B when there is one, else typed here); layers x heads maps of the
-//     fraction of the A-versus-B difference each moves. A cell shows that head's attention
-//     row at the step in A and in B.
+//     fraction of the A-versus-B difference each moves; at a step where A and B write the same
+//     word, the share of A's lead of that word over its runner-up each takes away (the answer's
+//     metric "runner-up"). A cell shows that head's attention row at the step in A and in B.
 //   Gradient attribution: input x gradient and integrated gradients per source token (and
 //     per decoder input) beside the step's attention row, with Spearman's rho.
 //
@@ -24,12 +25,21 @@ import { share } from "./numbers.js";
 import {
   dlaBody, dlaStatus, patchMaps, patchRows, patchStatus, saliencyBody, saliencyStatus,
 } from "./attribution-draw.js";
+import { onEnter } from "./keys.js";
+import { Frames, Requests, watchOpen } from "./view-base.js";
 
 export { nats, plain } from "./attribution-draw.js";
 
 const WAIT_MS = 200; // settings must rest this long before a followed analysis is asked again
 const N_STEPS = [8, 16, 32, 64];
-const ACTIONS = ["attribution", "patching", "saliency"];
+
+/** A short stand-in for sentence B in a request's key (the panel echoes keys of at most 300
+ * characters): FNV-1a of the text, with its length. */
+function textKey(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return `${text.length}.${h.toString(36)}`;
+}
 
 /** The attention row each analysis of saliency compares with: the viewer's own head when it
  * shows one of the decoder's attentions, else the last layer's mean (the panel's default). */
@@ -44,23 +54,19 @@ export class Attribution {
     this.store = store;
     this.server = server;
     this.open = false;
-    this.results = new Map(); // key -> {status, data | error}, for sentence this.sentenceId
-    this.sentenceId = store.get().sentenceId;
+    this.frames = new Frames(() => this.update()); // schedule(): drawn once in the next frame
+    this.requests = new Requests(store, server); // answers by key, for the sentence on screen
     this.follow = new Set(); // the analyses asked for on this sentence: they follow the step
     this.picked = null; // the patching cell clicked: {kind, layer, head} 1-based
     this.timers = {};
     this.sigs = new Map(); // action -> what its drawing depends on besides its answer
     this.build(host);
-    server.onValue((a) => this.receive(a));
     store.subscribe((s, changed) => {
-      if (changed.has("sentenceId")) this.forget(s);
+      if (changed.has("sentenceId")) this.forget();
       if (changed.has("pair")) this.pairChanged(s);
       this.schedule();
     });
-    new ResizeObserver(() => {
-      const open = this.root.getClientRects().length > 0 && this.root.offsetWidth > 0;
-      if (open !== this.open) { this.open = open; this.schedule(); }
-    }).observe(this.root);
+    watchOpen(this.root, (open) => { this.open = open; this.schedule(); });
     this.pairChanged(store.get());
     this.schedule();
   }
@@ -94,7 +100,8 @@ export class Attribution {
         el("label", { className: "ax-field" }, [el("span", { text: "split" }), this.versus])]),
       section("patch", "Activation patching: the viewer's sentence (A) against B",
         "Run A with one component's output taken from B, one component at a time: "
-        + "how much of the A-versus-B difference between their two words does each move?",
+        + "how much of the A-versus-B difference between their two words does each move? "
+        + "Where both write the same word: how much of A's lead over its runner-up does each take away?",
       [el("label", { className: "ax-field at-field" }, [el("span", { text: "Sentence B" }), this.inputB]),
         button("attr-patch-btn", "Patch A with B"), this.msgB]),
       section("sal", "Gradient attribution beside attention",
@@ -109,22 +116,17 @@ export class Attribution {
     this.el["attr-go"].addEventListener("click", () => this.press("attribution"));
     this.el["attr-patch-btn"].addEventListener("click", () => this.press("patching"));
     this.el["attr-sal-btn"].addEventListener("click", () => this.press("saliency"));
-    this.inputB.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") { ev.preventDefault(); this.press("patching"); }
-    });
+    onEnter(this.inputB, () => this.press("patching"));
     for (const c of [this.versus, this.nSteps]) c.addEventListener("change", () => this.schedule());
     this.inputB.addEventListener("input", () => { this.autoB = false; this.sayB(""); this.schedule(); });
   }
 
   schedule() {
-    if (this.frame) return;
-    this.frame = requestAnimationFrame(() => { this.frame = null; this.update(); });
+    this.frames.schedule();
   }
 
   /** A new sentence (or none): every answer of the old one goes. */
-  forget(s) {
-    this.sentenceId = s.sentenceId;
-    this.results = new Map();
+  forget() {
     this.follow = new Set();
     this.picked = null;
     for (const t of Object.values(this.timers)) clearTimeout(t);
@@ -153,7 +155,7 @@ export class Attribution {
     if (action === "patching") {
       const textB = this.inputB.value.trim();
       if (!textB) return { why: "Type a sentence B (or compare one in “Minimal pairs”), then press “Patch A with B”." };
-      return { key: `patching:${step}:${textB}`, request: { step, textB } };
+      return { key: `patching:${step}:${textKey(textB)}`, request: { step, textB } };
     }
     const a = attentionOf(s), n = Number(this.nSteps.value);
     return { key: `saliency:${step}:${n}:${a.layer}:${a.head}`, request: { step, nSteps: n, ...a } };
@@ -167,8 +169,8 @@ export class Attribution {
     }
     if (w.why) { this.schedule(); return; }
     this.follow.add(action);
-    const r = this.results.get(w.key);
-    if (!r || r.status === "error") this.ask(s, action, w);
+    const r = this.requests.get(w.key);
+    if (!r || r.status === "error") this.ask(action, w);
     this.schedule();
   }
 
@@ -185,9 +187,10 @@ export class Attribution {
     }
   }
 
-  ask(s, action, w) {
-    this.results.set(w.key, { status: "pending" });
-    this.server.ask({ action, sentenceId: s.sentenceId, key: w.key, ...w.request });
+  /** Ask for `action` (view-base.js Requests: one request on its way; each analysis keeps at most
+   * one waiting, its latest step). */
+  ask(action, w) {
+    this.requests.ask(w.key, { action, ...w.request }, action).then(() => this.schedule());
   }
 
   /** A followed analysis is asked for a new step once the settings rest (never during Play). */
@@ -195,18 +198,10 @@ export class Attribution {
     clearTimeout(this.timers[action]);
     this.timers[action] = setTimeout(() => {
       const s = this.store.get(), w = this.want(s, action);
-      if (!this.open || s.playing || w.key !== key || this.results.has(key)) return;
-      this.ask(s, action, w);
+      if (!this.open || s.playing || w.key !== key || this.requests.get(key)) return;
+      this.ask(action, w);
       this.schedule();
     }, WAIT_MS);
-  }
-
-  /** The server's answer: {action, sentenceId, key, ...data} or {..., error}. */
-  receive(a) {
-    if (!a || typeof a.key !== "string" || !ACTIONS.includes(a.action)) return;
-    if (a.sentenceId !== this.store.get().sentenceId) return; // asked for a sentence that has gone
-    this.results.set(a.key, a.error ? { status: "error", error: a.error } : { status: "done", data: a });
-    this.schedule();
   }
 
   // --- following the store --------------------------------------------------------------------
@@ -226,7 +221,7 @@ export class Attribution {
   /** One analysis's box in its state; `draw(data)` draws a new answer. */
   section(s, action, id, prompt, draw) {
     const box = this.el[`attr-${id}`], status = this.el[`attr-${id}-status`], body = this.el[`attr-${id}-body`];
-    const w = this.want(s, action), r = w.why ? null : this.results.get(w.key);
+    const w = this.want(s, action), r = w.why ? null : this.requests.get(w.key);
     const say = (state, text, error = false) => {
       box.dataset.state = state;
       status.textContent = text;

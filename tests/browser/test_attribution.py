@@ -46,6 +46,22 @@ def open_view(page):
     page.wait_for_selector("#attribution .at-root")
 
 
+def text_key(text: str) -> str:
+    """attribution.js textKey: FNV-1a of the text's UTF-16 code units, with their count, base 36."""
+    units = text.encode("utf-16-le")
+    codes = [int.from_bytes(units[i : i + 2], "little") for i in range(0, len(units), 2)]
+    h = 0x811C9DC5
+    for c in codes:
+        h = ((h ^ c) * 0x01000193) & 0xFFFFFFFF
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        h, r = divmod(h, 36)
+        out = digits[r] + out
+        if not h:
+            return f"{len(codes)}.{out}"
+
+
 def done(page, section: str, key: str):
     page.wait_for_selector(f"#attr-{section}[data-state='done'][data-key='{key}']", state="attached")
 
@@ -138,7 +154,7 @@ def test_patching_takes_b_from_minimal_pairs_and_a_cell_shows_both_rows(desktop,
     go_to_step(page, step)
     t0 = time.perf_counter()
     page.click("#attr-patch-btn")
-    done(page, "patch", f"patching:{step}:{OTHER}")
+    done(page, "patch", f"patching:{step}:{text_key(OTHER)}")
     print(f"\npatching at step {step}: {1000 * (time.perf_counter() - t0):.0f} ms to paint")
     s = state(page)
     L, H = s["trace"]["layers"]["cross"], s["trace"]["heads"]
@@ -154,6 +170,12 @@ def test_patching_takes_b_from_minimal_pairs_and_a_cell_shows_both_rows(desktop,
     assert np.abs(np.array(a_row) - trace.cross_attn[0, 0, step - 1]).max() <= 1 / 255 + 1e-3  # the payload's row
     assert (state(page)["view"], state(page)["layer"], state(page)["head"]) == ("cross", 1, "1")
     assert "at-picked" in page.get_attribute("#attr-patch-cross-1-1", "class")
+    # where A and B write the same word, patching (followed) measures A's lead over its runner-up
+    assert step > 1
+    go_to_step(page, 1)
+    done(page, "patch", f"patching:1:{text_key(OTHER)}")
+    said = page.inner_text("#attr-patch-status")
+    assert f"A and B both write “{trace.tgt_tokens[1]}” here" in said and "over its runner-up" in said, said
 
 
 def test_saliency_draws_one_row_per_source_token_with_its_rank_correlation(desktop, reference):
@@ -185,10 +207,11 @@ def test_named_endpoints_answer_and_refuse_like_knockout(app_server, reference):
     assert (
         client.predict(SENTENCE, OTHER, reference["differ"], api_name="/patching")["schema"] == "activation-patching/1"
     )
+    assert client.predict(SENTENCE, SENTENCE, 1, api_name="/patching")["metric"] == "runner-up"  # the same word
     assert client.predict(SENTENCE, 2, 8, api_name="/saliency")["n_steps"] == 8
     for args, api, words in (
         ((SENTENCE, 0, ""), "/attribution", "There is no step 0 here"),
-        ((SENTENCE, SENTENCE, 1), "/patching", "both emit"),
+        ((SENTENCE, "", 1), "/patching", "Type a second sentence (B)"),
         ((SENTENCE, 1, 0), "/saliency", "n_steps must be a whole number"),
     ):
         start = len(app_server.log.read_text())

@@ -6,7 +6,8 @@ decoder component adds to the choice of a word:
 - :func:`direct_logit_attribution` splits the emitted token's logit (or its difference with
   another candidate) into one term per component of the decoder's residual stream;
 - :func:`activation_patching` runs sentence A with one component's output taken from
-  sentence B and measures how much of the A-versus-B logit difference moves.
+  sentence B and measures how much of the A-versus-B logit difference moves (or, where A
+  and B write the same word, how much of A's lead of that word over its runner-up).
 
 Gradient attribution (input x gradient, integrated gradients) is in ``saliency.py``.
 
@@ -369,14 +370,25 @@ def _logits_bias(model: Transformer, chosen: int, other: int | None) -> float:
 
 # --------------------------------------------------------------------------- activation patching
 POSITIONS = ("prefix", "step")
+METRICS = ("difference", "runner-up")  # PatchingResult.metric
 
 
 @dataclass
 class PatchingResult:
     """Logit differences d = logit(token_a) - logit(token_b) at one step of A: clean
-    (``diff_a``), of B (``diff_b``) and with each component patched from B. ``fraction``
-    of a component = (d_patched - diff_a) / (diff_b - diff_a): 0 = no effect, 1 = the
-    component alone turns A's difference into B's."""
+    (``diff_a``), of B (``diff_b``) and with each component patched from B (``patched``), in
+    nats. Every ``fraction`` is (d_patched - diff_a) / (:attr:`reference` - diff_a).
+
+    ``metric`` ``"difference"``: token_a and token_b are what A and B emit (or ``tokens_ab``);
+    the reference is ``diff_b``, so 0 = no effect, 1 = the component alone turns A's
+    difference into B's.
+
+    ``metric`` ``"runner-up"``: A and B emit the same token, token_a, and token_b is A's
+    runner-up (its highest other logit at the step), so d is A's lead of its word over the
+    runner-up. The reference is 0, a tie: a fraction is the share of A's lead that the
+    component's output from B takes away (0 = none, 1 = a tie, above 1 the runner-up wins,
+    below 0 a wider lead). It is well defined wherever A's two tokens do not tie, even when B's
+    lead equals A's (there ``diff_b - diff_a`` is 0 and the other normalisation is not)."""
 
     text_a: str
     text_b: str
@@ -391,9 +403,19 @@ class PatchingResult:
     diff_a: float
     diff_b: float
     patched: dict  # "embedding", "all": float; "decoder_self", "cross": (L, H); "ffn": (L,)
+    metric: str = "difference"
+
+    @property
+    def reference(self) -> float:
+        """The d a fraction of 1 stands for: B's difference, or a tie (0) against the runner-up."""
+        return self.diff_b if self.metric == "difference" else 0.0
 
     def fraction(self, name: str):
-        return (self.patched[name] - self.diff_a) / (self.diff_b - self.diff_a)
+        return (self.patched[name] - self.diff_a) / (self.reference - self.diff_a)
+
+    def summary(self) -> str:
+        """What the maps show, in one plain paragraph (steps 1-based, as in the figures)."""
+        return patching_summary(self)
 
     def ranking(self, k: int = 10) -> list[dict]:
         """The ``k`` heads whose patch moves the largest fraction (in absolute value)."""
@@ -426,10 +448,40 @@ class PatchingResult:
             "fraction": {n: r(np.asarray(self.fraction(n))) for n in names},
             "patched": {n: r(np.asarray(self.patched[n])) for n in names},
             "ranking": [{**h, "fraction": r(h["fraction"])} for h in self.ranking()],
+            "metric": self.metric,
+            "runner_up": self.token_b if self.metric == "runner-up" else None,
+            "runner_up_id": self.token_b_id if self.metric == "runner-up" else None,
+            "reference": r(self.reference),
+            "summary": self.summary(),
         }
 
     def figure(self):
         return patching_figure(self)
+
+
+def patching_summary(res: PatchingResult) -> str:
+    """The sentence a learner reads above the maps (:meth:`PatchingResult.summary`)."""
+
+    def q(tok: str) -> str:  # as figures.quote, without importing plotly for a dict
+        return f"“{tok}”"
+
+    step, a, b = res.step + 1, q(res.token_a), q(res.token_b)
+    nats = f"{res.diff_a:.2f} nats in A, {res.diff_b:.2f} in B"
+    if res.metric == "difference":
+        return (
+            f"At step {step} the maps show the fraction of logit {a} − logit {b} ({nats}) that each "
+            "component moves when it takes B's output (0 none, 1 all the way to B's)."
+        )
+    lead, what = (
+        ("lead", f"A's lead of {a} over its runner-up {b}")
+        if res.diff_a > 0
+        else ("gap", f"how far {a} trails A's top token {b}")
+    )
+    return (
+        f"A and B both write {a} at step {step}: the maps show how much each head's and FFN's output "
+        f"from B moves {what} ({nats}), as the share of that {lead} it takes away (0 none, 1 all of "
+        f"it: a tie; below 0 a wider {lead})."
+    )
 
 
 def _patch_rows(L: int, H: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -512,20 +564,38 @@ def _patched_diffs(
     return dec.hidden[:, -1] @ direction  # (R,)
 
 
-def _compared_tokens(translator, token_a: int, token_b: int, tokens_ab, step: int) -> tuple[int, int]:
+def _compared_tokens(translator, token_a: int, token_b: int, tokens_ab) -> tuple[int, int]:
     """The two tokens whose logit difference is patched: what A and B emit, or ``tokens_ab``."""
     if tokens_ab is None:
-        tok_a, tok_b = token_a, token_b
-    elif isinstance(tokens_ab, (list, tuple)) and len(tokens_ab) == 2:
-        tok_a, tok_b = (check_token_id(f"tokens_ab[{i}]", v, translator.model.cfg) for i, v in enumerate(tokens_ab))
-    else:
+        return token_a, token_b
+    if not (isinstance(tokens_ab, (list, tuple)) and len(tokens_ab) == 2):
         raise ValueError(f"tokens_ab must be a pair of target token ids, got {tokens_ab!r}")
+    tok_a, tok_b = (check_token_id(f"tokens_ab[{i}]", v, translator.model.cfg) for i, v in enumerate(tokens_ab))
     if tok_a == tok_b:
         raise ValueError(
-            f"A and B both emit {translator.tgt_tok.id_to_token(tok_a)!r} at step {step}: pick a "
-            "step where they differ, or give two different tokens_ab"
+            f"tokens_ab name {translator.tgt_tok.id_to_token(tok_a)!r} twice: their logit difference "
+            "is 0 everywhere, give two different tokens"
         )
     return tok_a, tok_b
+
+
+def _compared(translator, a: StepInputs, b: StepInputs, rec_a: Recorded, tokens_ab) -> tuple[str, int, int]:
+    """The metric and the two tokens whose logit difference is patched (token_a, token_b):
+    ``"difference"`` of what A and B emit (or of ``tokens_ab``) or, when A and B emit the same
+    token and no ``tokens_ab`` are given, ``"runner-up"``: that token against A's runner-up,
+    found as direct logit attribution's ``versus="runner-up"`` finds it."""
+    if tokens_ab is None and a.token == b.token:
+        logits = translator.model.project(rec_a.hidden[0, -1])  # (V,)
+        return "runner-up", a.token, _versus_id("runner-up", a.token, logits, translator.model.cfg)
+    return ("difference", *_compared_tokens(translator, a.token, b.token, tokens_ab))
+
+
+def _check_movable(metric: str, diff_a: float, diff_b: float) -> None:
+    """A fraction needs a non-zero denominator: A's lead (runner-up) or B's move from A's difference."""
+    if metric == "runner-up" and abs(diff_a) < 1e-6:
+        raise ValueError("A's word and its runner-up tie at this step: there is no lead to patch")
+    if metric == "difference" and abs(diff_b - diff_a) < 1e-6:
+        raise ValueError("A and B give the same logit difference at this step: there is nothing to patch")
 
 
 def _by_component(d: np.ndarray, L: int, H: int) -> dict:
@@ -538,6 +608,14 @@ def _by_component(d: np.ndarray, L: int, H: int) -> dict:
         "ffn": d[1 + 2 * n : 1 + 2 * n + L],
         "all": float(d[-1]),
     }
+
+
+def _pair_inputs(translator, texts, step: int, targets, langs) -> tuple[StepInputs, StepInputs]:
+    """A's and B's inputs at ``step``; a translation not given is the greedy one (both in one batch)."""
+    if any(t is None for t in targets):
+        greedy = greedy_targets(translator, list(texts), *langs)
+        targets = [g if t is None else t for g, t in zip(greedy, targets)]
+    return tuple(step_inputs(translator, x, step, t, *langs) for x, t in zip(texts, targets))
 
 
 @torch.no_grad()
@@ -559,32 +637,28 @@ def activation_patching(
     (greedy unless ``target_a`` / ``target_b``) up to ``step``, so the two decoder prefixes
     have the same length; the sources may differ in length, because a cross-attention head's
     output lives at the decoder positions. The metric is logit(token_a) - logit(token_b) at
-    the step, where token_a/token_b are what A and B emit there, or ``tokens_ab``. Components:
-    each decoder self- and cross-attention head (output before ``o_proj``), each FFN block,
-    the target embedding, and all of them together, whose patch gives exactly B's
-    difference (the residual stream at the step is then B's). ``positions``: ``"prefix"``
-    patches the decoder positions 0..step, ``"step"`` only the step's own position. All the
-    patched runs are rows of one batched decoder pass.
+    the step, where token_a/token_b are what A and B emit there, or ``tokens_ab``. Where A and
+    B emit the same token (and no ``tokens_ab`` are given), the metric is ``"runner-up"``:
+    token_b is A's runner-up and each fraction is the share of A's lead that the patch takes
+    away (:class:`PatchingResult`). Components: each decoder self- and cross-attention head
+    (output before ``o_proj``), each FFN block, the target embedding, and all of them together,
+    whose patch gives exactly B's difference (the residual stream at the step is then B's).
+    ``positions``: ``"prefix"`` patches the decoder positions 0..step, ``"step"`` only the
+    step's own position. All the patched runs are rows of one batched decoder pass.
     """
     if positions not in POSITIONS:
         raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, got {positions!r}")
     model: Transformer = translator.model
     check_eval(model)
-    if target_a is None or target_b is None:
-        greedy_a, greedy_b = greedy_targets(translator, [text_a, text_b], src_lang, tgt_lang)  # one batch for both
-        target_a = greedy_a if target_a is None else target_a
-        target_b = greedy_b if target_b is None else target_b
-    a = step_inputs(translator, text_a, step, target_a, src_lang, tgt_lang)
-    b = step_inputs(translator, text_b, step, target_b, src_lang, tgt_lang)
-    tok_a, tok_b = _compared_tokens(translator, a.token, b.token, tokens_ab, step)
+    a, b = _pair_inputs(translator, (text_a, text_b), step, (target_a, target_b), (src_lang, tgt_lang))
+    rec_a, rec_b = record(model, a.src, a.prefix), record(model, b.src, b.prefix)
+    metric, tok_a, tok_b = _compared(translator, a, b, rec_a, tokens_ab)
     W_U = unembedding(model)
     direction = W_U[tok_a] - W_U[tok_b]  # (D,)
-    rec_a, rec_b = record(model, a.src, a.prefix), record(model, b.src, b.prefix)
-    diff_a, diff_b = float(rec_a.hidden[0, -1] @ direction), float(rec_b.hidden[0, -1] @ direction)
-    if abs(diff_b - diff_a) < 1e-6:
-        raise ValueError("A and B give the same logit difference at this step: there is nothing to patch")
-    d = _patched_diffs(model, rec_a, rec_b, a.prefix, direction, positions).numpy().astype(np.float64)
-    patched = _by_component(d, len(model.decoder_layers), model.cfg.h)
+    offset = _logits_bias(model, tok_a, tok_b)  # the output layer's bias, where it has one
+    diff_a, diff_b = (float(r.hidden[0, -1] @ direction) + offset for r in (rec_a, rec_b))
+    _check_movable(metric, diff_a, diff_b)
+    d = _patched_diffs(model, rec_a, rec_b, a.prefix, direction, positions).numpy().astype(np.float64) + offset
     tok = translator.tgt_tok.id_to_token
     return PatchingResult(
         text_a=text_a,
@@ -599,7 +673,8 @@ def activation_patching(
         prefix_b=tokens(translator, b.tgt[: step + 1]),
         diff_a=diff_a,
         diff_b=diff_b,
-        patched=patched,
+        patched=_by_component(d, len(model.decoder_layers), model.cfg.h),
+        metric=metric,
     )
 
 
@@ -695,9 +770,27 @@ def attribution_figure(res: LogitAttribution):
     return fig
 
 
+def _patching_title(F, res: PatchingResult) -> str:
+    """The figure's two title lines: the compared logits, then what a cell's fraction is."""
+    where = "decoder positions 1.." + str(res.step + 1) if res.positions == "prefix" else "the step's position"
+    a, b = F.quote(res.token_a), F.quote(res.token_b)
+    if res.metric == "runner-up":
+        other = "A's runner-up" if res.diff_a > 0 else "A's top token"
+        first = f"A and B both write {a}; logit {a} − {b} ({other})"
+        moved = "share of A's lead taken away"
+    else:
+        first, moved = f"logit {a} − {b}", "fraction of the difference moved"
+    return (
+        f"Activation patching · step {res.step + 1}: {first} = {res.diff_a:.3f} in A, {res.diff_b:.3f} in B<br>"
+        f"{moved} when one component takes B's output at {where} (embedding {res.fraction('embedding'):.2f}, "
+        f"all together {res.fraction('all'):.3f})"
+    )
+
+
 def patching_figure(res: PatchingResult):
-    """The fraction of the A-versus-B logit difference each component moves: layers x heads
-    maps of decoder self- and cross-attention and a column of FFN blocks."""
+    """The fraction of the A-versus-B logit difference each component moves (or, with the
+    ``"runner-up"`` metric, the share of A's lead it takes away): layers x heads maps of
+    decoder self- and cross-attention and a column of FFN blocks."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -712,19 +805,13 @@ def patching_figure(res: PatchingResult):
         horizontal_spacing=0.06,
         subplot_titles=["Decoder self-attention heads", "Cross-attention heads", "FFN"],
     )
-    fig.add_trace(_layer_head_heatmap(go, self_f, "decoder self-attention", "fraction moved"), 1, 1)
-    fig.add_trace(_layer_head_heatmap(go, cross_f, "cross-attention", "fraction moved"), 1, 2)
-    fig.add_trace(_layer_head_heatmap(go, ffn_f[:, None], "FFN", "fraction moved"), 1, 3)
-    fig.data[2].update(x=["FFN"], text=[[f"FFN layer {l + 1}<br>fraction moved: {ffn_f[l]:+.3f}"] for l in range(L)])
-    where = "decoder positions 1.." + str(res.step + 1) if res.positions == "prefix" else "the step's position"
-    title = (
-        f"Activation patching · step {res.step + 1}: logit {F.quote(res.token_a)} − {F.quote(res.token_b)} "
-        f"= {res.diff_a:.3f} in A, {res.diff_b:.3f} in B<br>fraction of the difference moved when one component "
-        f"takes B's output at {where} (embedding {res.fraction('embedding'):.2f}, "
-        f"all together {res.fraction('all'):.3f})"
-    )
+    what = "share of A's lead taken away" if res.metric == "runner-up" else "fraction moved"
+    fig.add_trace(_layer_head_heatmap(go, self_f, "decoder self-attention", what), 1, 1)
+    fig.add_trace(_layer_head_heatmap(go, cross_f, "cross-attention", what), 1, 2)
+    fig.add_trace(_layer_head_heatmap(go, ffn_f[:, None], "FFN", what), 1, 3)
+    fig.data[2].update(x=["FFN"], text=[[f"FFN layer {l + 1}<br>{what}: {ffn_f[l]:+.3f}"] for l in range(L)])
     fig.update_layout(
-        **F.frame(title),
+        **F.frame(_patching_title(F, res)),
         showlegend=False,
         width=max(820, 2 * 60 * H + 260),
         height=420,
@@ -735,6 +822,7 @@ def patching_figure(res: PatchingResult):
             "text_a": res.text_a,
             "text_b": res.text_b,
             "positions": res.positions,
+            "metric": res.metric,
         },
     )
     fig.update_yaxes(autorange="reversed")
