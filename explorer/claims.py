@@ -16,11 +16,13 @@ line breaks are the file's). A checkpoint without the file, such as a model of o
 gets :data:`GENERIC`: the same sentences, with hints that state nothing about any model (into
 another language than Italian, :data:`GENERIC_ANY_TARGET`, whose hints name no target language).
 
-The README's section lies between a ``<!-- claims:begin PATH ... -->`` line, where PATH
-(relative to the README) names the claims file, and a ``<!-- claims:end -->`` line::
+A section lies between a ``<!-- claims:begin PATH ... -->`` line, where PATH (relative to
+the file that holds the markers) names the claims file, and a ``<!-- claims:end -->`` line.
+``first=N`` after PATH renders the intro and the first N items only: the README keeps two,
+docs/what-to-look-for.md all of them::
 
-    python -m explorer.claims --check README.md   # exit 1 when the section is stale
-    python -m explorer.claims --write README.md   # render it again from the claims file
+    python -m explorer.claims --check README.md docs/what-to-look-for.md   # exit 1 when a section is stale
+    python -m explorer.claims --write README.md docs/what-to-look-for.md   # render them again from the claims
 
 Plain Python (no Gradio, no torch), so the check runs anywhere in a fraction of a second.
 """
@@ -31,6 +33,7 @@ import argparse
 import functools
 import json
 import logging
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -57,7 +60,7 @@ __all__ = [
 
 SCHEMA = "explorer-claims/1"
 FILE = "claims.json"
-BEGIN = re.compile(r"^<!-- claims:begin (?P<path>\S+)[^\n]*-->[ \t]*$", re.MULTILINE)
+BEGIN = re.compile(r"^<!-- claims:begin (?P<path>\S+)(?:[ \t]+first=(?P<first>\S*))?[^\n]*-->[ \t]*$", re.MULTILINE)
 END = re.compile(r"^<!-- claims:end -->[ \t]*$", re.MULTILINE)
 NAME = re.compile(r"[a-z][a-z0-9_]*")
 PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
@@ -354,22 +357,40 @@ def default() -> Claims:
     return for_checkpoint(REPO_ROOT / DEFAULT_CHECKPOINT)
 
 
-# --- the README's section ------------------------------------------------------------------------------------
-def render_section(claims: Claims) -> str:
-    """The lines between the README's markers: the intro, a blank line, then one list item per claim."""
+# --- a file's section -----------------------------------------------------------------------------------------
+def render_section(claims: Claims, first: int | None = None) -> str:
+    """The lines between a section's markers: the intro, a blank line, then one list item per
+    claim (the first ``first`` of them, or all)."""
     need(claims.readme is not None, str(claims.source or "claims"), "no readme section in this file")
+    items = claims.readme["items"]
+    need(
+        first is None or 1 <= first <= len(items),
+        str(claims.source or "claims"),
+        f"first={first}: the readme section has {len(items)} item(s)",
+    )
     out = [claims.fill(line) for line in claims.readme["intro"]]
     if out:
         out.append("")
-    for item in claims.readme["items"]:
-        first, *rest = (claims.fill(line) for line in item["lines"])
-        out.append(f"- **{claims.fill(item['title'])}** {first}")
+    for item in items[:first]:
+        head, *rest = (claims.fill(line) for line in item["lines"])
+        out.append(f"- **{claims.fill(item['title'])}** {head}")
         out.extend(f"  {line}" if line else "" for line in rest)
     return "".join(f"{line}\n" for line in out)
 
 
-def section_bounds(text: str, readme: Path) -> tuple[int, int, Path]:
-    """Where the section's lines start and end in ``text``, and the claims file its marker names."""
+@dataclass(frozen=True)
+class Section:
+    """Where a section's lines start and end in its file, the claims file its begin marker names,
+    and how many items it shows (None: all)."""
+
+    start: int
+    end: int
+    source: Path
+    first: int | None = None
+
+
+def section_bounds(text: str, readme: Path) -> Section:
+    """The section of ``text`` (the file ``readme``), as its markers give it."""
     begins, ends = list(BEGIN.finditer(text)), list(END.finditer(text))
     need(
         len(begins) == 1 and len(ends) == 1,
@@ -378,36 +399,40 @@ def section_bounds(text: str, readme: Path) -> tuple[int, int, Path]:
     )
     begin, end = begins[0], ends[0]
     need(begin.end() < end.start(), str(readme), "'<!-- claims:end -->' comes before '<!-- claims:begin'")
-    return begin.end() + 1, end.start(), readme.parent / begin["path"]
+    first = begin["first"]
+    need(first is None or first.isdigit(), str(readme), f"first={first}: expected a whole number")
+    source = Path(os.path.normpath(readme.parent / begin["path"]))
+    return Section(begin.end() + 1, end.start(), source, None if first is None else int(first))
 
 
 def rendered_readme(readme: str | Path) -> tuple[str, str, Path]:
-    """(the README as it is, as it should be, the claims file): the second has the section
+    """(the file as it is, as it should be, the claims file): the second has the section
     rendered from the claims file its begin marker names."""
     readme = Path(readme)
     text = readme.read_bytes().decode("utf-8")
-    start, end, source = section_bounds(text, readme)
-    return text, text[:start] + render_section(load(source)) + text[end:], source
+    s = section_bounds(text, readme)
+    return text, text[: s.start] + render_section(load(s.source), s.first) + text[s.end :], s.source
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m explorer.claims",
         description=(
-            "Render a README's 'What to look for' section from the claims file its "
-            "'<!-- claims:begin PATH -->' marker names (e.g. checkpoints/en-it/claims.json)."
+            "Render the 'What to look for' section of each file from the claims file its "
+            "'<!-- claims:begin PATH [first=N] -->' marker names (PATH relative to that file, e.g. "
+            "checkpoints/en-it/claims.json from README.md); first=N renders the first N items only."
         ),
     )
     mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--check", metavar="README", help="exit 1 if the section differs from what the claims render")
-    mode.add_argument("--write", metavar="README", help="rewrite the section from the claims file")
+    mode.add_argument(
+        "--check", metavar="README", nargs="+", help="exit 1 if a section differs from what the claims render"
+    )
+    mode.add_argument("--write", metavar="README", nargs="+", help="rewrite each section from its claims file")
     return p.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    """0: the section is (now) current; 1: --check found it stale; 2: a missing or malformed file."""
-    args = parse_args(argv)
-    readme = Path(args.check or args.write)
+def update(readme: Path, write: bool) -> int:
+    """0: the section of ``readme`` is (now) current; 1: stale and not written; 2: a missing or malformed file."""
     try:
         text, fresh, source = rendered_readme(readme)
     except (ClaimsError, OSError, UnicodeDecodeError) as exc:
@@ -416,7 +441,7 @@ def main(argv=None) -> int:
     if text == fresh:
         print(f"{readme}: the section matches {source}")
         return 0
-    if args.check:
+    if not write:
         print(
             f"{readme}: the section differs from {source}; run python -m explorer.claims --write {readme}",
             file=sys.stderr,
@@ -425,6 +450,13 @@ def main(argv=None) -> int:
     readme.write_bytes(fresh.encode("utf-8"))
     print(f"{readme}: section rewritten from {source}")
     return 0
+
+
+def main(argv=None) -> int:
+    """0: every section is (now) current; 1: --check found one stale; 2: a missing or malformed file."""
+    args = parse_args(argv)
+    codes = [update(Path(name), write=bool(args.write)) for name in args.check or args.write]
+    return max(codes)
 
 
 if __name__ == "__main__":

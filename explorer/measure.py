@@ -10,7 +10,7 @@ habit); this module's command is for whoever ships a new model:
 
     python -m explorer.measure                      # every value: stated, measured, stale or not
     python -m explorer.measure --update             # write the measured figures into claims.json
-    python -m explorer.claims --write README.md     # then render the README's section again
+    python -m explorer.claims --write README.md docs/what-to-look-for.md  # then render both sections again
 
 ``--update`` changes only the numbers; a text whose sentence, step or token no longer fits the
 model (its measure fails) is listed, and is rewritten by hand.
@@ -448,7 +448,7 @@ def main(argv=None) -> int:
         path = directory / FILE
         digits = {name: value.digits for name, value in claims.values.items()}
         path.write_text(updated_values(path.read_text(encoding="utf-8"), stale, digits), encoding="utf-8")
-        print(f"{path}: {len(stale)} value(s) updated; now run python -m explorer.claims --write README.md")
+        print(f"{path}: {len(stale)} value(s) updated; now run python -m explorer.claims --write README.md docs/what-to-look-for.md")
         return 1 if failed else 0
     return 1 if stale or failed else 0
 

@@ -1,7 +1,8 @@
-"""The claims file itself (explorer/claims.py): the README's "What to look for" is the render of
+"""The claims file itself (explorer/claims.py): the "What to look for" of the README (its first
+two items) and of docs/what-to-look-for.md (all of them) are the render of
 ``checkpoints/en-it/claims.json``, a malformed file is one clear error, the page takes its
 examples and pair hints from its own checkpoint's file (generic ones without it), and
-``python -m explorer.claims`` checks and rewrites the README's section. What the values say
+``python -m explorer.claims`` checks and rewrites both sections. What the values say
 about the model is tests/test_claims_measured.py's job."""
 
 from __future__ import annotations
@@ -44,14 +45,49 @@ def small_claims(**changes) -> dict:
     return data
 
 
-# --- the README --------------------------------------------------------------------------------
-def test_the_readme_section_is_the_render_of_the_shipped_claims():
-    """Edit checkpoints/en-it/claims.json, then ``python -m explorer.claims --write README.md``."""
-    text, fresh, source = rendered_readme(ROOT / "README.md")
+# --- the README and docs/what-to-look-for.md ------------------------------------------------------
+WRITE = "python -m explorer.claims --write README.md docs/what-to-look-for.md"
+# each file that shows the shipped claims, and how many of its items (None: all)
+SECTIONS = {"README.md": 2, "docs/what-to-look-for.md": None}
+
+
+@pytest.mark.parametrize("name, first", SECTIONS.items())
+def test_each_section_is_the_render_of_the_shipped_claims(name, first):
+    """Edit checkpoints/en-it/claims.json, then ``python -m explorer.claims --write README.md
+    docs/what-to-look-for.md``."""
+    text, fresh, source = rendered_readme(ROOT / name)
     assert source.resolve() == (SHIPPED / FILE).resolve()
-    assert text == fresh, "README.md differs from claims.json: run python -m explorer.claims --write README.md"
-    start = text.index("### What to look for\n\n<!-- claims:begin ")
-    assert text.index("<!-- claims:end -->\n\n#", start)  # the section ends before the next heading
+    assert text == fresh, f"{name} differs from claims.json: run {WRITE}"
+    section = text[text.index("<!-- claims:begin ") : text.index("<!-- claims:end -->")]
+    assert section.count("\n- **") == (first or len(load(SHIPPED / FILE).readme["items"]))
+    assert WRITE in section.split("\n", 1)[0]  # the marker says how to render both
+
+
+def test_the_readme_keeps_the_first_two_stories_and_points_to_the_rest():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("### What to look for\n\n<!-- claims:begin checkpoints/en-it/claims.json first=2 ")
+    after = text[text.index("<!-- claims:end -->\n\n", start) :].split("\n\n")[1]
+    assert "[docs/what-to-look-for.md](docs/what-to-look-for.md)" in after and "\n" not in after
+    assert text.index("\n## ", start) > text.index(after)  # the pointer closes the section
+    docs = (ROOT / "docs" / "what-to-look-for.md").read_text(encoding="utf-8")
+    assert "<!-- claims:begin ../checkpoints/en-it/claims.json " in docs and " first=" not in docs
+
+
+@pytest.mark.parametrize("name", SECTIONS)
+def test_a_stale_section_in_either_file_is_caught(tmp_path, capsys, name):
+    """One figure of the rendered section changed: --check fails, and --write puts it back."""
+    text = (ROOT / name).read_text(encoding="utf-8")
+    marker = text[text.index("<!-- claims:begin ") :].split("\n", 1)[0]
+    path = marker.split()[2]
+    copy = text.replace(marker, marker.replace(path, str((SHIPPED / FILE).resolve()), 1))
+    start = copy.index("<!-- claims:end -->") - 200
+    stale = copy[:start] + copy[start:].replace(" ", "  ", 1)
+    assert stale != copy
+    where = tmp_path / Path(name).name
+    where.write_text(stale, encoding="utf-8")
+    assert main(["--check", str(where)]) == 1
+    assert f"run python -m explorer.claims --write {where}" in capsys.readouterr().err
+    assert main(["--write", str(where)]) == 0 and where.read_text(encoding="utf-8") == copy
 
 
 def test_render_reads_as_the_readme_writes_it():
@@ -81,6 +117,59 @@ def test_check_and_write(readme, capsys):
         "<!-- claims:end -->\n\n## Next\n"
     )
     assert main(["--check", str(readme)]) == 0
+
+
+def test_first_n_renders_the_intro_and_the_first_n_items(tmp_path):
+    data = small_claims()
+    data["readme"]["items"] += [
+        {"title": "A dog.", "lines": ["It barks."]},
+        {"title": "A bird.", "lines": ["It sings."]},
+    ]
+    parsed = claims.parse(data)
+    assert render_section(parsed, 1) == "Checked on a tiny model.\n\n- **A cat.** It is\n  0.50.\n"
+    assert render_section(parsed, 3) == render_section(parsed) and render_section(parsed, 2).endswith("It barks.\n")
+    write_json(tmp_path / FILE, data)
+    path = tmp_path / "README.md"
+    path.write_text(f"{BEGIN.replace('claims.json', 'claims.json first=2')}\n<!-- claims:end -->\n", encoding="utf-8")
+    assert main(["--write", str(path)]) == 0
+    assert "A dog." in path.read_text(encoding="utf-8") and "A bird." not in path.read_text(encoding="utf-8")
+
+
+def test_one_command_checks_and_writes_several_files(tmp_path, capsys):
+    """A README with the first item and a docs page with all, from one claims file (each marker's
+    PATH relative to its own file); --check fails while either is stale."""
+    write_json(tmp_path / FILE, small_claims())
+    readme, page = tmp_path / "README.md", tmp_path / "docs" / "what.md"
+    page.parent.mkdir()
+    readme.write_text("<!-- claims:begin claims.json first=1 -->\nstale\n<!-- claims:end -->\n", encoding="utf-8")
+    page.write_text("<!-- claims:begin ../claims.json -->\nstale\n<!-- claims:end -->\n", encoding="utf-8")
+    assert main(["--check", str(readme), str(page)]) == 1
+    assert main(["--write", str(readme)]) == 0 and main(["--check", str(readme), str(page)]) == 1
+    assert main(["--write", str(readme), str(page)]) == 0 and main(["--check", str(readme), str(page)]) == 0
+    assert (
+        readme.read_text(encoding="utf-8").count("- **A cat.**")
+        == page.read_text(encoding="utf-8").count("- **A cat.**")
+        == 1
+    )
+    capsys.readouterr()
+    page.write_text(page.read_text(encoding="utf-8").replace("0.50", "0.51"), encoding="utf-8")
+    assert main(["--check", str(readme), str(page)]) == 1
+    assert f"{page}: the section differs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "option, problem",
+    [
+        ("first=0", "first=0: the readme"),
+        ("first=2", "first=2: the readme"),
+        ("first=x", "first=x: expected a whole number"),
+    ],
+)
+def test_a_bad_first_is_one_clear_error(readme, capsys, option, problem):
+    text = readme.read_text(encoding="utf-8").replace("claims.json (", f"claims.json {option} (")
+    readme.write_text(text, encoding="utf-8")
+    assert main(["--write", str(readme)]) == 2 and readme.read_text(encoding="utf-8") == text
+    assert problem in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """``checkpoints/en-it/claims.json``, pinned to the shipped model.
 
-The claims file is where the README's "What to look for", the app's example hints and the
+The claims file is where "What to look for" (README.md, docs/what-to-look-for.md), the app's example hints and the
 minimal pairs' hints get every figure they state (:mod:`explorer.claims`). Each value is
 measured by :mod:`explorer.measure` (:data:`~explorer.measure.MEASURES`: through the functions
 the app itself calls, compared as the texts print them); a value without a measure fails, so
@@ -11,7 +11,7 @@ part at, which heads have a habit) by the tests below.
 When a new checkpoint ships, these tests fail exactly where its claims file has gone stale:
 ``python -m explorer.measure --update`` writes the figures that are still measured where the
 texts say, the texts whose sentence, step or head no longer fits are rewritten by hand (and
-the tests below with them), then ``python -m explorer.claims --write README.md``.
+the tests below with them), then ``python -m explorer.claims --write README.md docs/what-to-look-for.md``.
 """
 
 from __future__ import annotations

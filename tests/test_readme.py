@@ -192,3 +192,10 @@ def test_a_failing_block_fails():
     assert result.returncode != 0
     assert "NameError" in failure("README.md:1", result)
     assert run_block("import transformer\n").returncode == 0  # the repository root is importable
+
+
+def test_the_readme_stays_a_short_guide():
+    """The README is the Space card and a user's guide: at most 300 lines, the long parts in docs/
+    (the full "What to look for" in docs/what-to-look-for.md)."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 300, f"README.md has {len(lines)} lines; move details to docs/"
