@@ -448,7 +448,8 @@ def main(argv=None) -> int:
         path = directory / FILE
         digits = {name: value.digits for name, value in claims.values.items()}
         path.write_text(updated_values(path.read_text(encoding="utf-8"), stale, digits), encoding="utf-8")
-        print(f"{path}: {len(stale)} value(s) updated; now run python -m explorer.claims --write README.md docs/what-to-look-for.md")
+        sections = "README.md docs/what-to-look-for.md"
+        print(f"{path}: {len(stale)} value(s) updated; now run python -m explorer.claims --write {sections}")
         return 1 if failed else 0
     return 1 if stale or failed else 0
 
