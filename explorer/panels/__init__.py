@@ -14,6 +14,7 @@ from .glance import GlancePanel
 from .lens import LensPanel
 from .pairs import PairsPanel
 from .sources import SourcesPanel
+from .value_zeroing import ValueZeroingPanel
 from .whatif import WhatIfPanel
 
 PANELS = (
@@ -22,6 +23,7 @@ PANELS = (
     AnalysisPanel,
     AttributionPanel,
     SourcesPanel,
+    ValueZeroingPanel,  # beside the contributions it can be compared with
     BeamPanel,
     EpochPanel,
     PairsPanel,
@@ -36,6 +38,7 @@ __all__ = [
     "AnalysisPanel",
     "AttributionPanel",
     "SourcesPanel",
+    "ValueZeroingPanel",
     "BeamPanel",
     "EpochPanel",
     "PairsPanel",

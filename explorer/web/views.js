@@ -26,11 +26,12 @@ import * as lessons from "./lessons.js";
 import * as classroom from "./classroom.js";
 // no drawing: the logit lens of a large vocabulary, asked for when it is wanted (explorer/panels/lens.py)
 import * as lens from "./lens.js";
+import * as value_zeroing from "./value-zeroing.js";
 import { registerState } from "./store.js";
 import { registerLink } from "./url.js";
 
 export const VIEWS = { viewer, hint, whatif, analysis, beam, epochs, pairs, arithmetic, attribution, sources, glance,
-  moved, tour, models, lessons, classroom, lens };
+  moved, tour, models, lessons, classroom, lens, value_zeroing };
 
 for (const [name, view] of Object.entries(VIEWS)) {
   if (view.STATE) registerState(name, view.STATE);
