@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     import torch
 
     from explorer.payload import encode_trace
-    from transformer.core.translator import load_translator
+    from transformer import load_translator
 
     torch.set_num_threads(args.threads)
     models = {"old": load_translator(args.old), "new": load_translator(args.new)}

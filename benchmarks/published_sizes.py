@@ -399,12 +399,13 @@ SHORT = ["Hello.", "Thanks.", "Good night.", "Welcome.", "Come in."]  # random w
 
 
 def browser_translate(checkpoint: Path, args) -> dict:
-    """Translate -> paint in headless Chromium (``benchmarks/ui_latency.py``'s probe): ``python
-    app.py`` on the converted checkpoint, a desktop page, then for each of ``SHORT`` a click on
-    Translate until the map and the mosaic have painted the new trace. Random weights never end a
-    sentence, so a trace runs to its step limit (``decoding.max_new_tokens``, 2S + 10): these short
-    sentences run 16-22 steps, more than the 13 the trace figures use. A new trace is told by the
-    store's ``sentenceId``, not its text (random weights may write the empty string every time)."""
+    """Translate -> paint in headless Chromium: ``python app.py`` on the converted checkpoint, a
+    desktop page, then for each of ``SHORT`` a click on Translate, timed in the page from the click
+    until the store holds that sentence's new trace and two animation frames have passed (the
+    viewer draws the map when the trace arrives; the second frame is the one that shows it).
+    Random weights never end a sentence, so a trace runs to its step limit
+    (``decoding.max_new_tokens``, 2S + 10): these short sentences run 16-22 steps, more than the
+    13 the trace figures use. Each Translate waits for the last one's trace first."""
     from playwright.sync_api import sync_playwright
 
     import ui_latency as ui
@@ -415,26 +416,36 @@ def browser_translate(checkpoint: Path, args) -> dict:
     with ui.app_server(str(checkpoint), extra, timeout=900) as (url, started_s), sync_playwright() as p:
         out["app_start_s"] = round(started_s, 1)
         browser = p.chromium.launch(executable_path=find_chromium(), args=ui.CHROME_ARGS, headless=True)
-        context, page = ui.new_page(browser)
+        page = browser.new_context(viewport=ui.VIEWPORT).new_page()
         page.goto(url)
         page.wait_for_function("() => window.__explorer && window.__explorer.getState().trace", timeout=600_000)
         for i, text in enumerate([SHORT[-1], *SHORT]):  # the first warms the server and the page
             page.locator("#src-text textarea").fill(text)
-            before = page.evaluate("() => window.__explorer.getState().sentenceId")
-            # the map painted again (the mosaic is drawn only while its section is open)
-            wait = [c for c in ui.translated_conds("") if c["sel"] not in ("#translation", "#mosaic")]
-            res = ui.act(page, {"sel": "#translate-btn", "action": "click", "wait": wait, "timeoutMs": 600_000})
-            page.wait_for_function(f"() => window.__explorer.getState().sentenceId !== {before}")
+            ms = page.evaluate(CLICK_TO_PAINT, text)
             steps = page.evaluate("() => window.__explorer.getState().trace.steps")
-            log(f"  Translate {text!r}: {res['ms']} ms to paint, {steps} steps" + (" (warm-up)" if i == 0 else ""))
-            if i and res["ms"] is not None:
-                out["translate_paint_ms"].append(round(res["ms"]))
+            log(f"  Translate {text!r}: {ms:.0f} ms to paint, {steps} steps" + (" (warm-up)" if i == 0 else ""))
+            if i:
+                out["translate_paint_ms"].append(round(ms))
                 out["translate_steps"].append(steps)
-        context.close()
         browser.close()
-    times = out["translate_paint_ms"]
-    out["translate_paint_median_ms"] = statistics.median(times) if times else None
+    out["translate_paint_median_ms"] = statistics.median(out["translate_paint_ms"])
     return out
+
+
+# the click on Translate until the store holds a new trace of `text`, plus two frames (in the page)
+CLICK_TO_PAINT = """async (text) => {
+  const before = window.__explorer.getState().sentenceId, t0 = performance.now();
+  document.querySelector("#translate-btn").click();
+  const frame = () => new Promise((r) => requestAnimationFrame(r));
+  for (;;) {
+    const s = window.__explorer.getState();
+    if (s.sentenceId !== before && s.sentence === text && s.trace) break;
+    await frame();
+  }
+  await frame();
+  await frame();
+  return performance.now() - t0;
+}"""
 
 
 # ---------------------------------------------------------------- one model, all models
@@ -445,7 +456,7 @@ def measure(name: str, work: Path, args) -> dict:
     import torch
 
     from transformer.cli import convert
-    from transformer.core.translator import load_translator
+    from transformer import load_translator
 
     spec, hf_dir, ours_dir = MODELS[name], work / name / "hf", work / name / "converted"
     t0 = time.perf_counter()

@@ -819,7 +819,7 @@ def converted_and_source(folder: Path, kind: str):
     checkpoint ``folder`` made by ``build_multilingual_like``."""
     from transformers import AutoModelForSeq2SeqLM
 
-    from transformer.core.translator import load_translator
+    from transformer import load_translator
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

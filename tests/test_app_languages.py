@@ -10,7 +10,7 @@ import pytest
 
 from explorer.panels.base import Asked
 from transformer.core import stepping
-from transformer.core.translator import load_translator
+from transformer import load_translator
 
 TEXT = "The cat sleeps."
 

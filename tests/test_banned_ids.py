@@ -11,7 +11,7 @@ import torch
 
 from transformer.core.beam import beam_search
 from transformer.core.decoding import greedy_decode
-from transformer.core.translator import load_translator
+from transformer import load_translator
 from transformer.interpret.beam_tree import beam_tree
 from transformer.interpret.decoder_lens import decoder_lens
 from transformer.interpret.knockout import knockout

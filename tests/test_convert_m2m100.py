@@ -209,7 +209,7 @@ def test_converted_config_files_and_card(family):
 def test_other_languages_by_flag(nllb_like, tmp_path):
     """--src-lang / --tgt-lang set the pair a multilingual checkpoint translates by default."""
     from transformer.cli import convert
-    from transformer.core.translator import load_translator
+    from transformer import load_translator
 
     out = tmp_path / "fr"
     args = [str(nllb_like.parent / "hf"), "--out", str(out), "--src-lang", "ita_Latn", "--tgt-lang", "fra_Latn"]

@@ -162,7 +162,7 @@ def test_a_convert_prefix_converts_any_family_once_into_the_cache(nllb_like, mba
     from explorer.page import App
     from tests.helpers import short_test_sources
     from transformer.cli import load_translator_or_exit
-    from transformer.core.translator import load_translator
+    from transformer import load_translator
 
     fixtures = {NLLB: (nllb_like, "cc-by-nc-4.0"), MBART: (mbart50_like, "mit")}
     asked = []

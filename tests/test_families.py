@@ -11,7 +11,7 @@ import torch
 
 from transformer.core import stepping
 from transformer.core.decoding import greedy_decode
-from transformer.core.translator import load_translator
+from transformer import load_translator
 from transformer.interpret.attribution import direct_logit_attribution
 from transformer.interpret.beam_tree import beam_tree
 from transformer.interpret.contributions import alti_contributions

@@ -20,7 +20,8 @@ from tests.helpers import SHIPPED, short_test_sources
 from transformer.core import checkpoint, translator
 from transformer.core.checkpoint import CheckpointError, assign_weights, load_checkpoint, load_weights
 from transformer.core.model import build_model
-from transformer.core.translator import Translator, load_translator
+from transformer.core.translator import Translator
+from transformer import load_translator
 from transformer.core.wire import decode_array
 
 SENTENCE = "My sister bought a beautiful red dress for the party."

@@ -54,7 +54,7 @@ from transformer.core.stepping import frame_source
 from transformer.core.config import TransformerConfig
 from transformer.core.decoding import greedy_decode, max_new_tokens, never_emitted
 from transformer.core.model import sinusoidal_table
-from transformer.core.translator import load_translator
+from transformer import load_translator
 
 import transformers  # noqa: E402,F401  (the test install brings it: requirements-marian.txt)
 

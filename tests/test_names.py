@@ -19,7 +19,7 @@ from explorer.names import OURS, article, of_trace, of_translator
 from explorer.panels.base import Asked
 from explorer.payload import encode_trace
 from tests.helpers import needs_node, run_node
-from transformer.core.translator import load_translator
+from transformer import load_translator
 
 SENTENCE = "I like red apples."
 MARIAN_TOKENS = {"pad": "<pad>", "unk": "<unk>", "sos": None, "eos": "</s>"}

@@ -12,7 +12,7 @@ import explorer.page as explorer_page
 from explorer.panels import epochs as epoch_panel
 from explorer.payload import decode_payload
 from tests.helpers import make_snapshots, run_node
-from transformer.core.translator import load_translator
+from transformer import load_translator
 from explorer.panels.base import Asked
 
 SENTENCE = "the black cat sleeps."

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from explorer.serving import TraceBatcher
-from transformer.core.translator import load_translator
+from transformer import load_translator
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from collections import OrderedDict
 import gradio as gr
 
 from transformer.core.checkpoint import CheckpointError, list_snapshots
-from transformer.core.translator import Translator, load_translator
+from transformer.core.translator import Translator
 
 from ..errors import answer
 from ..blocks import message, view_host
@@ -70,7 +70,7 @@ def load_snapshots(directory) -> list[SnapshotModel]:
     out = []
     for snap in list_snapshots(directory):
         try:
-            out.append(SnapshotModel(snap.epoch, load_translator(snap.path), snap.metrics))
+            out.append(SnapshotModel(snap.epoch, Translator.load(snap.path), snap.metrics))
         except (CheckpointError, OSError, ValueError) as exc:
             log.warning("skipping snapshot %s: %s", snap.path, exc)
     return out

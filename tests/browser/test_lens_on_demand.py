@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers import NO_TOUR, SHIPPED, open_section, opened_page, painted, serve_app, state, translate
-from transformer.core.translator import load_translator
+from transformer import load_translator
 
 pytestmark = pytest.mark.browser
 

@@ -203,9 +203,9 @@ def load_translator(name_or_path: str | Path | None = None):
     ``Translator``. None is the shipped checkpoint, ``checkpoints/en-it`` in the working
     directory or beside the package; it is a folder, so it is never looked up on the hub, and
     when it is in neither place the ``CheckpointError`` says what to pass instead."""
-    from transformer.core import translator
+    from transformer.core.translator import Translator
 
-    return translator.load_translator(locate_checkpoint(name_or_path))
+    return Translator.load(locate_checkpoint(name_or_path))
 
 
 def _hub_reason(exc: BaseException) -> str:
@@ -328,12 +328,12 @@ def load_translator_or_exit(name_or_path: str | Path, flag: str | None = None):
     """``load_translator(name_or_path)``, or a one-line message and exit code 2 when the
     checkpoint is missing, corrupt, or cannot be fetched from the hub (``flag``: see
     :func:`locate_checkpoint_or_exit`)."""
-    from transformer.core import translator
     from transformer.core.checkpoint import CheckpointError
+    from transformer.core.translator import Translator
 
     directory = locate_checkpoint_or_exit(name_or_path, flag)
     try:
-        return translator.load_translator(directory)
+        return Translator.load(directory)
     except (CheckpointError, OSError, ValueError) as exc:
         # OSError covers unreadable files
         fail(f"{flag + ': ' if flag else ''}{exc or type(exc).__name__}")

@@ -451,7 +451,7 @@ def load_checkpoint(
     name_or_path: str | Path, for_decoding: bool = False
 ) -> tuple[Transformer, Tokenizer, Tokenizer, Path]:
     """(model in eval mode, source tokenizer, target tokenizer, local directory).
-    ``for_decoding``: a model that will only decode (``load_translator``): its output matrix is
+    ``for_decoding``: a model that will only decode (``Translator.load``): its output matrix is
     laid out as decoding reads it (:func:`lay_out_for_decoding`)."""
     directory = locate_checkpoint(name_or_path)
     cfg = read_config(directory)

@@ -1,6 +1,6 @@
-"""The public API: ``load_translator(path_or_hub_id)`` -> :class:`Translator`.
+"""The public API: ``Translator.load(path_or_hub_id)`` (``transformer.load_translator``) -> :class:`Translator`.
 
-tr = load_translator("checkpoints/en-it")
+tr = Translator.load("checkpoints/en-it")
 tr.translate(["The black cat sleeps."])   # batched greedy decoding
 tr.trace("The black cat sleeps.")         # everything the viewer shows, in one call
 """
@@ -50,6 +50,13 @@ class Translator:
         # whether trace() computes the logit lens by default: unless the target vocabulary is over
         # LENS_IN_TRACE_MAX_VOCAB tokens (a server may set it either way: app.py --lens-on-demand)
         self.lens_in_trace = self.cfg.tgt_vocab_size <= LENS_IN_TRACE_MAX_VOCAB
+
+    @classmethod
+    def load(cls, name_or_path: str | Path) -> Translator:
+        """A checkpoint from a local directory or a hub repo id ('owner/name'), laid out for
+        decoding. ``transformer.load_translator`` (the package's) also takes None for the shipped one."""
+        model, src_tok, tgt_tok, directory = load_checkpoint(name_or_path, for_decoding=True)
+        return cls(model, src_tok, tgt_tok, directory)
 
     @property
     def max_source_tokens(self) -> int:
@@ -263,10 +270,3 @@ class Translator:
         trace.rollout = readings.source_relevance(trace.encoder_attn, trace.decoder_self_attn, trace.cross_attn)
         trace.head_stats = readings.head_stats(trace)
         return trace
-
-
-def load_translator(name_or_path: str | Path) -> Translator:
-    """Load a checkpoint from a local directory or a hub repo id ('owner/name')
-    (``transformer.load_translator``, the package's, also takes None for the shipped one)."""
-    model, src_tok, tgt_tok, directory = load_checkpoint(name_or_path, for_decoding=True)
-    return Translator(model, src_tok, tgt_tok, directory)

@@ -11,7 +11,7 @@ teacher gives one. The references stay in the training data; a teacher translati
 added only where it differs from its reference. Measured with the shipped model as
 teacher, it did not beat training on the references alone (run kd15 in docs/experiments.md).
 
-    extra = distill_pairs(load_translator("checkpoints/en-it"), data.train, beam_size=4)
+    extra = distill_pairs(Translator.load("checkpoints/en-it"), data.train, beam_size=4)
     data.train = data.train + extra
 """
 
@@ -21,7 +21,7 @@ import json
 from typing import Callable, Sequence
 
 from transformer.core.beam import translate_beam
-from transformer.core.translator import load_translator
+from transformer.core.translator import Translator
 
 # sentences handed to ``translate_beam`` at a time (it batches them by length, 64 at a
 # time): fixed, because the batches' padding can change a beam's last digits, so the same
@@ -80,7 +80,7 @@ def add_distilled(
     is_main = dist is None or dist.is_main
     text = None
     if is_main:
-        translator = load_translator(teacher)
+        translator = Translator.load(teacher)
         check_teacher(translator, src_lang, tgt_lang)
         text = json.dumps(distill_pairs(translator, data.train, beam_size, progress=progress), ensure_ascii=False)
     if dist is not None:
