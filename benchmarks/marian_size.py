@@ -24,7 +24,6 @@ stdout line is one JSON object with all of them.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import shutil
 import statistics
@@ -42,7 +41,6 @@ sys.path.insert(0, str(ROOT))
 from transformer.cli import fail, from_marian, load_translator_or_exit  # noqa: E402
 
 TEN_WORDS = "My sister bought a beautiful red dress for the party."  # as benchmarks/speed.py
-CORPUS = ROOT / "data" / "tatoeba-en-it" / "train.jsonl"
 SIZE = dict(
     d_model=512,
     encoder_layers=6,
@@ -54,57 +52,18 @@ SIZE = dict(
     max_position_embeddings=512,
 )
 VOCAB = 58101
-SPM_PIECES = 4000
-
-
-def train_spm(lines: list[str]) -> bytes:
-    import sentencepiece as spm
-
-    buf = io.BytesIO()
-    spm.SentencePieceTrainer.train(
-        sentence_iterator=iter(lines),
-        model_writer=buf,
-        vocab_size=SPM_PIECES,
-        model_type="unigram",
-        bos_id=-1,
-        eos_id=0,
-        unk_id=1,
-        pad_id=-1,
-        minloglevel=2,
-    )
-    return buf.getvalue()
 
 
 def build_marian(folder: Path) -> None:
     """A random-weight OPUS-MT-sized Marian model and its tokenizer, saved with save_pretrained."""
-    import sentencepiece as spm
-    from transformers import MarianConfig, MarianMTModel, MarianTokenizer
+    from transformers import MarianConfig, MarianMTModel
 
-    pairs = [json.loads(line)["translation"] for line in CORPUS.open(encoding="utf-8")][:20000]
-    src, tgt = train_spm([p["en"] for p in pairs]), train_spm([p["it"] for p in pairs])
-    vocab = {"</s>": 0, "<unk>": 1}
-    for proto in (src, tgt):
-        sp = spm.SentencePieceProcessor(model_proto=proto)
-        for i in range(sp.get_piece_size()):
-            if not (sp.is_control(i) or sp.is_unknown(i)) and sp.id_to_piece(i) not in vocab:
-                vocab[sp.id_to_piece(i)] = len(vocab)
-    while len(vocab) < VOCAB - 1:
-        vocab[f"<unused-{len(vocab)}>"] = len(vocab)
-    vocab["<pad>"] = VOCAB - 1
+    from published_sizes import corpus_lines, marian_tokenizer  # the same files, made once
+
     folder.mkdir(parents=True)
-    (folder / "source.spm").write_bytes(src)
-    (folder / "target.spm").write_bytes(tgt)
-    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tok = MarianTokenizer(
-            str(folder / "source.spm"),
-            str(folder / "target.spm"),
-            str(folder / "vocab.json"),
-            source_lang="en",
-            target_lang="it",
-        )
-    tok.save_pretrained(folder)
+        marian_tokenizer(folder, corpus_lines(), VOCAB)
     cfg = MarianConfig(
         vocab_size=VOCAB,
         activation_function="swish",
