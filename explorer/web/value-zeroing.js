@@ -5,7 +5,7 @@
 // draws the viewer's step from it:
 //
 //   the step's row: each source token's share (cross-attention) and each token written before
-//     (decoder self-attention), at one layer or rolled out through all of them;
+//     (decoder self-attention), at one layer (it opens on the sharpest) or rolled out;
 //   the map of one kind (cross, decoder self, encoder) at that layer, the step's row marked.
 //
 // Rolled out: the layers' matrices multiplied (no identity: the residual is inside each
@@ -40,6 +40,13 @@ export function stepShares(d, t, layer) {
   return { source: matrixOf(d, "cross", layer)[t], prefix: matrixOf(d, "decoder_self", layer)[t].slice(0, t + 1) };
 }
 
+/** The 0-based layer of `cross` (L x T x S nested) whose rows have the lowest mean entropy. */
+export function sharpestLayer(cross) {
+  const entropy = (row) => -row.reduce((h, p) => (p > 0 ? h + p * Math.log(p) : h), 0);
+  const mean = cross.map((rows) => rows.reduce((sum, row) => sum + entropy(row), 0) / rows.length);
+  return mean.indexOf(Math.min(...mean));
+}
+
 export class ValueZeroingView {
   constructor(host, store, server) {
     this.store = store;
@@ -47,6 +54,7 @@ export class ValueZeroingView {
     this.requests = new Requests(store, server);
     this.open = false;
     this.drawn = null;
+    this.picked = false; // the visitor picked a layer: kept across sentences
     this.build(host);
     store.subscribe((s, changed) => {
       if (changed.has("sentenceId")) this.drawn = null;
@@ -77,7 +85,8 @@ export class ValueZeroingView {
     this.tip = new Tooltip("vz-tooltip", this.root);
     this.tip.bind(this.map.canvas, (x, y) => this.hit && this.hit(x, y));
     const redraw = () => { this.drawn = null; this.schedule(); };
-    for (const c of [this.layer, this.kind]) c.addEventListener("change", redraw);
+    this.layer.addEventListener("change", () => { this.picked = true; redraw(); });
+    this.kind.addEventListener("change", redraw);
   }
 
   schedule() {
@@ -112,17 +121,22 @@ export class ValueZeroingView {
     this.drawn = null;
   }
 
+  /** The layer menu; until the visitor picks one, the layer whose cross-attention rows are
+   * sharpest (lowest mean entropy). Rolled out, the encoder's products tend to pool on [SOS] and
+   * [EOS], as attention rollout does, so it is an option, not where the view opens. */
   layerMenu(d) {
-    const L = d.cross.length, was = this.layer.value || "all";
-    if (this.layer.options.length === L + 1) return;
-    this.layer.replaceChildren(el("option", { value: "all", text: "all layers, rolled out" }),
-      ...Array.from({ length: L }, (_, l) => el("option", { value: String(l + 1), text: `layer ${l + 1}` })));
-    this.layer.value = was === "all" || Number(was) <= L ? was : "all";
+    const L = d.cross.length;
+    if (this.layer.options.length !== L + 1) {
+      this.layer.replaceChildren(...Array.from({ length: L },
+        (_, l) => el("option", { value: String(l + 1), text: `layer ${l + 1}` })),
+      el("option", { value: "all", text: "all layers, rolled out" }));
+    }
+    if (!this.picked) this.layer.value = String(sharpestLayer(d.cross) + 1);
   }
 
   draw(s, d) {
     this.layerMenu(d);
-    const t = Math.min(s.step, d.tgt_tokens.length) - 1, layer = this.layer.value || "all";
+    const t = Math.min(s.step, d.tgt_tokens.length) - 1, layer = this.layer.value;
     const sig = `${s.sentenceId}|${t}|${layer}|${this.kind.value}|${s.theme}|${this.root.clientWidth}`;
     this.root.dataset.state = "done";
     if (this.drawn === sig) return;

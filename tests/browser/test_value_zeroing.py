@@ -5,6 +5,7 @@ The desktop in the default suite, the phone in the slow set."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from tests.helpers import DEVICES, go_to_step, open_panel, opened_page, server_calls, state, translate
@@ -38,21 +39,25 @@ def test_the_view_asks_once_and_follows_step_layer_and_kind(page, app_server):
     asked = lambda: [c for c in calls if "/queue/join" in c]  # noqa: E731 - the events sent
     assert page.locator("#vz-root").count() == 0  # the closed section has asked nothing
     open_panel(page, "vz-panel")
-    drawn(page, 3)
     tr = load_translator(app_server.checkpoint)
     vz = value_zeroing(tr, tr.trace(state(page)["sentence"]))
-    S = len(vz.src_tokens)
-    assert chip_values(page, "source") == pytest.approx(list(vz.cross_rollout[-1, 2]), abs=1e-4)
-    assert chip_values(page, "prefix") == pytest.approx(list(vz.decoder_rollout[2, :3]), abs=1e-4)
+    S, c = len(vz.src_tokens), vz.cross
+    # it opens on the layer whose cross-attention rows are sharpest (lowest mean entropy)
+    entropy = [np.mean([-(r[r > 0] * np.log(r[r > 0])).sum() for r in c[layer]]) for layer in range(len(c))]
+    sharpest = int(np.argmin(entropy))
+    drawn(page, 3, str(sharpest + 1))
+    assert chip_values(page, "source") == pytest.approx(list(c[sharpest, 2]), abs=1e-4)
+    assert chip_values(page, "prefix") == pytest.approx(list(vz.decoder_self[sharpest, 2, :3]), abs=1e-4)
     assert "needs most" in page.inner_text("#vz-status")
     n = len(asked())
     go_to_step(page, 5)
-    drawn(page, 5)
+    drawn(page, 5, str(sharpest + 1))
     assert len(chip_values(page, "source")) == S and len(chip_values(page, "prefix")) == 5
-    page.select_option("#vz-layer", "2")
-    drawn(page, 5, "2")
-    assert chip_values(page, "source") == pytest.approx(list(vz.cross[1, 4]), abs=1e-4)
+    page.select_option("#vz-layer", "all")
+    drawn(page, 5)
+    assert chip_values(page, "source") == pytest.approx(list(vz.cross_rollout[-1, 4]), abs=1e-4)
+    assert chip_values(page, "prefix") == pytest.approx(list(vz.decoder_rollout[4, :5]), abs=1e-4)
     page.select_option("#vz-kind", "encoder")
-    drawn(page, 5, "2", "encoder")
+    drawn(page, 5, "all", "encoder")
     assert page.locator("#vz-map canvas").bounding_box()["width"] > 50
     assert len(asked()) == n  # the step, the layer and the map are drawn from the one answer
