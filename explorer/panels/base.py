@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Protocol
 
 import gradio as gr
 
@@ -22,6 +23,53 @@ class Asked(gr.EventData):
         self.fields: dict = data if isinstance(data, dict) else {}
 
 
+if TYPE_CHECKING:
+    from transformer.core.translator import Translator
+
+    from ..claims import Claims
+    from ..names import Names
+    from ..serving import TraceBatcher
+
+
+class PanelHost(Protocol):
+    """All a panel may use of the page it is on (``explorer.page.App`` is one):
+    ``tests/test_panel_host.py`` fails on a panel that reaches for anything else.
+
+    The model and its words: ``tr``, ``batcher`` (Translate's batched traces), ``names`` /
+    ``names_for`` (what labels call the languages and special tokens), ``claims`` (the checkpoint's
+    claims: the hints of its examples and minimal pairs), ``check_text`` (a typed
+    sentence as Translate takes it, or ValueError), ``languages`` / ``trace_languages``. The page:
+    ``trace_state`` (the session's trace), ``src_text`` and ``notice`` (the sentence box and the
+    line under it), ``outputs`` / ``show`` / ``translate`` (what a new trace in the viewer
+    updates, and the answers that update it), ``then_download`` (the trace file after an event
+    that shows one) and ``api_name`` (an endpoint's name on this model's page)."""
+
+    tr: Translator
+    batcher: TraceBatcher
+    names: Names
+    claims: Claims
+    trace_state: gr.State
+    src_text: gr.Textbox
+    notice: gr.Markdown
+    outputs: list
+
+    def names_for(self, trace=None) -> Names: ...
+
+    def check_text(self, text: str | None) -> str: ...
+
+    def languages(self, src_lang=None, tgt_lang=None) -> dict: ...
+
+    def trace_languages(self, trace) -> dict: ...
+
+    def translate(self, text: str | None, src_lang: str | None = None, tgt_lang: str | None = None) -> dict: ...
+
+    def show(self, trace, origin: str, label: str | None = None, notes: tuple[str, ...] = ()) -> dict: ...
+
+    def then_download(self, event) -> None: ...
+
+    def api_name(self, name: str) -> str: ...
+
+
 class Panel:
     """The server side of one browser view (``view``, a name in ``web/views.js``).
 
@@ -38,7 +86,7 @@ class Panel:
 
     view = ""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: PanelHost) -> None:
         self.app = app
 
     def build(self) -> None:
