@@ -13,8 +13,8 @@ the package root does), so importing ``transformer.interpret`` loads no torch:
     lens = decoder_lens(tr, "The black cat sleeps.")          # lens.rows[l].text per encoder layer
     s = score_reference(tr, "The black cat sleeps.", "Il gatto nero dorme.")   # s.probs, s.ranks
 
-Each result has ``to_dict()`` (JSON-ready) and ``figure()`` (plotly, from
-``transformer.interpret.figures``).
+Each result has ``to_dict()`` (JSON-ready) and ``figure()`` (plotly, drawn in the analysis's own
+module with the kit of ``transformer.interpret.figures``).
 """
 
 from __future__ import annotations

@@ -201,15 +201,11 @@ class Contributions:
         return json.dumps(self.to_dict(digits), ensure_ascii=False, separators=(",", ":"))
 
     def figure(self, step: int | None = None):
-        """Steps x (source + prefix) map (``transformer.interpret.figures.contributions_figure``)."""
-        from transformer.interpret.figures import contributions_figure
-
+        """Steps x (source + prefix) map (:func:`contributions_figure`)."""
         return contributions_figure(self, step)
 
     def share_figure(self):
-        """Source/prefix share bar per step (``transformer.interpret.figures.shares_figure``)."""
-        from transformer.interpret.figures import shares_figure
-
+        """Source/prefix share bar per step (:func:`shares_figure`)."""
         return shares_figure(self)
 
 
@@ -254,10 +250,8 @@ class ValueNorms:
         }
 
     def figure(self, kind: str = "cross", layer: int = 1, head: int | str = "mean", normalise: bool = False):
-        """One map (``transformer.interpret.figures.value_norms_figure``); ``layer`` and ``head``
-        count from 1 there, as every figure of that module does (``head`` may be "mean"/"max")."""
-        from transformer.interpret.figures import value_norms_figure
-
+        """One map (:func:`value_norms_figure`); ``layer`` and ``head`` count from 1 there, as
+        every figure does (``head`` may be "mean"/"max")."""
         return value_norms_figure(self, kind, layer, head, normalise)
 
 
@@ -483,4 +477,156 @@ def value_norms(translator_or_model, trace: Trace, head_mask: dict | None = None
         output_tokens=output_tokens,
         **{k: torch.stack(maps[k]).numpy() for k in KINDS},
         value_norms={k: torch.stack(lengths[k]).numpy() for k in KINDS},
+    )
+
+
+# --------------------------------------------------------------------------- figures
+# Drawn with the kit of transformer/interpret/figures.py, imported (with plotly) only when a
+# figure is asked for. Layers and steps are shown 1-based, as in every figure.
+
+ALTI_TITLE = "Where each word came from: ALTI+ (Ferrando et al. 2022), through all layers"
+
+
+def _step_rows(F, prefix_tokens: list[str], output_tokens: list[str], step: int) -> list:
+    """One ``F.Entry`` per step: the token it reads and the one it emits; ``step`` (1-based) is
+    the current row, later ones are not generated yet."""
+    return [
+        F.Entry(
+            i,
+            f"{i + 1}: {q} → {o}",
+            f"step {i + 1} (reads {F.quote(q)}, emits {F.quote(o)})",
+            current=i == step - 1,
+            future=i > step - 1,
+        )
+        for i, (q, o) in enumerate(zip(prefix_tokens, output_tokens))
+    ]
+
+
+def contributions_figure(c: Contributions, step: int | None = None):
+    """Steps x (source + prefix) map of ALTI+ (``Contributions.total``, (T, S + T)): the source
+    tokens' columns, then the decoder inputs' (a step's later inputs masked grey). Each row sums
+    to 1; ``step`` (1-based, default the last) frames a row and greys the later ones."""
+    from transformer.interpret import figures as F
+
+    T, S = c.steps, c.S
+    step = T if step is None else F._whole("step", step, 1, T)
+    rows = _step_rows(F, c.prefix_tokens, c.output_tokens, step)
+    cols = [F.Entry(j, tok, f"source token {j + 1} {F.quote(tok)}") for j, tok in enumerate(c.src_tokens)]
+    cols += [
+        F.Entry(S + j, f"↳ {tok}", f"decoder input {j + 1} {F.quote(tok)}") for j, tok in enumerate(c.prefix_tokens)
+    ]
+    total = np.asarray(c.total, dtype=np.float64)  # (T, S + T)
+    matrix = F.analysis_matrix(total, rows, cols)
+    matrix[:, S:][np.triu(np.ones((T, T), dtype=bool), k=1)] = np.nan  # a step never reads later inputs
+    matrix[[i for i, e in enumerate(rows) if e.future]] = -np.inf
+    share = c.source_share
+    tips = [
+        [
+            f"{r.tip} is not generated yet (now at step {step})"
+            if r.future
+            else f"{r.tip}<br>{col.tip}<br>"
+            + ("masked: a later decoder input" if np.isnan(matrix[i, j]) else f"contribution: {matrix[i, j]:.3f}")
+            + f"<br>source share of the step: {share[i]:.2f}"
+            for j, col in enumerate(cols)
+        ]
+        for i, r in enumerate(rows)
+    ]
+    title = "<br>".join([*ALTI_TITLE.split(": ", 1), f"source columns, then target prefix (↳) · step {step} of {T}"])
+    return F.heatmap_figure(
+        matrix,
+        rows,
+        cols,
+        title=title,
+        x_title="source token | decoder input (prefix)",
+        y_title="decoding step",
+        tips=tips,
+        hi=F._top(total),
+        scale_title="contribution",
+        meta=dict(view="alti", step=step),
+    )
+
+
+def shares_figure(c: Contributions):
+    """Source versus target-prefix share of each step (ALTI+), stacked bars summing to 1."""
+    import plotly.graph_objects as go
+
+    from transformer.interpret import figures as F
+
+    labels = [f"{i + 1}: {o}" for i, o in enumerate(c.output_tokens)]
+    src, pre = np.asarray(c.source_share, dtype=np.float64), np.asarray(c.prefix_share, dtype=np.float64)
+    fig = go.Figure()
+    for name, v, colour in (("source", src, F.BAR), ("target prefix", pre, F.HIGHLIGHT)):
+        fig.add_trace(
+            go.Bar(
+                x=list(range(len(labels))),
+                y=v.tolist(),
+                name=name,
+                marker_color=colour,
+                customdata=labels,
+                hovertemplate=f"%{{customdata}}<br>{name}: %{{y:.3f}}<extra></extra>",
+            )
+        )
+    fig.update_layout(
+        **F.frame(f"Source or target prefix? ALTI+ share of each step<br>mean source share {src.mean():.2f}"),
+        barmode="stack",
+        width=max(480, 28 * len(labels) + 200),
+        height=380,
+        meta=dict(view="alti_shares"),
+        xaxis=dict(
+            title=dict(text="step: emitted token"),
+            tickmode="array",
+            tickvals=list(range(len(labels))),
+            ticktext=labels,
+            tickangle=-60,
+        ),
+        yaxis=dict(title=dict(text="share"), range=[0, 1]),
+    )
+    return fig
+
+
+def value_norms_figure(
+    n: ValueNorms, kind: str = "cross", layer: int = 1, head="mean", normalise: bool = False, step: int | None = None
+):
+    """||alpha f(x)|| of one kind, layer (1-based) and head (1-based, ``"mean"`` or ``"max"``)
+    laid out as the attention view of the same settings (``ValueNorms``, Kobayashi et al. 2020).
+    Raw lengths unless ``normalise`` (each row divided by its sum)."""
+    from transformer.interpret import figures as F
+
+    view = {"decoder_self": "decoder"}.get(kind, kind)
+    if view not in F.ATTENTION_VIEWS:
+        raise ValueError(f"kind must be encoder, decoder_self or cross, got {kind!r}")
+    values = n.normalised(kind) if normalise else n.get(kind)  # (L, H, Q, K)
+    L, H = values.shape[:2]
+    layer = F._whole("layer", layer, 1, L)
+    head = F._head(head, H)
+    T = len(n.prefix_tokens)
+    step = T if step is None else F._whole("step", step, 1, T)
+    tgt_tokens = [*n.prefix_tokens, n.output_tokens[-1]]
+    rows, cols, causal = F.layout(view, step, n.src_tokens, tgt_tokens, [])
+    matrix = F.attention_matrix(values, layer - 1, head if head in ("mean", "max") else head - 1, rows, cols, causal)
+    where = f"layer {layer}, {F.head_name(head)}"
+    what = "share of the row" if normalise else "‖α·f(x)‖"
+    tips = [
+        [
+            f"{r.tip} is not generated yet"
+            if r.future
+            else f"query: {r.tip}<br>key: {col.tip}<br>"
+            + ("masked" if np.isnan(matrix[i, j]) else f"{what}: {matrix[i, j]:.3f}")
+            for j, col in enumerate(cols)
+        ]
+        for i, r in enumerate(rows)
+    ]
+    finite = matrix[np.isfinite(matrix)]
+    return F.heatmap_figure(
+        matrix,
+        rows,
+        cols,
+        title=f"{F.ATTENTION_VIEWS[view]}: what moved the output, ‖α·f(x)‖ (Kobayashi et al. 2020)<br>{where}"
+        + (" · rows normalised" if normalise else " · not normalised"),
+        x_title=F.AXES[view][1],
+        y_title=F.AXES[view][0],
+        tips=tips,
+        hi=F._top(finite),
+        scale_title=what,
+        meta=dict(view="value_norms", kind=kind, layer=layer, head=head, normalise=normalise),
     )

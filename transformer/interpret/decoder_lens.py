@@ -86,9 +86,7 @@ class DecoderLens:
         return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
     def figure(self):
-        """The table (``transformer.interpret.figures.decoder_lens_figure``)."""
-        from transformer.interpret.figures import decoder_lens_figure
-
+        """The table (:func:`decoder_lens_figure`)."""
         return decoder_lens_figure(self)
 
 
@@ -166,3 +164,38 @@ def decoder_lens(
             )
         )
     return DecoderLens(src_text=text, src_tokens=[translator.src_tok.id_to_token(i) for i in src_ids], rows=rows)
+
+
+def decoder_lens_figure(lens: DecoderLens):
+    """DecoderLens as a table: one row per encoder layer (1-based), its greedy translation, and
+    whether it is already the final one. Drawn with the kit of transformer/interpret/figures.py,
+    imported (with plotly) only when the figure is asked for."""
+    import plotly.graph_objects as go
+
+    from transformer.interpret import figures as F
+
+    final = lens.rows[-1].ids
+    layers = [f"{r.layer + 1}" for r in lens.rows]
+    texts = [r.text + ("" if r.finished else " …") for r in lens.rows]
+    same = ["yes" if r.ids == final else "" for r in lens.rows]
+    fig = go.Figure(
+        go.Table(
+            columnwidth=[70, 460, 80],
+            header=dict(
+                values=["encoder layer", "the decoder would write", "= final"],
+                align="left",
+                fill_color="#eef3f8",
+                font=dict(color=F.TEXT),
+            ),
+            cells=dict(
+                values=[layers, texts, same], align="left", fill_color="#fff", font=dict(color=F.TEXT), height=26
+            ),
+        )
+    )
+    fig.update_layout(
+        **F.frame(f"DecoderLens (Langedijk et al. 2024): the decoder reading encoder layer l<br>{lens.src_text}"),
+        width=720,
+        height=26 * len(lens.rows) + 190,
+        meta=dict(view="decoder_lens"),
+    )
+    return fig

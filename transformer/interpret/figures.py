@@ -1,9 +1,23 @@
-"""Plotly figures of a trace: the explorer's views for notebooks and papers.
+"""Plotly figures of a trace: the explorer's views for notebooks and papers, and the drawing
+kit every analysis's figure is made with.
 
 ``figure(trace, view, layer, head, step, hide_specials)`` returns a
 ``plotly.graph_objects.Figure``. Why here and not in the explorer: people who work in
 notebooks want a figure object to restyle, export (``write_html``, ``write_image``) and put
 in a paper, without Gradio or a browser. Building one needs no network.
+
+This module holds the trace's own views (attention, rollout, encoder rollout, positional
+encoding, next-token candidates, and ``figure`` that picks one) and the shared kit: names and
+colours (``ATTENTION_VIEWS``, ``AXES``, ``BAR``, ``HIGHLIGHT``, ``TEXT``, ...), ``frame``,
+``quote``, ``head_name``, the rows and columns of a map (``Entry``, ``layout``), its numbers
+(``attention_matrix``, ``analysis_matrix``), ``heatmap_figure`` and the argument checks
+(``_whole``, ``_head``, ``_top``). Each analysis draws its own figure beside the analysis, from
+this kit, importing plotly and this module only when a figure is asked for:
+``contributions_figure``, ``shares_figure`` and ``value_norms_figure`` in
+``transformer/interpret/contributions.py``, ``decoder_lens_figure`` in ``decoder_lens.py``,
+``reference_figure`` in ``reference.py``, ``attribution_figure`` and ``patching_figure`` in
+``attribution.py``, ``saliency_figure`` in ``saliency.py``, and value zeroing's ``figure`` in
+``explorer/panels/value_zeroing.py``.
 
 The views show what the explorer's browser viewer shows at the same settings, and each
 function below names the browser code it mirrors (``explorer/web/attention.js``,
@@ -564,216 +578,3 @@ def figure(
         return positional_figure(pe, trace.src_tokens, min(n, pe.shape[0]))
     t = step - 1
     return candidates_figure(list(trace.topk_tokens[t]), trace.topk_probs[t], trace.tgt_tokens[t + 1], step, steps)
-
-
-# --- where did this word come from? (contributions.py, decoder_lens.py, reference.py) -----------
-# These take the analyses' result objects (duck-typed: this module imports no model code).
-# Layers and steps are shown 1-based, as everywhere in this module.
-
-ALTI_TITLE = "Where each word came from: ALTI+ (Ferrando et al. 2022), through all layers"
-
-
-def _step_rows(prefix_tokens: list[str], output_tokens: list[str], step: int) -> list[Entry]:
-    return [
-        Entry(
-            i,
-            f"{i + 1}: {q} → {o}",
-            f"step {i + 1} (reads {quote(q)}, emits {quote(o)})",
-            current=i == step - 1,
-            future=i > step - 1,
-        )
-        for i, (q, o) in enumerate(zip(prefix_tokens, output_tokens))
-    ]
-
-
-def contributions_figure(c, step: int | None = None) -> go.Figure:
-    """Steps x (source + prefix) map of ALTI+ (``Contributions.total``, (T, S + T)): the source
-    tokens' columns, then the decoder inputs' (a step's later inputs masked grey). Each row sums
-    to 1; ``step`` (1-based, default the last) frames a row and greys the later ones."""
-    T, S = c.steps, c.S
-    step = T if step is None else _whole("step", step, 1, T)
-    rows = _step_rows(c.prefix_tokens, c.output_tokens, step)
-    cols = [Entry(j, tok, f"source token {j + 1} {quote(tok)}") for j, tok in enumerate(c.src_tokens)]
-    cols += [Entry(S + j, f"↳ {tok}", f"decoder input {j + 1} {quote(tok)}") for j, tok in enumerate(c.prefix_tokens)]
-    total = np.asarray(c.total, dtype=np.float64)  # (T, S + T)
-    matrix = analysis_matrix(total, rows, cols)
-    matrix[:, S:][np.triu(np.ones((T, T), dtype=bool), k=1)] = np.nan  # a step never reads later inputs
-    matrix[[i for i, e in enumerate(rows) if e.future]] = -np.inf
-    share = c.source_share
-    tips = [
-        [
-            f"{r.tip} is not generated yet (now at step {step})"
-            if r.future
-            else f"{r.tip}<br>{col.tip}<br>"
-            + ("masked: a later decoder input" if np.isnan(matrix[i, j]) else f"contribution: {matrix[i, j]:.3f}")
-            + f"<br>source share of the step: {share[i]:.2f}"
-            for j, col in enumerate(cols)
-        ]
-        for i, r in enumerate(rows)
-    ]
-    title = "<br>".join([*ALTI_TITLE.split(": ", 1), f"source columns, then target prefix (↳) · step {step} of {T}"])
-    return heatmap_figure(
-        matrix,
-        rows,
-        cols,
-        title=title,
-        x_title="source token | decoder input (prefix)",
-        y_title="decoding step",
-        tips=tips,
-        hi=_top(total),
-        scale_title="contribution",
-        meta=dict(view="alti", step=step),
-    )
-
-
-def shares_figure(c) -> go.Figure:
-    """Source versus target-prefix share of each step (ALTI+), stacked bars summing to 1."""
-    labels = [f"{i + 1}: {o}" for i, o in enumerate(c.output_tokens)]
-    src, pre = np.asarray(c.source_share, dtype=np.float64), np.asarray(c.prefix_share, dtype=np.float64)
-    fig = go.Figure()
-    for name, v, colour in (("source", src, BAR), ("target prefix", pre, HIGHLIGHT)):
-        fig.add_trace(
-            go.Bar(
-                x=list(range(len(labels))),
-                y=v.tolist(),
-                name=name,
-                marker_color=colour,
-                customdata=labels,
-                hovertemplate=f"%{{customdata}}<br>{name}: %{{y:.3f}}<extra></extra>",
-            )
-        )
-    fig.update_layout(
-        **frame(f"Source or target prefix? ALTI+ share of each step<br>mean source share {src.mean():.2f}"),
-        barmode="stack",
-        width=max(480, 28 * len(labels) + 200),
-        height=380,
-        meta=dict(view="alti_shares"),
-        xaxis=dict(
-            title=dict(text="step: emitted token"),
-            tickmode="array",
-            tickvals=list(range(len(labels))),
-            ticktext=labels,
-            tickangle=-60,
-        ),
-        yaxis=dict(title=dict(text="share"), range=[0, 1]),
-    )
-    return fig
-
-
-def value_norms_figure(
-    n, kind: str = "cross", layer: int = 1, head="mean", normalise: bool = False, step: int | None = None
-) -> go.Figure:
-    """||alpha f(x)|| of one kind, layer (1-based) and head (1-based, ``"mean"`` or ``"max"``)
-    laid out as the attention view of the same settings (``ValueNorms``, Kobayashi et al. 2020).
-    Raw lengths unless ``normalise`` (each row divided by its sum)."""
-    view = {"decoder_self": "decoder"}.get(kind, kind)
-    if view not in ATTENTION_VIEWS:
-        raise ValueError(f"kind must be encoder, decoder_self or cross, got {kind!r}")
-    values = n.normalised(kind) if normalise else n.get(kind)  # (L, H, Q, K)
-    L, H = values.shape[:2]
-    layer = _whole("layer", layer, 1, L)
-    head = _head(head, H)
-    T = len(n.prefix_tokens)
-    step = T if step is None else _whole("step", step, 1, T)
-    tgt_tokens = [*n.prefix_tokens, n.output_tokens[-1]]
-    rows, cols, causal = layout(view, step, n.src_tokens, tgt_tokens, [])
-    matrix = attention_matrix(values, layer - 1, head if head in ("mean", "max") else head - 1, rows, cols, causal)
-    where = f"layer {layer}, {head_name(head)}"
-    what = "share of the row" if normalise else "‖α·f(x)‖"
-    tips = [
-        [
-            f"{r.tip} is not generated yet"
-            if r.future
-            else f"query: {r.tip}<br>key: {col.tip}<br>"
-            + ("masked" if np.isnan(matrix[i, j]) else f"{what}: {matrix[i, j]:.3f}")
-            for j, col in enumerate(cols)
-        ]
-        for i, r in enumerate(rows)
-    ]
-    finite = matrix[np.isfinite(matrix)]
-    return heatmap_figure(
-        matrix,
-        rows,
-        cols,
-        title=f"{ATTENTION_VIEWS[view]}: what moved the output, ‖α·f(x)‖ (Kobayashi et al. 2020)<br>{where}"
-        + (" · rows normalised" if normalise else " · not normalised"),
-        x_title=AXES[view][1],
-        y_title=AXES[view][0],
-        tips=tips,
-        hi=_top(finite),
-        scale_title=what,
-        meta=dict(view="value_norms", kind=kind, layer=layer, head=head, normalise=normalise),
-    )
-
-
-def decoder_lens_figure(lens) -> go.Figure:
-    """DecoderLens as a table: one row per encoder layer (1-based), its greedy translation, and
-    whether it is already the final one."""
-    final = lens.rows[-1].ids
-    layers = [f"{r.layer + 1}" for r in lens.rows]
-    texts = [r.text + ("" if r.finished else " …") for r in lens.rows]
-    same = ["yes" if r.ids == final else "" for r in lens.rows]
-    fig = go.Figure(
-        go.Table(
-            columnwidth=[70, 460, 80],
-            header=dict(
-                values=["encoder layer", "the decoder would write", "= final"],
-                align="left",
-                fill_color="#eef3f8",
-                font=dict(color=TEXT),
-            ),
-            cells=dict(values=[layers, texts, same], align="left", fill_color="#fff", font=dict(color=TEXT), height=26),
-        )
-    )
-    fig.update_layout(
-        **frame(f"DecoderLens (Langedijk et al. 2024): the decoder reading encoder layer l<br>{lens.src_text}"),
-        width=720,
-        height=26 * len(lens.rows) + 190,
-        meta=dict(view="decoder_lens"),
-    )
-    return fig
-
-
-def reference_figure(score) -> go.Figure:
-    """Each reference token's probability (bars; orange from the first step where the model's
-    own top choice differs) beside the top choice's (dots); hover gives the rank."""
-    x = list(range(len(score.ids)))
-    labels = [f"{t + 1}: {tok}" for t, tok in enumerate(score.tokens)]
-    first = score.first_divergence
-    colours = [HIGHLIGHT if first is not None and t >= first else BAR for t in x]
-    tips = [
-        f"step {t + 1}: reference {quote(score.tokens[t])} p = {score.probs[t]:.3f}, rank {int(score.ranks[t])}"
-        f"<br>model's top choice {quote(score.top_tokens[t])} p = {score.top_probs[t]:.3f}"
-        for t in x
-    ]
-    fig = go.Figure(
-        [
-            go.Bar(
-                x=x,
-                y=np.asarray(score.probs, dtype=np.float64).tolist(),
-                name="reference token",
-                marker_color=colours,
-                hovertext=tips,
-                hovertemplate="%{hovertext}<extra></extra>",
-            ),
-            go.Scatter(
-                x=x,
-                y=np.asarray(score.top_probs, dtype=np.float64).tolist(),
-                mode="markers",
-                name="model's top choice",
-                marker=dict(color=TEXT, size=7),
-                hovertext=tips,
-                hovertemplate="%{hovertext}<extra></extra>",
-            ),
-        ]
-    )
-    where = "the model would write the same" if first is None else f"they part at step {first + 1}"
-    fig.update_layout(
-        **frame(f"Your reference, token by token: mean log-probability {score.mean_log_prob:.2f}<br>{where}"),
-        width=max(480, 30 * len(x) + 200),
-        height=400,
-        meta=dict(view="reference", first_divergence=first),
-        xaxis=dict(title=dict(text="reference token"), tickmode="array", tickvals=x, ticktext=labels, tickangle=-60),
-        yaxis=dict(title=dict(text="probability"), range=[0, 1.05]),
-    )
-    return fig

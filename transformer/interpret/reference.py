@@ -91,9 +91,7 @@ class ReferenceScore:
 
     def figure(self):
         """Probability of each reference token beside the model's top choice
-        (``transformer.interpret.figures.reference_figure``)."""
-        from transformer.interpret.figures import reference_figure
-
+        (:func:`reference_figure`)."""
         return reference_figure(self)
 
 
@@ -158,3 +156,53 @@ def mean_log_prob(probs) -> float:
     """Length-normalised log-probability of a sequence from its tokens' probabilities."""
     p = np.asarray(probs, dtype=np.float64)
     return float(np.log(np.maximum(p, 1e-45)).mean()) if p.size else -math.inf
+
+
+def reference_figure(score: ReferenceScore):
+    """Each reference token's probability (bars; orange from the first step where the model's
+    own top choice differs) beside the top choice's (dots); hover gives the rank. Drawn with the
+    kit of transformer/interpret/figures.py, imported (with plotly) only when asked for."""
+    import plotly.graph_objects as go
+
+    from transformer.interpret import figures as F
+
+    x = list(range(len(score.ids)))
+    labels = [f"{t + 1}: {tok}" for t, tok in enumerate(score.tokens)]
+    first = score.first_divergence
+    colours = [F.HIGHLIGHT if first is not None and t >= first else F.BAR for t in x]
+    tips = [
+        f"step {t + 1}: reference {F.quote(score.tokens[t])} p = {score.probs[t]:.3f}, rank {int(score.ranks[t])}"
+        f"<br>model's top choice {F.quote(score.top_tokens[t])} p = {score.top_probs[t]:.3f}"
+        for t in x
+    ]
+    fig = go.Figure(
+        [
+            go.Bar(
+                x=x,
+                y=np.asarray(score.probs, dtype=np.float64).tolist(),
+                name="reference token",
+                marker_color=colours,
+                hovertext=tips,
+                hovertemplate="%{hovertext}<extra></extra>",
+            ),
+            go.Scatter(
+                x=x,
+                y=np.asarray(score.top_probs, dtype=np.float64).tolist(),
+                mode="markers",
+                name="model's top choice",
+                marker=dict(color=F.TEXT, size=7),
+                hovertext=tips,
+                hovertemplate="%{hovertext}<extra></extra>",
+            ),
+        ]
+    )
+    where = "the model would write the same" if first is None else f"they part at step {first + 1}"
+    fig.update_layout(
+        **F.frame(f"Your reference, token by token: mean log-probability {score.mean_log_prob:.2f}<br>{where}"),
+        width=max(480, 30 * len(x) + 200),
+        height=400,
+        meta=dict(view="reference", first_divergence=first),
+        xaxis=dict(title=dict(text="reference token"), tickmode="array", tickvals=x, ticktext=labels, tickangle=-60),
+        yaxis=dict(title=dict(text="probability"), range=[0, 1.05]),
+    )
+    return fig
