@@ -20,7 +20,7 @@ import { el } from "./canvas.js";
 import { ASK, KINDS, chartRows, classRows, mineLabel, modelAnswer, norm, verdict } from "./classroom-answers.js";
 import { share } from "./numbers.js";
 import { onEnter } from "./keys.js";
-import { watchSize } from "./view-base.js";
+import { nextFrame, watchSize } from "./view-base.js";
 
 /** The class this page is in, or null: {code, role: "teacher" | "student", student (the id),
  * students, view, question: {id, kind, step, choices, status}, tally, mine, error, ended}. */
@@ -320,6 +320,7 @@ export class Classroom {
     const c = s.classroom;
     // (`lens`: a large vocabulary's lens, which a layer question's answer reads, has arrived: lens.js)
     if (["classroom", "trace", "step", "lens"].some((k) => changed.has(k))) this.render();
+    if (changed.has("presenting")) nextFrame(() => this.placeDock(this.store.get().presenting));
     if (!c || c.role !== "teacher" || !VIEW_KEYS.some((k) => changed.has(k))) return;
     clearTimeout(this.showTimer);
     this.showTimer = setTimeout(() => this.lead(), SHOW_DELAY_MS);
@@ -523,6 +524,15 @@ export class Classroom {
       out.push(el("div", { className: "cl-row" }, [input, go]));
     }
     return out;
+  }
+
+  /** In presentation mode the viewer fills the screen (full screen where the browser allows, and
+   * then only it is drawn): the card goes inside it, so the class's code, count and answers stay
+   * on the projector; it comes back to the page when presentation ends. */
+  placeDock(presenting) {
+    const host = (presenting && document.querySelector(".ax-root.ax-presenting")) || document.body;
+    if (this.dock.parentNode !== host) host.append(this.dock);
+    this.room();
   }
 
   fold(on) {

@@ -166,6 +166,11 @@ def test_a_whole_class_on_a_projector_a_phone_a_laptop_and_a_tablet(browser, cla
             until(s, FOLLOWS, [text, STEP])  # the teacher's sentence and step, traced once for the class
         phone_dock = students[0].locator("#class-dock").bounding_box()
         assert phone_dock["height"] <= 0.5 * 844 + 1  # the phone keeps half its screen for the picture
+        teacher.click("#present-btn")  # on the projector, full screen: the card stays in view
+        until(teacher, "() => !!document.querySelector('.ax-root.ax-presenting #class-dock')")
+        assert teacher.locator("#class-dock").is_visible() and teacher.inner_text("#class-code") == code
+        teacher.click("#present-btn")
+        until(teacher, "() => document.querySelector('#class-dock').parentNode === document.body")
         view = {k: state(teacher)[k] for k in ("view", "layer", "head")}
         want = expected(model, text, STEP + 1, view)
         for kind in KINDS:
