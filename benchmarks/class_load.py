@@ -184,12 +184,14 @@ def student(
                 run.done.set()
 
 
-def teacher(base: str, code: str, run: Run, start: threading.Barrier, stop: threading.Event, arrive: float) -> None:
+def teacher(
+    base: str, code: str, key: str, run: Run, start: threading.Barrier, stop: threading.Event, arrive: float
+) -> None:
     page = session()
     start.wait()
     time.sleep(1.0 + arrive)
     try:
-        run.question = call(base, "class_ask", code, CLASS_SENTENCE, 3, "next_word", session=page)
+        run.question = call(base, "class_ask", code, key, CLASS_SENTENCE, 3, "next_word", session=page)
         run.asked.set()
         while not stop.is_set():
             took, tally = timed(lambda: call(base, "class_tally", code, run.question, session=page))
@@ -219,8 +221,9 @@ def tally_lags(acks: list[float], tallies: list[tuple[float, int]]) -> list[floa
 
 
 def run_class(base: str, students: int, seed: int, me: str, arrive: float) -> tuple[Run, dict]:
-    code = call(base, "class_start")
-    call(base, "class_show", code, CLASS_SENTENCE, 2, "cross", 1, "mean")
+    started = call(base, "class_start")
+    code, key = started["code"], started["teacher"]
+    call(base, "class_show", code, key, CLASS_SENTENCE, 2, "cross", 1, "mean")
     run, stop = Run(students), threading.Event()
     start = threading.Barrier(students + 2)
     rng = random.Random(seed)
@@ -230,7 +233,7 @@ def run_class(base: str, students: int, seed: int, me: str, arrive: float) -> tu
         for _ in range(students)
     ]
     threads += [
-        threading.Thread(target=teacher, args=(base, code, run, start, stop, arrive)),
+        threading.Thread(target=teacher, args=(base, code, key, run, start, stop, arrive)),
         threading.Thread(target=visitor, args=(base, run, start, stop, me)),
     ]
     for t in threads:
@@ -243,7 +246,7 @@ def run_class(base: str, students: int, seed: int, me: str, arrive: float) -> tu
     for t in threads:
         t.join(120)
     tally = call(base, "class_tally", code, run.question) if run.question else {"answers": [], "answered": 0}
-    call(base, "class_end", code)
+    call(base, "class_end", code, key)
     run.elapsed = last - run.t0
     run.changes_done = max(run.last_ack, last) - run.t0
     return run, tally

@@ -133,16 +133,17 @@ class ClassRoom:
         self.app = app
         self._store = store
         self.traces = TraceCache(self._trace)
+        teacher = self.teacher  # the teacher's own actions name the class and carry its key
         self.actions = {
-            "start": lambda f: self.store.start(),
+            "start": lambda f: self.start(),
             "join": lambda f: self.store.join(f.get("code")),
-            "show": lambda f: self.show(f.get("code"), f.get("view")).to_dict(),
-            "ask": lambda f: self.ask(f.get("code"), f.get("kind"), f.get("view")).to_dict(),  # the next step
+            "show": lambda f: self.show(teacher(f), f.get("view")).to_dict(),
+            "ask": lambda f: self.ask(teacher(f), f.get("kind"), f.get("view")).to_dict(),  # the next step
             "answer": lambda f: self.store.answer(f.get("code"), f.get("student"), f.get("question"), f.get("answer")),
             "tally": lambda f: self.store.tally(f.get("code"), f.get("question")).to_dict(),
-            "reveal": lambda f: self.store.reveal(f.get("code"), f.get("question")).to_dict(),
+            "reveal": lambda f: self.store.reveal(teacher(f), f.get("question")).to_dict(),
             "state": lambda f: self.store.state(f.get("code"), f.get("student")).to_dict(),
-            "end": lambda f: self.store.end(f.get("code")),
+            "end": lambda f: self.store.end(teacher(f)),
         }
 
     @property
@@ -219,6 +220,18 @@ class ClassRoom:
         return answer(log, "following a class", shown, app.failed)
 
     # --- what the page and the endpoints share ------------------------------------------------
+    def start(self) -> dict:
+        """A new class: ``{"code", "teacher"}``, the teacher's key given this once."""
+        code = self.store.start()
+        return {"code": code, "teacher": self.store.teacher_key(code)}
+
+    def teacher(self, fields, key=None) -> str:
+        """The class code of a teacher's request (``fields``' ``code``, and its ``teacher`` key or
+        ``key``), once the key is checked."""
+        code = check_code(fields.get("code"))
+        self.store.check_teacher(code, fields.get("teacher") if key is None else key)
+        return code
+
     def _trace(self, text: str, forced: tuple, origin: str):
         if forced:
             return self.app.tr.trace(text, forced_prefix=list(forced))
@@ -272,27 +285,31 @@ class ClassRoom:
         return sorted(words, key=str.casefold)
 
     # --- the named endpoints (docstrings: the API page) ---------------------------------------------
-    def class_start(self) -> str:
-        """Start a class; returns its code (5 letters)."""
-        return api_answer(log, "/class_start", self.store.start)
+    def class_start(self) -> dict:
+        """Start a class; returns ``{"code": 5 letters, "teacher": the key that showing, asking,
+        revealing and ending it take}``."""
+        return api_answer(log, "/class_start", self.start)
 
     def class_join(self, code: str) -> str:
         """Join class ``code``; returns a new student id."""
         return api_answer(log, "/class_join", lambda: self.store.join(code))
 
     def class_show(
-        self, code: str, text: str, step: int = 1, view: str = "cross", layer: int = 1, head: str = "mean"
+        self, code: str, teacher: str, text: str, step: int = 1, view: str = "cross", layer: int = 1, head: str = "mean"
     ) -> dict:
-        """Show class ``code`` a sentence, a step (1-based) and a view; returns what it now sees."""
+        """Show class ``code`` (``teacher``: its key) a sentence, a step (1-based) and a view;
+        returns what it now sees."""
         fields = {"text": text, "step": step, "view": view, "layer": layer, "head": head}
-        return api_answer(log, "/class_show", lambda: self.show(code, fields).to_dict())
+        return api_answer(
+            log, "/class_show", lambda: self.show(self.teacher({"code": code}, teacher), fields).to_dict()
+        )
 
-    def class_ask(self, code: str, text: str, step: int, kind: str) -> int:
-        """Ask class ``code`` a question of ``kind`` about step ``step`` (1-based) of ``text``
-        (the class sees the step before it); returns the question's id."""
+    def class_ask(self, code: str, teacher: str, text: str, step: int, kind: str) -> int:
+        """Ask class ``code`` (``teacher``: its key) a question of ``kind`` about step ``step``
+        (1-based) of ``text`` (the class sees the step before it); returns the question's id."""
 
         def asked() -> int:
-            now = self.store.state(check_code(code)).view
+            now = self.store.state(self.teacher({"code": code}, teacher)).view
             fields = now.to_dict() if now is not None else {}
             if now is None or now.text != text:
                 fields = {**fields, "forced": [], "origin": "translate"}
@@ -309,19 +326,21 @@ class ClassRoom:
         """Each answer to ``question`` with its count, and how many students answered."""
         return api_answer(log, "/class_tally", lambda: self.store.tally(code, question).to_dict())
 
-    def class_reveal(self, code: str, question: int) -> dict:
-        """Close ``question`` and show the class its answer; returns the tally."""
-        return api_answer(log, "/class_reveal", lambda: self.store.reveal(code, question).to_dict())
+    def class_reveal(self, code: str, teacher: str, question: int) -> dict:
+        """Close ``question`` and show the class its answer (``teacher``: the class's key); returns the tally."""
+        return api_answer(
+            log, "/class_reveal", lambda: self.store.reveal(self.teacher({"code": code}, teacher), question).to_dict()
+        )
 
     def class_state(self, code: str, student: str = "") -> dict:
         """What class ``code`` sees now, and ``student``'s own answer to the current question."""
         return api_answer(log, "/class_state", lambda: self.store.state(code, student or None).to_dict())
 
-    def class_end(self, code: str) -> str:
-        """End class ``code``: it and its answers are deleted."""
+    def class_end(self, code: str, teacher: str) -> str:
+        """End class ``code`` (``teacher``: its key): it and its answers are deleted."""
 
         def ended() -> str:
-            self.store.end(code)
+            self.store.end(self.teacher({"code": code}, teacher))
             return check_code(code)
 
         return api_answer(log, "/class_end", ended)

@@ -16,6 +16,8 @@ text; a class and everything in it is deleted :data:`EXPIRY_S` after its last ac
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import html
 import json
 import os
@@ -48,6 +50,7 @@ DB_ENV = "EXPLORER_CLASS_DB"
 
 # Markup and control characters never reach a chart: tags (script and style with their
 # content), comments, and control, format and bidi characters.
+TEACHER_KEY_CHARS = 32  # hex digits of a teacher's key (128 bits)
 MARKUP = re.compile(r"<(script|style)\b[^>]*>.*?(</\1\s*>|$)|<!--.*?(-->|$)|</?[A-Za-z!][^<>]*>", re.I | re.S)
 ANSI = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")  # terminal colour codes
 
@@ -61,6 +64,13 @@ class ClassGone(ClassError):
     """The class is not there: a wrong code, or a class that ended or expired."""
 
     reason = "gone"
+
+
+class NotTeacher(ClassError):
+    """The teacher's key is missing or wrong: showing, asking, revealing and ending are the
+    teacher's, whose page got the key when it started the class."""
+
+    reason = "teacher"
 
 
 class NotInClass(ClassError):
@@ -289,6 +299,13 @@ class ClassStore(Protocol):
     def end(self, code: str) -> None:
         """Delete the class and everything in it."""
 
+    def teacher_key(self, code: str) -> str:
+        """The key of class ``code``'s teacher: what :meth:`check_teacher` takes. It is given once,
+        to the page or caller that started the class, and survives a restart of the server."""
+
+    def check_teacher(self, code: str, key) -> None:
+        """Raise :class:`NotTeacher` unless ``key`` is the teacher key of class ``code``."""
+
     def purge(self) -> int:
         """Delete every class whose last activity is :data:`EXPIRY_S` old; how many went."""
 
@@ -326,6 +343,10 @@ CREATE TABLE IF NOT EXISTS answers (
   PRIMARY KEY (question, student)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS answers_by_answer ON answers(question, answer);
+CREATE TABLE IF NOT EXISTS secrets (
+  name TEXT PRIMARY KEY,
+  value TEXT NOT NULL        -- made once per file: a teacher's key is an HMAC of the class's code with it
+);
 """
 
 
@@ -349,6 +370,8 @@ class SqliteClassStore:
         db = self._db()
         db.execute("PRAGMA journal_mode=WAL")
         db.executescript(SCHEMA)
+        db.execute("INSERT OR IGNORE INTO secrets (name, value) VALUES ('teacher', ?)", (secrets.token_hex(32),))
+        self._secret = bytes.fromhex(db.execute("SELECT value FROM secrets WHERE name = 'teacher'").fetchone()[0])
         self.purge()
 
     # --- connections and transactions ---------------------------------------------------------
@@ -554,6 +577,15 @@ class SqliteClassStore:
         with self._write() as db:
             self._class(db, code)
             db.execute("DELETE FROM classes WHERE code = ?", (code,))
+
+    def teacher_key(self, code: str) -> str:
+        return hmac.new(self._secret, check_code(code).encode(), hashlib.sha256).hexdigest()[:TEACHER_KEY_CHARS]
+
+    def check_teacher(self, code: str, key) -> None:
+        if not isinstance(key, str) or not hmac.compare_digest(key, self.teacher_key(code)):
+            raise NotTeacher(
+                "Only the teacher who started this class can do that (the page that started it has its key)."
+            )
 
     def purge(self) -> int:
         with self._write() as db:

@@ -26,13 +26,18 @@ import { nextFrame, watchSize } from "./view-base.js";
  * students, view, question: {id, kind, step, choices, status}, tally, mine, error, ended}. */
 export const STATE = { global: { classroom: null } };
 export const STUDENTS_KEY = "explorer-class-students"; // {code: student id}
-export const TEACHING_KEY = "explorer-class-teaching"; // [code, ...] the classes this browser started
+export const TEACHING_KEY = "explorer-class-teaching"; // {code: teacher key}: the classes this browser started
 const WAIT_MS = 20000; // a request the server has not answered by then is given up (the next poll asks again)
 const SHOW_DELAY_MS = 200; // the teacher's view goes to the class once the clicks have paused this long
 const VIEW_KEYS = ["trace", "origin", "step", "view", "layer", "head"];
 
 const readJson = (key, fallback) => {
   try { return JSON.parse(localStorage.getItem(key)) ?? fallback; } catch { return fallback; }
+};
+// the classes this browser started, with their teacher keys (a list of codes, kept before keys, counts as none)
+const teaching = () => {
+  const kept = readJson(TEACHING_KEY, {});
+  return kept && typeof kept === "object" && !Array.isArray(kept) ? kept : {};
 };
 const writeJson = (key, value) => {
   try { localStorage.setItem(key, JSON.stringify(value)); } catch { /* private mode: this page only */ }
@@ -176,15 +181,16 @@ export class Classroom {
   /** Class `code` from the box or a link: as its teacher if this browser started it, else as a student. */
   enter(code) {
     const c = String(code || "").toUpperCase().replace(/[\s-]/g, "");
-    if (c && readJson(TEACHING_KEY, []).includes(c)) return this.resume(c, "teacher");
+    if (c && teaching()[c]) return this.resume(c, "teacher");
     return this.resume(c, "student");
   }
 
   async start() {
     try {
-      const code = await this.call("start");
-      writeJson(TEACHING_KEY, [code, ...readJson(TEACHING_KEY, []).filter((x) => x !== code)].slice(0, 5));
-      this.begin({ code, role: "teacher" }, null);
+      const { code, teacher } = await this.call("start");
+      const kept = Object.entries(teaching()).filter(([k]) => k !== code).slice(0, 4);
+      writeJson(TEACHING_KEY, Object.fromEntries([[code, teacher], ...kept]));
+      this.begin({ code, role: "teacher", teacher }, null);
     } catch (err) { this.fail(err); }
   }
 
@@ -199,7 +205,8 @@ export class Classroom {
         student = ids[st.code] || (await this.call("join", { code: st.code }));
         writeJson(STUDENTS_KEY, { ...readJson(STUDENTS_KEY, {}), [st.code]: student });
       }
-      this.begin({ code: st.code, role, student }, role === "student" || st.question ? st : null);
+      const teacher = role === "teacher" ? teaching()[st.code] : null;
+      this.begin({ code: st.code, role, student, teacher }, role === "student" || st.question ? st : null);
     } catch (err) { this.fail(err); }
   }
 
@@ -220,8 +227,8 @@ export class Classroom {
   leave() {
     const c = this.store.get().classroom;
     if (c && c.role === "teacher" && !c.ended) {
-      this.call("end", { code: c.code }).catch(() => {}); // the class goes for everyone
-      writeJson(TEACHING_KEY, readJson(TEACHING_KEY, []).filter((x) => x !== c.code));
+      this.call("end", { code: c.code, teacher: c.teacher }).catch(() => {}); // the class goes for everyone
+      writeJson(TEACHING_KEY, Object.fromEntries(Object.entries(teaching()).filter(([k]) => k !== c.code)));
     }
     clearTimeout(this.timer);
     this.store.set({ classroom: null });
@@ -332,7 +339,7 @@ export class Classroom {
     const key = JSON.stringify(view);
     if (key === this.sentView) return;
     this.sentView = key;
-    try { this.update({ view: await this.call("show", { code: c.code, view }) }); } catch (err) {
+    try { this.update({ view: await this.call("show", { code: c.code, teacher: c.teacher, view }) }); } catch (err) {
       this.sentView = null;
       this.lost(err);
     }
@@ -342,7 +349,7 @@ export class Classroom {
     const s = this.store.get(), c = s.classroom, view = this.teacherView(s);
     if (!c || !view) return;
     try {
-      const question = await this.call("ask", { code: c.code, kind, view });
+      const question = await this.call("ask", { code: c.code, teacher: c.teacher, kind, view });
       this.sentView = JSON.stringify(view);
       this.update({ question, tally: null, view, error: null });
       this.schedule(); // the tally, from now on at its own pace
@@ -354,7 +361,7 @@ export class Classroom {
     const c = this.store.get().classroom, q = c && c.question;
     if (!q || q.status !== "open") return;
     try {
-      const tally = await this.call("reveal", { code: c.code, question: q.id });
+      const tally = await this.call("reveal", { code: c.code, teacher: c.teacher, question: q.id });
       if (!this.current(c, q.id)) return;
       this.update({ tally, question: { ...q, status: "revealed" }, error: null });
       const tr = this.store.get().trace;
