@@ -563,3 +563,16 @@ def model_card(src: str, cfg, family: dict, licence: tuple, argv: list[str], not
         f"it translates {cfg.src_lang} to {cfg.tgt_lang} unless asked for other languages.",
     ]
     return "\n".join([*lines, *(["", *notes] if notes else [])]) + "\n"
+
+
+def converter_parser(prog: str, description: str, source: str):
+    """The flags every converter takes: SRC (``source`` says what it may be), --out, --force and
+    --revision; a converter adds its own."""
+    from transformer.cli import ArgumentParser
+
+    p = ArgumentParser(prog=prog, description=description)
+    p.add_argument("src", metavar="SRC", help=source)
+    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
+    p.add_argument("--revision", default=None, help="hub revision (branch, tag or commit) of a hub id")
+    return p

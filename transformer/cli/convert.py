@@ -32,8 +32,8 @@ import sys
 import time
 from pathlib import Path
 
-from transformer.cli import ArgumentParser, fail, one_line
-from transformer.cli.conversion import ConversionError, check_out, locate_source, model_type_of
+from transformer.cli import fail, one_line
+from transformer.cli.conversion import ConversionError, check_out, converter_parser, locate_source, model_type_of
 
 # config.json's model_type -> the module that converts that family
 FAMILIES = {
@@ -44,13 +44,11 @@ FAMILIES = {
 
 
 def parse_args(argv=None):
-    p = ArgumentParser(prog="python -m transformer.cli.convert", description=__doc__.split("\n")[0])
-    p.add_argument(
-        "src", metavar="SRC", help="a folder written by save_pretrained, or a hub id such as facebook/m2m100_418M"
+    p = converter_parser(
+        "python -m transformer.cli.convert",
+        __doc__.split("\n")[0],
+        "a folder written by save_pretrained, or a hub id such as facebook/m2m100_418M",
     )
-    p.add_argument("--out", required=True, help="checkpoint folder to write")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
-    p.add_argument("--revision", default=None, help="hub revision (branch, tag or commit) of a hub id")
     p.add_argument("--src-lang", default=None, help="a multilingual model's default source language code")
     p.add_argument("--tgt-lang", default=None, help="a multilingual model's default target language code")
     return p.parse_args(argv)

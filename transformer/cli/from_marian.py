@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-from transformer.cli import ArgumentParser, conversion, fail, one_line
+from transformer.cli import conversion, fail, one_line
 from transformer.cli.conversion import WEIGHT_FILES, ConversionError, check_out, layer_weights, read_json
 
 MODEL_TYPE = "marian"
@@ -54,13 +54,11 @@ class MarianError(ConversionError):
 
 
 def parse_args(argv=None):
-    p = ArgumentParser(prog="python -m transformer.cli.from_marian", description=__doc__.split("\n")[0])
-    p.add_argument(
-        "src", metavar="SRC", help="a Marian folder (save_pretrained) or a hub id such as Helsinki-NLP/opus-mt-en-it"
+    p = conversion.converter_parser(
+        "python -m transformer.cli.from_marian",
+        __doc__.split("\n")[0],
+        "a Marian folder (save_pretrained) or a hub id such as Helsinki-NLP/opus-mt-en-it",
     )
-    p.add_argument("--out", required=True, help="checkpoint folder to write")
-    p.add_argument("--force", action="store_true", help="replace --out if it exists and is not empty")
-    p.add_argument("--revision", default=None, help="hub revision (branch, tag or commit) of a hub id")
     return p.parse_args(argv)
 
 
