@@ -32,10 +32,7 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 LONG_FILLER = (

@@ -24,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 import torch  # noqa: E402
 

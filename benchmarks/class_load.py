@@ -42,8 +42,6 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 from explorer.class_api import POLL_S  # noqa: E402
 from explorer.launch import AppDidNotStart, running_app  # noqa: E402
 from transformer.cli import DEFAULT_CHECKPOINT  # noqa: E402

@@ -43,8 +43,7 @@ from pathlib import Path
 
 from ui_latency import app_server as start_app  # benchmarks/ is on sys.path when run as a script
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 from transformer.cli import DEFAULT_CHECKPOINT  # noqa: E402
 from transformer.core.wire import unpack_arrays  # noqa: E402
 

@@ -27,7 +27,6 @@ import argparse
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 import warnings
@@ -35,8 +34,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 from transformer.cli import fail, from_marian, load_translator_or_exit  # noqa: E402
 

@@ -23,8 +23,6 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words
 BUDGET = {"trace_ms": 100, "payload_kb": 100, "weights_mb": 50, "snapshots_mb": 80}

@@ -14,17 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
 from contextlib import nullcontext
-from pathlib import Path
 from unittest import mock
 
 import torch
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 from transformer.cli import load_translator_or_exit  # noqa: E402
 from transformer.core.model import Transformer  # noqa: E402

@@ -50,8 +50,7 @@ import time
 import warnings
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 SENTENCE = "My sister bought a beautiful red dress for the party."  # 10 words, as benchmarks/speed.py
 REFERENCE = "Mia sorella ha comprato un bel vestito rosso per la festa."  # ids to force (any words do)

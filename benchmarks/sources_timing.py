@@ -24,12 +24,10 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 from benchmarks.timing import SENTENCE, median_ms  # noqa: E402
 

@@ -29,14 +29,12 @@ import statistics
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 from transformer.cli import fail, load_translator_or_exit  # noqa: E402
 from transformer.training.data import DataError, Batch, encode_pairs, load_split, make_batch, token_budget_batches  # noqa: E402

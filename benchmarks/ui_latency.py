@@ -44,8 +44,8 @@ import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # the explorer package (its app launcher) and transformer
+from _repo import ROOT  # the clone, first on sys.path
+
 PROBE = Path(__file__).with_name("ui_probe.js")
 CHROME_ARGS = [
     "--no-sandbox",

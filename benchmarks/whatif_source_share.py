@@ -20,13 +20,11 @@ import argparse
 import json
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 from transformer.cli import load_translator_or_exit  # noqa: E402
 from transformer.interpret.contributions import alti_contributions  # noqa: E402

@@ -25,8 +25,6 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from transformer import load_translator  # noqa: E402
 from transformer.core import stepping  # noqa: E402

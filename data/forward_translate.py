@@ -30,8 +30,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from _repo import ROOT  # the clone, first on sys.path
 
 from transformer import load_translator  # noqa: E402
 from transformer.training.synthetic import fingerprint, normalize, read_fingerprints  # noqa: E402

@@ -49,10 +49,11 @@ from transformer.core.hub import (
     select_files,
 )
 
+from .launch import ROOT  # the clone: the folder holding app.py
+
 __all__ = ["SPACE_FILES", "SPACE_IGNORE", "Plan", "Upload", "main", "parse_args", "plan_deploy"]
 
 PROG = "python -m explorer.deploy"
-ROOT = Path(__file__).resolve().parent.parent  # the clone: the folder holding app.py
 # what the Space runs and shows, as huggingface_hub matches patterns ('*' also crosses '/'):
 # the entry point and both packages (with the explorer's browser files), the pins
 # (pre-requirements.txt puts torch's CPU build in first), the card (README.md) and the one

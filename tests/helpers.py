@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import shutil
+import sys
 import subprocess
 import warnings
 from pathlib import Path
@@ -573,6 +574,9 @@ def load_script(path: str):
     ``benchmarks/*.py``), loaded from its file as a module, ``path`` relative to the root."""
     import importlib.util
 
+    folder = str((ROOT / path).parent)  # its own folder, as when it runs: its _repo.py
+    if folder not in sys.path:
+        sys.path.append(folder)
     spec = importlib.util.spec_from_file_location(Path(path).stem, ROOT / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
