@@ -4,7 +4,7 @@ is drawn in the browser (tests/browser/)."""
 import pytest
 
 from explorer import texts as viewer
-from tests.helpers import ROOT
+from tests.helpers import ROOT, load_script
 
 
 @pytest.fixture(scope="module")
@@ -221,11 +221,7 @@ def test_italian_keeps_its_own_notice(translator, text):
 
 
 def test_the_word_list_keeps_words_seen_twice_and_no_stray_letters():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("build_english_words", ROOT / "data" / "build_english_words.py")
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_script("data/build_english_words.py")
     words = build.word_list(["I saw Zbigniew's e-mail.", "I saw a U.S. e-mail from B 2 C.", "b c"], min_count=2)
     assert words == ["e-mail", "i", "saw"]  # seen once: a, zbigniew's, u.s, from; b and c are single letters
     assert {"a", "i", "cat", "e-mail", "u.s", "don't"} <= viewer.english_words()
