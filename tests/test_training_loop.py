@@ -437,18 +437,21 @@ def test_processes_fit_the_devices(wanted, device, n_devices, batch, expected):
 
 def test_processes_default_to_the_presets():
     assert PRESETS["base"].train.processes == 2 and PRESETS["tiny"].train.processes == 1
-    args = cli_train.parse_args(["--preset", "tiny", "--device", "cpu"])
-    assert cli_train.launch_plan(args) == (1, [])
-    args = cli_train.parse_args(["--device", "cpu"])
-    assert cli_train.launch_plan(args) == (2, []) and args.batch_tokens is None
+
+    def launched(argv):
+        stage, extra = cli_train.launch_plan(cli_train.stage_of(cli_train.parse_args(argv)))
+        return stage.preset.train.processes, stage.preset.train.batch_tokens, extra
+
+    assert launched(["--preset", "tiny", "--device", "cpu"]) == (1, PRESETS["tiny"].train.batch_tokens, [])
+    assert launched(["--device", "cpu"]) == (2, PRESETS["base"].train.batch_tokens, [])
 
 
 def test_one_gpu_trains_the_base_preset_in_one_process_of_twice_the_batch(monkeypatch, capsys):
     monkeypatch.setattr(distributed, "pick_device", lambda name: "cuda")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
-    args = cli_train.parse_args([])
-    assert cli_train.launch_plan(args) == (1, ["--batch-tokens", "4000"])
-    assert args.batch_tokens == 4000 and args.processes == 1
+    stage, extra = cli_train.launch_plan(cli_train.stage_of(cli_train.parse_args([])))
+    assert extra == ["--batch-tokens", "4000"]
+    assert stage.preset.train.batch_tokens == 4000 and stage.preset.train.processes == 1
     assert capsys.readouterr().err == (
         "cuda: 1 device(s) for 2 processes; training 1 process(es) of 4000 batch tokens, the same tokens per step\n"
     )

@@ -6,6 +6,7 @@ first stage's snapshots and counts its epochs on top of the first stage's."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ from tests.helpers import PAIRS, exit_2, lines_of, tiny_main, write_jsonl
 from transformer.cli import training_run as cli_train
 from transformer.cli.modelcard import snapshots_section
 from transformer.core.checkpoint import list_snapshots
+from transformer.training.errors import TrainingError
 from transformer.training.presets import PRESETS
+from transformer.training.stages import plan_stages
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -28,24 +31,46 @@ def long_pairs(tmp_path) -> Path:
 
 
 def test_the_base_recipe_ends_with_the_fine_tuning_stage_and_quick_without_it():
-    args = cli_train.parse_args([])
-    second = cli_train.second_stage(args)
-    tuned = cli_train.parse_args(second)
-    assert tuned.out == str(Path("runs/base/fine-tune")) and tuned.init_from == str(Path("runs/base/best"))
-    assert tuned.extra_train == list(cli_train.DEFAULT_FINE_TUNE_TRAIN) and tuned.fine_tune_train == []
+    plan = cli_train.plan_of(cli_train.parse_args([]))
+    first, tuned = plan.stages
+    assert (first.name, tuned.name) == ("first", "fine-tune") and first.preset == PRESETS["base"]
+    assert tuned.out == Path("runs/base/fine-tune") and tuned.options.init_from == str(Path("runs/base/best"))
+    assert tuned.options.extra_train == cli_train.DEFAULT_FINE_TUNE_TRAIN and tuned.options.fine_tune_train == ()
     # every optimisation setting is the preset's fine-tuning one, and no snapshots of its own
-    assert cli_train.preset_from_args(tuned).train == PRESETS["base"].fine_tune
-    assert tuned.snapshots == () and PRESETS["base"].fine_tune.processes == 1
+    assert tuned.preset.train == PRESETS["base"].fine_tune
+    assert tuned.options.snapshots == () and PRESETS["base"].fine_tune.processes == 1
+    # the data and the device are the first stage's
+    for name in ("dataset", "src", "tgt", "tag_origins", "storage_dtype", "device", "val_limit", "threads"):
+        assert getattr(tuned.options, name) == getattr(first.options, name), name
     # the second stage has no stage after it
-    assert cli_train.second_stage(tuned) is None
+    assert plan_stages(tuned).stages == (tuned,)
     for argv in (
         ["--preset", "quick"],  # the first stage alone
         ["--fine-tune-train"],  # asked for none
         ["--init-from", "checkpoints/en-it"],  # a fine-tune of one's own
         ["--dataset", "elsewhere"],  # another corpus has no long pairs of ours
     ):
-        assert cli_train.second_stage(cli_train.parse_args(argv)) is None, argv
+        assert len(cli_train.plan_of(cli_train.parse_args(argv)).stages) == 1, argv
     assert PRESETS["quick"].train == PRESETS["base"].train and PRESETS["quick"].model == PRESETS["base"].model
+
+
+def test_the_fine_tuning_stage_takes_the_runs_save_interval_and_no_teacher_or_limit():
+    args = cli_train.parse_args(
+        ["--save-every-minutes", "7", "--lr", "0.01", "--distill-from", "t", "--max-train-pairs", "9"]
+    )
+    first, tuned = cli_train.plan_of(args).stages
+    assert first.preset.train.lr == 0.01 and first.preset.train.save_every_minutes == 7
+    assert tuned.preset.train == replace(PRESETS["base"].fine_tune, save_every_minutes=7)
+    assert tuned.budget.save_every_minutes == 7 and not tuned.budget.extends
+    assert (tuned.options.distill_from, tuned.options.max_train_pairs) == (None, None)
+    assert (first.options.distill_from, first.options.max_train_pairs) == ("t", 9)
+
+
+def test_a_fine_tuning_stage_of_several_processes_is_refused_in_one_line():
+    two = replace(PRESETS["base"], fine_tune=replace(PRESETS["base"].fine_tune, processes=2))
+    first = cli_train.stage_of(cli_train.parse_args([]))
+    with pytest.raises(TrainingError, match="fine-tuning stage trains in one process, not 2"):
+        plan_stages(replace(first, preset=two))
 
 
 def test_the_big_preset_is_the_base_recipe_wider_on_the_surest_forward_translations():
@@ -59,8 +84,8 @@ def test_the_big_preset_is_the_base_recipe_wider_on_the_surest_forward_translati
     assert names == [Path(p).name.replace("-ft4", "-ft4-conf80") for p in cli_train.DEFAULT_EXTRA_TRAIN]
     assert all(Path(p).is_dir() for p in cli_train.extra_train(args))
     # and its second stage fine-tunes the first stage's best on the long pairs, in one process
-    tuned = cli_train.parse_args(cli_train.second_stage(args))
-    assert tuned.init_from == str(Path("runs/big/best")) and cli_train.preset_from_args(tuned).train == big.fine_tune
+    tuned = cli_train.plan_of(args).stages[1]
+    assert tuned.options.init_from == str(Path("runs/big/best")) and tuned.preset.train == big.fine_tune
     assert big.fine_tune.processes == 1 and big.fine_tune.lr < big.train.lr
     # a named --extra-train still wins, and another corpus gets none
     assert cli_train.extra_train(cli_train.parse_args(["--preset", "big", "--extra-train", "x"])) == ("x",)
@@ -73,7 +98,7 @@ def test_two_stages_fine_tune_the_first_stages_best_in_a_folder_of_its_own(capfd
     captured = capfd.readouterr()
     first, second = (json.loads(line) for line in lines_of(captured.out)[-2:])
     assert first["best"] == str(out / "best") and second["best"] == str(out / "fine-tune" / "best")
-    assert f"second stage, fine-tuning {out / 'best'}: python train.py" in captured.err
+    assert f"stage 2 of 2 (fine-tune): from {out / 'best'} in {out / 'fine-tune'}" in captured.err
     record = json.loads((out / "fine-tune" / "run.json").read_text())
     assert record["init_from"] == str(out / "best") and record["extra_train"] == [str(long_pairs)]
     assert record["lr"] == PRESETS["tiny"].fine_tune.lr and record["processes"] == 1

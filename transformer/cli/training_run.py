@@ -13,7 +13,7 @@ import os
 import shlex
 import sys
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 import torch
@@ -49,16 +49,8 @@ from transformer.training.loop import Trainer
 from transformer.training.errors import TrainingError
 from transformer.training.presets import PRESETS, Preset, TrainSettings
 from transformer.training.progress import RunStart
-from transformer.training.run_folder import (
-    HISTORY_FILE,
-    RUN_FILE,
-    check_out_dir,
-    clear_run,
-    read_run_record,
-    resume_dir,
-    run_items,
-    write_run_record,
-)
+from transformer.training.stages import Budget, Stage, StagePlan, plan_stages, run_stages
+from transformer.training.run_folder import check_out_dir, clear_run, read_run_record, run_items, write_run_record
 from transformer.training.setup import (
     build_fresh,
     build_from_checkpoint,
@@ -115,7 +107,12 @@ def _preset_note(flag) -> str:
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+    """The flags of ``argv`` (None: ``sys.argv``), defaults filled in; ``args.given`` names the
+    flags that were typed: --resume compares them with the run's own, and --init-from
+    refuses the shape's."""
+    args = build_parser().parse_args(argv)
+    args.given = frozenset(given_flags(argv))
+    return args
 
 
 def preset_from_args(args) -> Preset:
@@ -145,17 +142,45 @@ def fine_tune_train(args) -> tuple[str, ...]:
     return DEFAULT_FINE_TUNE_TRAIN if _own_corpus(args) and not args.init_from else ()
 
 
-def run_flags(args) -> dict:
-    """The flags that make a run what it is (``RunOptions``' recorded fields and the preset's),
-    as in effect (a preset's value where none was given): run.json keeps them, and --resume
-    goes on with them."""
-    p = preset_from_args(args)
+def options_of(args) -> RunOptions:
+    """``RunOptions`` as the flags give them, with the further and fine-tuning pairs the run
+    reads (``extra_train``, ``fine_tune_train``) in place of "the default"."""
+    values = {f.name: getattr(args, f.name) for f in fields(RunOptions)}
+    values.update(
+        extra_train=extra_train(args),
+        fine_tune_train=fine_tune_train(args),
+        tag_origins=tuple(args.tag_origins),
+        snapshots=tuple(args.snapshots),
+    )
+    return RunOptions(**values)
+
+
+def stage_of(args) -> Stage:
+    """The run the flags ask for, as the first stage of its plan; its budget is what
+    --epochs, --max-minutes and --save-every-minutes say (what a --resume changes)."""
+    budget = Budget(args.epochs, args.max_minutes, args.save_every_minutes)
+    return Stage(options_of(args), preset_from_args(args), budget=budget)
+
+
+def plan_of(args) -> StagePlan:
+    """The stages the flags ask for (``transformer.training.stages.plan_stages``). The
+    processes of a torchrun train the first stage only: the second trains in one process."""
+    first = stage_of(args)
+    return StagePlan((first,)) if launched_by_torchrun() else plan_stages(first, first.budget)
+
+
+def run_flags(stage: Stage) -> dict:
+    """The flags that make a stage what it is (``RunOptions``' recorded fields and the
+    preset's), as in effect: run.json keeps them, and --resume goes on with them."""
+    options = stage.options
     return {
-        **{name: getattr(args, name) for name in RECORDED},
-        "extra_train": list(extra_train(args)),
-        "fine_tune_train": list(fine_tune_train(args)),
-        **{flag.dest: value_of(p, flag) for flag in PRESET_FLAGS if flag.dest not in EXTENDS_RUN},
+        **{name: _as_json(getattr(options, name)) for name in RECORDED},
+        **{flag.dest: value_of(stage.preset, flag) for flag in PRESET_FLAGS if flag.dest not in EXTENDS_RUN},
     }
+
+
+def _as_json(value):
+    return list(value) if isinstance(value, tuple) else value
 
 
 # run.json keys of runs recorded when these flags were --no-bf16 and --separate-vocab (negated now)
@@ -170,7 +195,7 @@ def _shown(value) -> str:
     return "none" if value is None else str(value)
 
 
-def take_run_flags(args, argv) -> None:
+def take_run_flags(args) -> None:
     """For --resume: set ``args`` to the run's own flags (run.json). A flag given now with
     another value than the run's is refused in one line (``TrainingError``), except
     --threads: a run resumes with its own unless told otherwise (the same threads give the
@@ -179,11 +204,11 @@ def take_run_flags(args, argv) -> None:
         NEGATED_RUN_KEYS.get(name, name): (not value if name in NEGATED_RUN_KEYS else value)
         for name, value in read_run_record(args.out).items()
     }
-    given, now = given_flags(argv), run_flags(args)
+    given, now = args.given, run_flags(stage_of(args))
     recorded = {name: value for name, value in recorded.items() if not (name == "threads" and name in given)}
     if recorded and "fine_tune_train" not in recorded:  # a run recorded before runs had a second stage
         recorded["fine_tune_train"] = []
-    for name in sorted(given.keys() & recorded.keys()):
+    for name in sorted(given & recorded.keys()):
         if json.loads(json.dumps(now.get(name))) != recorded[name]:
             flag = "--" + name.replace("_", "-")
             raise TrainingError(
@@ -207,10 +232,10 @@ def given_flags(argv) -> dict:
     return vars(strict.parse_args(argv))
 
 
-def refuse_shape_flags(argv) -> None:
+def refuse_shape_flags(args) -> None:
     """--init-from takes the checkpoint's shape, dropout and vocabularies: a flag that would
     set one of them is refused in one line rather than silently ignored."""
-    clash = [name for name in CHECKPOINT_FIXES if name in given_flags(argv)]
+    clash = [name for name in CHECKPOINT_FIXES if name in args.given]
     if clash:
         flags = ", ".join("--" + name.replace("_", "-") for name in clash)
         raise TrainingError(f"{flags}: --init-from takes the checkpoint's shape, dropout and vocabularies")
@@ -235,11 +260,12 @@ def resume_command(out) -> str:
     return f"{_launch_command()} --out {shlex.quote(str(out))} --resume"
 
 
-def check_before_loading(args, preset: Preset) -> str | None:
+def check_before_loading(stage: Stage) -> str | None:
     """What can be checked before the data loads: the vocabulary size against the
     tokenizer's special tokens, the --init-from checkpoint (it exists and loads), and the
     --distill-from teacher (it exists, loads, and translates this run's direction). Returns
     the teacher's local folder (a hub id is downloaded here), or None without --distill-from."""
+    args, preset = stage.options, stage.preset
     extra = [SYNTHETIC_TAG] if preset.tag_synthetic else []
     specials, least = SPECIAL_TOKENS + extra, min_vocab_size(extra)
     if not args.resume and not args.init_from and preset.vocab_size < least:
@@ -264,7 +290,7 @@ def check_before_loading(args, preset: Preset) -> str | None:
     return str(teacher.directory)
 
 
-def distill(data, args, dist, teacher: str) -> None:
+def distill(data, args: RunOptions, dist, teacher: str) -> None:
     """``add_distilled`` with a progress bar and a summary line (main rank); ``teacher``
     is the --distill-from checkpoint's local folder."""
     bar = tqdm(
@@ -293,15 +319,15 @@ def distill(data, args, dist, teacher: str) -> None:
         )
 
 
-def load(args, preset: Preset, dist) -> tuple:
-    """The checks that need no data, then the data (and the distilled pairs): (data, the
-    --extra-train corpora, whether synthetic sources are tagged)."""
+def load(stage: Stage, dist) -> tuple:
+    """The checks that need no data, then the data (and the distilled pairs): (data,
+    whether synthetic sources are tagged)."""
+    args, preset = stage.options, stage.preset
     if dist.is_main:
         check_out_dir(args.out, args.resume, args.overwrite)
     # rank 0 checks the teacher (and only it decodes with it)
-    teacher = check_before_loading(args, preset) if dist.is_main else args.distill_from
-    extra = extra_train(args)
-    check_paths_exist(extra)
+    teacher = check_before_loading(stage) if dist.is_main else args.distill_from
+    check_paths_exist(args.extra_train)
     tags = run_tags_synthetic(args.out) if args.resume else preset.tag_synthetic
     if dist.is_main and not Path(args.dataset).expanduser().exists():
         # the hub's own retries can take half a minute when it cannot be reached
@@ -314,34 +340,36 @@ def load(args, preset: Preset, dist) -> tuple:
         seed=preset.train.seed,
         max_train_pairs=args.max_train_pairs,
         dist=dist,
-        extra_train=extra,
+        extra_train=args.extra_train,
         tag=SYNTHETIC_TAG if tags else None,
         noise_seed=preset.train.seed if preset.noise_forward else None,
-        tag_origins=tuple(args.tag_origins),
+        tag_origins=args.tag_origins,
     )
     if args.distill_from:
         distill(data, args, dist, teacher)
-    return data, extra, tags
+    return data, tags
 
 
-def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: StopSignals, tags: bool) -> Trainer:
+def make_trainer(stage: Stage, command: str, data, device: str, dist, stop: StopSignals, tags: bool) -> Trainer:
+    """The stage's trainer: a new model (or the --init-from one), or the run it resumes."""
+    args, preset, budget = stage.options, stage.preset, stage.budget
     options = dict(
         device=device,
         val_limit=args.val_limit,
         keep_epochs=args.keep_epochs,
         snapshots=args.snapshots,
-        command=command_line(argv),
+        command=command,
         dist=dist,
         stop=stop,
         model_card=trainer_card,
     )
     if args.resume:
-        # only --epochs / --max-minutes / --save-every-minutes given now change the run's own (0 / None keep them)
+        # only the budget asked for now changes the run's own (0 / None keep them)
         requested = replace(
             preset.train,
-            epochs=args.epochs or 0,
-            max_minutes=args.max_minutes,
-            save_every_minutes=args.save_every_minutes or 0,
+            epochs=budget.epochs or 0,
+            max_minutes=budget.max_minutes,
+            save_every_minutes=budget.save_every_minutes or 0,
         )
         return Trainer.resume(args.out, data, requested, **options)
     if args.init_from:
@@ -355,49 +383,50 @@ def make_trainer(args, argv, data, preset: Preset, device: str, dist, stop: Stop
     return Trainer(model, src_tok, tgt_tok, data, preset.train, args.out, **options)
 
 
-def announce(trainer: Trainer, args, data, extra, tags: bool) -> None:
+def announce(trainer: Trainer, stage: Stage, data, tags: bool) -> None:
     """A new run first clears what --overwrite replaces, and records its flags; then the
     start-up lines and the progress printer (``transformer.training.progress.announce``)."""
-    out = Path(args.out)
+    out, resumed = stage.out, stage.options.resume
     replaced = bool(run_items(out))
-    if not args.resume:
+    if not resumed:
         clear_run(out)
-        write_run_record(out, {**run_flags(args), "processes": trainer.settings.processes})
-    facts = RunStart(out, resume_command(out), args.resume, replaced, data, extra, tags)
+        write_run_record(out, {**run_flags(stage), "processes": trainer.settings.processes})
+    facts = RunStart(out, resume_command(out), resumed, replaced, data, stage.options.extra_train, tags)
     progress.announce(trainer, facts, sys.stderr)
 
 
-def run(args, argv, stop: StopSignals) -> int:
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    preset = preset_from_args(args)
-    device = pick_device(args.device)
+def run(stage: Stage, command: str, stop: StopSignals, last: bool) -> int:
+    """Train ``stage`` in this process (one rank of it, under a launcher); ``command`` is
+    what its checkpoints record, and the ``last`` stage is the one that pushes to the hub."""
+    if stage.options.threads:
+        torch.set_num_threads(stage.options.threads)
+    device = pick_device(stage.options.device)
     dist = init_distributed(device)
     try:
-        data, extra, tags = load(args, preset, dist)
-        trainer = make_trainer(args, argv, data, preset, device, dist, stop, tags)
+        data, tags = load(stage, dist)
+        trainer = make_trainer(stage, command, data, device, dist, stop, tags)
         if dist.is_main:
-            announce(trainer, args, data, extra, tags)
+            announce(trainer, stage, data, tags)
         result = trainer.fit()
     finally:
         dist.close()
     with stop.deferred():  # the run is over: a signal now does not undo its report
-        return report(result, args) if dist.is_main else 0
+        return report(result, stage.options.push_to_hub if last else None) if dist.is_main else 0
 
 
-def report(result, args) -> int:
+def report(result, push_to_hub: str | None) -> int:
     """The stage's last line, on stdout (JSON), after pushing best/ to the hub when asked
     (by the last stage: a first stage whose fine-tuning follows pushes nothing)."""
     summary = {"best_chrf": result.best_chrf, "minutes": result.minutes, "best": str(result.best_dir)}
-    if args.push_to_hub and second_stage(args) is None:
+    if push_to_hub:
         try:
             from transformer.core.hub import push_checkpoint
 
-            url = push_checkpoint(result.best_dir, args.push_to_hub, private=False, token=None)
+            url = push_checkpoint(result.best_dir, push_to_hub, private=False, token=None)
         except Exception as exc:  # HubError, CheckpointError, auth, network...: all end the same way
             print(json.dumps(summary))
             fail(
-                f"--push-to-hub {args.push_to_hub} failed ({type(exc).__name__}: {exc}); "
+                f"--push-to-hub {push_to_hub} failed ({type(exc).__name__}: {exc}); "
                 f"the checkpoint is kept at {result.best_dir}"
             )
         print(f"pushed {result.best_dir} to {url}", file=sys.stderr)
@@ -412,115 +441,58 @@ def check_paths_exist(extra: tuple[str, ...], flag: str = "--extra-train") -> No
             raise DataError(f"{flag} {path}: no such file or directory")
 
 
-def check_before_launch(args) -> None:
+def check_before_launch(stage: Stage) -> None:
     """The checks ``run`` makes before any slow work, made once in the launching process
     so that bad input gets one line instead of one per training process."""
-    check_out_dir(args.out, args.resume, args.overwrite)
-    check_before_loading(args, preset_from_args(args))
-    check_paths_exist(extra_train(args))
-    check_paths_exist(fine_tune_train(args), "--fine-tune-train")
+    check_out_dir(stage.out, stage.options.resume, stage.options.overwrite)
+    check_before_loading(stage)
+    check_paths_exist(stage.options.extra_train)
 
 
-def launch_plan(args) -> tuple[int, list[str]]:
-    """The processes this run trains on (--processes, else the preset's, fitted to the
-    device by ``plan_processes``), and the flags the processes need on top of the command
-    line: a larger batch that fitting needs, said in one line (and set in ``args`` for a
-    run in this process)."""
-    preset = preset_from_args(args)
-    wanted = args.processes or preset.train.processes
-    plan = plan_processes(wanted, args.device, preset.train.batch_tokens)
+def launch_plan(stage: Stage) -> tuple[Stage, list[str]]:
+    """The processes ``stage`` trains on (--processes, else the preset's, fitted to the device
+    by ``plan_processes``): the stage with that count and the batch that fitting needs (said in
+    one line), and the flags the launched processes need on top of the command line."""
+    settings = stage.preset.train
+    plan = plan_processes(settings.processes, stage.options.device, settings.batch_tokens)
     if plan.note:
         print(plan.note, file=sys.stderr)
-        args.batch_tokens = plan.batch_tokens
-    args.processes = plan.processes
-    return plan.processes, ["--batch-tokens", str(plan.batch_tokens)] if plan.note else []
+    settings = replace(settings, processes=plan.processes, batch_tokens=plan.batch_tokens)
+    fitted = replace(stage, preset=replace(stage.preset, train=settings))
+    return fitted, ["--batch-tokens", str(plan.batch_tokens)] if plan.note else []
 
 
-# the second, fine-tuning stage's run folder, inside the first stage's
-FINE_TUNE_DIR = "fine-tune"
-# what a flag given for the run sets in both stages (the preset's ``fine_tune`` settles the rest)
-SHARED_BY_STAGES = {"save_every_minutes"}
-
-
-def _flag_text(flag, value) -> list[str]:
-    """``flag`` set to ``value`` as typed on a command line ([] for None: the preset's)."""
-    if value is None:
-        return []
-    if isinstance(value, bool):
-        return [flag.option if value else "--no-" + flag.option[2:]]
-    return [flag.option, str(value)]
-
-
-def second_stage(args) -> list[str] | None:
-    """The command line (without ``python train.py``) of the run's second stage: the
-    preset's ``fine_tune`` settings, from OUT/best, on the real pairs plus --fine-tune-train,
-    in OUT/fine-tune. None when the preset has no second stage or there are no such pairs."""
-    preset, pairs = preset_from_args(args), fine_tune_train(args)
-    if preset.fine_tune is None or not pairs:
-        return None
-    out = Path(args.out)
-    argv = ["--preset", args.preset, "--dataset", args.dataset, "--src", args.src, "--tgt", args.tgt]
-    argv += ["--dataset-config", args.dataset_config] if args.dataset_config else []
-    argv += ["--out", str(out / FINE_TUNE_DIR), "--init-from", str(out / "best")]
-    argv += ["--extra-train", *pairs, "--fine-tune-train", "--tag-origins", *args.tag_origins]
-    argv += ["--storage-dtype", args.storage_dtype, "--device", args.device, "--val-limit", str(args.val_limit)]
-    argv += ["--keep-epochs", str(args.keep_epochs), "--snapshots", "none"]
-    argv += ["--threads", str(args.threads)] if args.threads else []
-    argv += ["--push-to-hub", args.push_to_hub] if args.push_to_hub else []
-    for flag in field_flags(Preset):
-        if flag.dest in ("tag_synthetic", "noise_forward"):  # how the first stage read its sources
-            argv += _flag_text(flag, value_of(preset, flag))
-    for flag in field_flags(TrainSettings):
-        given = getattr(args, flag.dest, None) if flag.dest in SHARED_BY_STAGES else None
-        argv += _flag_text(flag, value_of(preset.fine_tune, flag) if given is None else given)
-    return argv
-
-
-def start_second_stage(args, second: list[str], stop: StopSignals, script: str, fresh: bool) -> int:
-    """Run the second stage (``second_stage``) in this process: a new run after a first stage
-    that has just trained (``fresh``), else the one OUT/fine-tune holds, resumed where it stopped."""
-    out = Path(args.out) / FINE_TUNE_DIR
-    if not fresh and resume_dir(out) is not None:
-        argv = ["--out", str(out), "--resume", *(["--threads", str(args.threads)] if args.threads else [])]
-    else:
-        argv = [*second, *(["--overwrite"] if run_items(out) or (out / RUN_FILE).exists() else [])]
-    print(f"second stage, fine-tuning {Path(args.out) / 'best'}: {command_line(argv)}", file=sys.stderr)
-    return start(parse_args(argv), argv, stop, script)
+def train_stage(stage: Stage, plan: StagePlan, argv, stop: StopSignals, script: str) -> int:
+    """One stage of ``plan``, in this process or in the processes it launches (each runs
+    ``script`` with this command line: they train the first stage)."""
+    index = [s.name for s in plan.stages].index(stage.name)
+    if index:
+        line = f"stage {index + 1} of {len(plan.stages)} ({stage.name}): from {stage.options.init_from} in {stage.out}"
+        print(line, file=sys.stderr)
+    if not launched_by_torchrun():
+        stage, extra_args = launch_plan(stage)
+        if stage.preset.train.processes > 1:
+            check_before_launch(stage)
+            script_args = [*(sys.argv[1:] if argv is None else argv), *extra_args]  # the last of a flag wins
+            return launch_processes(script, script_args, stage.preset.train.processes, stage.options.threads)
+    return run(stage, command_line(argv), stop, last=stage.name == plan.last.name)
 
 
 def start(args, argv, stop: StopSignals, script: str) -> int:
-    """This process's part: launch the training processes (each runs ``script``), or be one;
-    then, for a preset with a second stage, run it (``start_second_stage``). ``--resume`` of a
-    run whose first stage has finished goes on with the second (unless it extends the first
-    with --epochs or --max-minutes)."""
-    extends = bool(given_flags(argv).keys() & {"epochs", "max_minutes"}) if args.resume else False
+    """This process's part: the flags mapped onto a plan of stages (``plan_of``), which
+    ``run_stages`` trains in order, each by ``train_stage``. ``--resume`` of a run whose
+    first stage has finished goes on with the second (unless it extends the first with
+    --epochs or --max-minutes)."""
     if args.resume:
-        take_run_flags(args, argv)
+        take_run_flags(args)
     elif args.init_from:
-        refuse_shape_flags(argv)
-    second = None if launched_by_torchrun() else second_stage(args)
-    if second is not None:
-        check_paths_exist(fine_tune_train(args), "--fine-tune-train")
-        if args.resume and (Path(args.out) / HISTORY_FILE).is_file() and not extends:
-            return start_second_stage(args, second, stop, script, fresh=False)
-        if not args.resume:  # a new first stage must not end on a fine-tune folder it may not replace
-            check_out_dir(Path(args.out) / FINE_TUNE_DIR, overwrite=args.overwrite)
-    code = start_first_stage(args, argv, stop, script)
-    if code == 0 and second is None and launched_by_torchrun() and not launched_by_train_py() and rank() == 0:
-        if second_stage(args) is not None:  # a torchrun of one's own trains the first stage only
+        refuse_shape_flags(args)
+    plan = plan_of(args)
+    if len(plan.stages) > 1:
+        check_paths_exist(plan.stages[0].options.fine_tune_train, "--fine-tune-train")
+    code = run_stages(plan, lambda stage: train_stage(stage, plan, argv, stop, script))
+    if code == 0 and launched_by_torchrun() and not launched_by_train_py() and rank() == 0:
+        if plan_stages(plan.stages[0]).stages[1:]:  # a torchrun of one's own trains the first stage only
             line = f"python train.py --out {shlex.quote(str(args.out))} --resume"
             print(f"the second, fine-tuning stage runs in one process: {line}", file=sys.stderr)
-    if code or second is None:
-        return code
-    return start_second_stage(args, second, stop, script, fresh=True)
-
-
-def start_first_stage(args, argv, stop: StopSignals, script: str) -> int:
-    """The run as its flags say, in this process or in the processes it launches."""
-    if not launched_by_torchrun():
-        processes, extra_args = launch_plan(args)
-        if processes > 1:
-            check_before_launch(args)
-            script_args = [*(sys.argv[1:] if argv is None else argv), *extra_args]  # the last of a flag wins
-            return launch_processes(script, script_args, processes, args.threads)
-    return run(args, argv, stop)
+    return code
