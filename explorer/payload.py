@@ -35,9 +35,10 @@ Schema ``attention-explorer-payload/2`` (a JSON object):
   travels with each trace, as a multilingual model's target language changes per request;
   without it the browser names the shipped model's (English, Italian, [SOS] ...).
 
-Every array ``A`` is encoded with the project's one array codec, ``transformer/core/wire.py``
-(attention as ``u8row``/``u8tril``, deflated, the positional encoding as ``u8lin``,
-probabilities as ``f32``, token ids as ``u16``). ``decode_payload`` is the inverse in Python (used by the
+Every array ``A`` is encoded on the library's array container (``transformer/core/wire.py``:
+probabilities as ``f32``, token ids as ``u16``) or as one of the explorer's one-byte formats
+(``explorer/quantise.py``: attention as ``u8row``/``u8tril``, deflated, the positional
+encoding as ``u8lin``). ``decode_payload`` is the inverse in Python (used by the
 tests); the browser's decoder is ``explorer/web/payload.js``.
 
 The attention part alone (:func:`encode_attention`: tokens, sizes and ``attn``) is what the
@@ -49,7 +50,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from transformer.core.wire import decode_array, encode_f32, encode_ids, encode_linear, encode_rows, encode_tril
+from explorer.quantise import decode_array, encode_linear, encode_rows, encode_tril
+from transformer.core.wire import encode_f32, encode_ids
 from transformer.interpret.habits import with_habits
 
 SCHEMA = "attention-explorer-payload/2"

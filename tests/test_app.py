@@ -250,7 +250,7 @@ def test_whatif_forces_a_candidate_at_a_one_based_step(app):
 def test_api_translate_returns_translation_and_trace(app):
     translation, trace = app.api_translate("the black cat sleeps.")
     assert translation == trace["translation"] and trace["schema"] == "transformer-trace/1"
-    assert trace["cross_attn"]["enc"] == "f32"  # one array codec for the API and the browser (transformer/core/wire.py)
+    assert trace["cross_attn"]["enc"] == "f32"  # the library's exact codec (transformer/core/wire.py)
     cross = unpack_arrays(trace)["cross_attn"]  # float32, (L, H, T, S)
     assert cross.shape == (trace["layers"], trace["heads"], len(trace["tgt_tokens"]) - 1, len(trace["src_tokens"]))
     with pytest.raises(gr.Error, match="Please type"):

@@ -1,4 +1,4 @@
-"""The array codec (transformer/core/wire.py) and the compact payload the browser draws from:
+"""The array codecs (transformer/core/wire.py, explorer/quantise.py) and the compact payload the browser draws from:
 exact within the quantisation step, small, and safe to embed; plus the notebook viewer
 that embeds it."""
 
@@ -11,7 +11,8 @@ import pytest
 from explorer import payload as P
 from explorer.assets import WEB
 from explorer.notebook import modules, show_trace, viewer_html
-from transformer.core import wire as W
+from explorer import quantise as W
+from transformer.core import wire
 from transformer.core.trace import Trace
 from transformer.interpret.habits import with_habits
 from tests.helpers import ROOT, SHIPPED
@@ -94,7 +95,7 @@ def test_tril_stores_half_and_keeps_the_upper_triangle_zero():
 def test_linear_and_float_encodings():
     x = RNG.uniform(-1, 1, (16, 64)).astype(np.float32)
     assert np.all(np.abs(W.decode_array(W.encode_linear(x, -1.0, 1.0)) - x) <= 1 / 255 + 1e-6)
-    np.testing.assert_array_equal(W.decode_array(W.encode_f32(x)), x)
+    np.testing.assert_array_equal(W.decode_array(wire.encode_f32(x)), x)
     zeros = np.zeros((2, 3), np.float32)  # rows of zeros decode to zeros, no division by zero
     np.testing.assert_array_equal(W.decode_array(W.encode_rows(zeros)), zeros)
     with pytest.raises(ValueError):
@@ -238,25 +239,28 @@ def test_the_attention_part_is_the_payload_cut_short(translator):
 
 def test_unpack_arrays_decodes_every_encoding_in_place():
     x = softmax_rows((2, 3, 4))
-    obj = {"a": W.encode_f32(x), "b": [W.encode_rows(x), {"c": W.encode_ids([1, 2])}], "d": "text", "e": [1, 2]}
+    obj = {"a": wire.encode_f32(x), "b": [W.encode_rows(x), {"c": wire.encode_ids([1, 2])}], "d": "text", "e": [1, 2]}
     back = W.unpack_arrays(json.loads(json.dumps(obj)))
     np.testing.assert_array_equal(back["a"], x)
     assert np.abs(back["b"][0] - x).max() <= x.max() / 510 + 1e-6
     np.testing.assert_array_equal(back["b"][1]["c"], [1, 2])
     assert back["d"] == "text" and back["e"] == [1, 2]
     assert W.unpack_arrays({"enc": "nope", "shape": [1], "data": ""}) == {"enc": "nope", "shape": [1], "data": ""}
+    # the library's own codec reads the exact arrays and leaves the browser's one-byte ones alone
+    assert wire.unpack_arrays(obj)["b"][0] == obj["b"][0]
+    np.testing.assert_array_equal(wire.unpack_arrays(obj)["a"], x)
 
 
 def test_token_ids_travel_as_two_bytes_and_large_vocabularies_as_four():
     ids = RNG.integers(0, 4000, (7, 10))
-    a = W.encode_ids(ids)
+    a = wire.encode_ids(ids)
     assert a["enc"] == "u16" and len(a["data"]) <= ids.size * 2 * 4 / 3 + 4
     np.testing.assert_array_equal(W.decode_array(json.loads(json.dumps(a))), ids)
     big = np.array([[0, 70_000, 65_535]])
-    assert W.encode_ids(big)["enc"] == "i32"
-    np.testing.assert_array_equal(W.decode_array(W.encode_ids(big)), big)
+    assert wire.encode_ids(big)["enc"] == "i32"
+    np.testing.assert_array_equal(W.decode_array(wire.encode_ids(big)), big)
     with pytest.raises(ValueError):
-        W.encode_ids([-1])
+        wire.encode_ids([-1])
 
 
 # --- the head a new sentence opens on ------------------------------------------------------------

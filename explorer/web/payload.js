@@ -1,5 +1,5 @@
-// The one decoder of what the server sends: the arrays of transformer/core/wire.py, and the
-// compact trace (schema in explorer/payload.py), whole for the viewer or its attention
+// The one decoder of what the server sends: the arrays of transformer/core/wire.py and
+// explorer/quantise.py, and the compact trace (schema in explorer/payload.py), whole for the viewer or its attention
 // part alone for the training snapshots of the epoch comparison. Everything is decoded
 // once per sentence into dense Float32Arrays, so that every later click only slices
 // arrays that are already in memory. Attention travels deflated: `readTrace` inflates it
