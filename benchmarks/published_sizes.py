@@ -26,7 +26,9 @@ process, our trace and transformers' ``generate`` in alternating rounds:
   sentence and encodes its payload (no Gradio: its import adds the same ~150 MB to any model),
   as a multiple of the float32 weights (``peak_x_weights``); ``base_rss_mb`` is that process before
   the model loads (Python, torch, the payload module), ``model_x_weights`` what the model (its
-  tokenizers included) and the Translate add to it.
+  tokenizers included) and the Translate add to it. The ``hf_`` figures are the same for a
+  process of transformers' own (``serve_once_hf``: the folder's model and tokenizer, one
+  ``generate`` with attentions).
 
 Targets: ratio <= 1.0, payload <= 250 KB, peak <= 1.5 x the weights. transformers' models and
 ours are freed between models: a 600M-parameter model is 2.4 GB in float32. Needs the Marian
@@ -384,9 +386,34 @@ def serve_once(checkpoint: str, steps: int, threads: int) -> dict:
     }
 
 
-def serving_memory(checkpoint: Path, steps: int, threads: int) -> dict:
-    """:func:`serve_once` in a fresh process (this one holds transformers' model too)."""
-    cmd = [sys.executable, __file__, "--serve", str(checkpoint), "--steps", str(steps), "--threads", str(threads)]
+def serve_once_hf(folder: str, name: str, steps: int, threads: int) -> dict:
+    """The same for transformers on the same weights: its model and tokenizer loaded from the
+    folder the checkpoint was converted from, one ``generate`` with attentions, VmHWM."""
+    import torch
+    import transformers  # noqa: F401  (before the baseline, as the payload module is for ours)
+
+    torch.set_num_threads(threads)
+    base = rss_mb()
+    model, inputs, kwargs = hf_side(Path(folder), MODELS[name])
+    with torch.no_grad():
+        hf_generate(model, inputs, kwargs, steps)
+    weights = sum(p.numel() * 4 for p in model.parameters()) / 1e6
+    peak = rss_mb("VmHWM")
+    return {
+        "hf_base_rss_mb": round(base, 1),
+        "hf_peak_rss_mb": round(peak, 1),
+        "hf_peak_x_weights": round(peak / weights, 2),
+        "hf_model_x_weights": round((peak - base) / weights, 2),
+    }
+
+
+def serving_memory(checkpoint: Path, steps: int, threads: int, hf: tuple[Path, str] | None = None) -> dict:
+    """:func:`serve_once` in a fresh process (this one holds transformers' model too); with ``hf``
+    (the transformers folder, the model's name), :func:`serve_once_hf` in another."""
+    common = ["--steps", str(steps), "--threads", str(threads)]
+    cmd = [sys.executable, __file__, "--serve", str(checkpoint), *common]
+    if hf is not None:
+        cmd = [sys.executable, __file__, "--serve-hf", str(hf[0]), "--models", hf[1], *common]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     if done.returncode != 0:
         raise SystemExit(f"the serving process failed:\n{done.stderr[-3000:]}")
@@ -477,6 +504,7 @@ def measure(name: str, work: Path, args) -> dict:
     torch.set_num_threads(args.threads)
     log(f"{name}: the serving process's memory")
     memory = serving_memory(ours_dir, args.steps, args.threads)
+    memory |= serving_memory(ours_dir, args.steps, args.threads, hf=(hf_dir, name))
     if args.browser:
         log(f"{name}: Translate -> paint in a browser")
         memory |= browser_translate(ours_dir, args)
@@ -502,6 +530,10 @@ def print_table(results: dict, args, seconds: float) -> None:
         ("serving process: peak RSS (MB)", "peak_rss_mb", ""),
         ("peak / weights", "peak_x_weights", "<= 1.5"),
         ("(peak - before the model) / weights", "model_x_weights", ""),
+        ("transformers' serving process: before the model (MB)", "hf_base_rss_mb", ""),
+        ("transformers' serving process: peak RSS (MB)", "hf_peak_rss_mb", ""),
+        ("transformers' peak / weights", "hf_peak_x_weights", ""),
+        ("transformers' (peak - before the model) / weights", "hf_model_x_weights", ""),
     ]
     if args.browser:
         rows += [
@@ -527,9 +559,13 @@ def main(argv=None) -> int:
     p.add_argument("--browser", action="store_true", help="also time Translate -> paint in headless Chromium")
     p.add_argument("--keep", default=None, help="keep the transformers folders and converted checkpoints here")
     p.add_argument("--serve", default=None, help=argparse.SUPPRESS)  # the serving process (serving_memory)
+    p.add_argument("--serve-hf", default=None, help=argparse.SUPPRESS)  # transformers' (serving_memory)
     args = p.parse_args(argv)
     if args.serve:
         print(json.dumps(serve_once(args.serve, args.steps, args.threads)))
+        return 0
+    if args.serve_hf:
+        print(json.dumps(serve_once_hf(args.serve_hf, args.models[0], args.steps, args.threads)))
         return 0
     import torch
 
