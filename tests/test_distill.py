@@ -49,6 +49,50 @@ def test_sources_go_to_the_teacher_in_fixed_chunks_in_order(monkeypatch):
     assert extra == [(s, f"t{s}") for s, _ in pairs]
 
 
+class Stop(Exception):
+    pass
+
+
+def test_a_stopped_distillation_goes_on_from_the_last_chunk_it_kept(monkeypatch, translator, tmp_path):
+    pairs = [(f"s{i}.", f"r{i}.") for i in range(7)]
+    scripted_teacher(monkeypatch, {s: f"t{s}" for s, _ in pairs}, calls := [])
+    monkeypatch.setattr(distill, "CHUNK", 3)
+    cache = tmp_path / "distilled.jsonl"
+
+    def stop_after_two_chunks(done, total):
+        if done == 6:
+            raise Stop
+
+    with pytest.raises(Stop):
+        distill_pairs(translator, pairs, beam_size=2, progress=stop_after_two_chunks, cache=cache)
+    assert [len(c[0]) for c in calls] == [3, 3]
+    # a kill in the middle of the next chunk's write leaves half a line: that chunk is done again
+    with open(cache, "a", encoding="utf-8") as f:
+        f.write('{"src": "s6.", "hy')
+    calls.clear()
+    extra = distill_pairs(translator, pairs, beam_size=2, cache=cache)
+    assert calls == [(["s6."], 2)] and extra == [(s, f"t{s}") for s, _ in pairs]
+    # done: nothing is decoded again, and the file holds every translation once
+    calls.clear()
+    assert distill_pairs(translator, pairs, beam_size=2, cache=cache) == extra and calls == []
+    assert len(cache.read_text(encoding="utf-8").splitlines()) == 1 + len(pairs)
+
+
+def test_a_cache_of_another_beam_or_other_sources_is_not_read(monkeypatch, translator, tmp_path):
+    pairs = [(f"s{i}.", f"r{i}.") for i in range(6)]
+    scripted_teacher(monkeypatch, {s: f"t{s}" for s, _ in [*pairs, ("x.", "")]}, calls := [])
+    monkeypatch.setattr(distill, "CHUNK", 3)
+    cache = tmp_path / "distilled.jsonl"
+    distill_pairs(translator, pairs, beam_size=2, cache=cache)
+    calls.clear()
+    distill_pairs(translator, pairs, beam_size=3, cache=cache)  # another beam: all again
+    assert [len(c[0]) for c in calls] == [3, 3]
+    calls.clear()
+    changed = [*pairs[:4], ("x.", "y."), pairs[5]]  # the data changed in the second chunk: from there
+    assert distill_pairs(translator, changed, beam_size=3, cache=cache)[4] == ("x.", "tx.")
+    assert calls == [(["s3.", "x.", "s5."], 3)]
+
+
 def test_a_real_teacher_adds_its_beam_translations(translator):
     pairs = PAIRS[:6]
     expected = translate_beam(translator, [s for s, _ in pairs], 2)
@@ -97,6 +141,9 @@ def test_train_distills_before_training(data_dir, tmp_path, tiny_checkpoint, mon
     assert kd.validation == plain.validation  # the references stay what the run is scored on
     err = capsys.readouterr().err
     assert f"distillation: {len(kd.train) - len(plain.train)} of {len(plain.train)} teacher translations" in err
+    # the translations are kept in the run folder, so a resumed run reads them instead of decoding again
+    kept = (tmp_path / "kd" / "distilled.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(kept) == 1 + len(plain.train)
 
 
 @pytest.mark.parametrize(

@@ -183,6 +183,8 @@ def _as_json(value):
     return list(value) if isinstance(value, tuple) else value
 
 
+# where a --distill-from run keeps its teacher's translations (``distill.distill_pairs``' cache)
+DISTILLED_FILE = "distilled.jsonl"
 # run.json keys of runs recorded when these flags were --no-bf16 and --separate-vocab (negated now)
 NEGATED_RUN_KEYS = {"no_bf16": "bf16", "separate_vocab": "joint_vocab"}
 
@@ -292,7 +294,9 @@ def check_before_loading(stage: Stage) -> str | None:
 
 def distill(data, args: RunOptions, dist, teacher: str) -> None:
     """``add_distilled`` with a progress bar and a summary line (main rank); ``teacher``
-    is the --distill-from checkpoint's local folder."""
+    is the --distill-from checkpoint's local folder. The translations are kept in
+    OUT/distilled.jsonl as they are made, so a stop during the hours a big teacher can take
+    loses at most one chunk, and --resume reads them back."""
     bar = tqdm(
         total=len(data.train),
         desc=f"distilling (beam {args.distill_beam})",
@@ -300,7 +304,7 @@ def distill(data, args: RunOptions, dist, teacher: str) -> None:
         disable=not dist.is_main,
         mininterval=0.5 if sys.stderr.isatty() else 10,
     )
-    n_train, t0 = len(data.train), time.monotonic()
+    n_train, t0, cache = len(data.train), time.monotonic(), Path(args.out) / DISTILLED_FILE
     added = add_distilled(
         data,
         teacher,
@@ -309,12 +313,13 @@ def distill(data, args: RunOptions, dist, teacher: str) -> None:
         args.tgt,
         dist=dist,
         progress=lambda done, total: bar.update(done - bar.n),
+        cache=cache,
     )
     bar.close()
     if dist.is_main:
         print(
             f"distillation: {added} of {n_train} teacher translations differ from their reference and were "
-            f"added as training pairs ({(time.monotonic() - t0) / 60:.1f} minutes)",
+            f"added as training pairs ({(time.monotonic() - t0) / 60:.1f} minutes; kept in {cache})",
             file=sys.stderr,
         )
 
