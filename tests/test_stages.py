@@ -101,7 +101,7 @@ def test_extending_a_finished_first_stage_trains_it_on_and_fine_tunes_again(tmp_
     assert run_stages(plan_stages(first_stage(tmp_path)), Trainer()) == 0
     more = replace(first_stage(tmp_path, resume=True), budget=Budget(epochs=20))
     extended = Trainer()
-    assert run_stages(plan_stages(more, more.budget), extended) == 0
+    assert run_stages(plan_stages(more), extended) == 0
     # the fine-tune of the old best is replaced by one of the new best, not resumed
     assert extended.seen() == [("first", True, False), ("fine-tune", False, True)]
 
@@ -117,6 +117,6 @@ def test_a_new_run_is_refused_before_training_over_a_fine_tune_it_was_not_told_t
 
 def test_the_runs_save_interval_reaches_the_fine_tune_and_its_other_budget_does_not(tmp_path):
     budget = Budget(epochs=30, max_minutes=5.0, save_every_minutes=2.0)
-    tuned = plan_stages(first_stage(tmp_path), budget).stages[1]
+    tuned = plan_stages(replace(first_stage(tmp_path), budget=budget)).stages[1]
     assert tuned.budget == Budget(save_every_minutes=2.0)
     assert tuned.preset.train == replace(PRESETS["base"].fine_tune, save_every_minutes=2.0)

@@ -166,7 +166,7 @@ def plan_of(args) -> StagePlan:
     """The stages the flags ask for (``transformer.training.stages.plan_stages``). The
     processes of a torchrun train the first stage only: the second trains in one process."""
     first = stage_of(args)
-    return StagePlan((first,)) if launched_by_torchrun() else plan_stages(first, first.budget)
+    return StagePlan((first,)) if launched_by_torchrun() else plan_stages(first)
 
 
 def run_flags(stage: Stage) -> dict:

@@ -1,6 +1,6 @@
 """A run as stages: a typed plan, and the function that runs it in order.
 
-    plan = plan_stages(options, preset)       # the first stage, then the preset's fine-tuning one
+    plan = plan_stages(Stage(options, preset))  # the first stage, then the preset's fine-tuning one
     code = run_stages(plan, train_stage)      # each stage fresh, resumed, or done already
 
 A preset with a second stage (``Preset.fine_tune``) trains its first stage in OUT, then
@@ -96,18 +96,19 @@ class StagePlan:
 SHARED_BY_STAGES = ("save_every_minutes",)
 
 
-def fine_tune_stage(first: Stage, budget: Budget = Budget()) -> Stage | None:
+def fine_tune_stage(first: Stage) -> Stage | None:
     """The stage after ``first``: the preset's ``fine_tune`` settings, from OUT/best, on all
     the real pairs plus ``first.options.fine_tune_train`` (no teacher's: the distilled pairs
     taught the first stage), in OUT/fine-tune, with no snapshots of its own (its best/ carries
-    the first stage's). ``budget`` is what was asked for the whole run: of it, the
-    fine-tuning takes only what ``SHARED_BY_STAGES`` names. None when the preset has no
-    second stage or there are no such pairs."""
+    the first stage's). Of the budget asked for the run (``first.budget``), the fine-tuning
+    takes only what ``SHARED_BY_STAGES`` names. None when the preset has no second stage or
+    there are no such pairs."""
     settings, pairs = first.preset.fine_tune, tuple(first.options.fine_tune_train)
     if settings is None or not pairs:
         return None
     if settings.processes != 1:  # its processes would be launched with the first stage's command line
         raise TrainingError(f"a preset's fine-tuning stage trains in one process, not {settings.processes}")
+    budget = first.budget
     shared = {name: getattr(budget, name) for name in SHARED_BY_STAGES if getattr(budget, name) is not None}
     options = replace(
         first.options,
@@ -125,9 +126,9 @@ def fine_tune_stage(first: Stage, budget: Budget = Budget()) -> Stage | None:
     return Stage(options, preset, name="fine-tune", budget=Budget(**shared))
 
 
-def plan_stages(first: Stage, budget: Budget = Budget()) -> StagePlan:
+def plan_stages(first: Stage) -> StagePlan:
     """``first``, then its fine-tuning stage when the preset has one (``fine_tune_stage``)."""
-    second = fine_tune_stage(first, budget)
+    second = fine_tune_stage(first)
     return StagePlan((first,) if second is None else (first, second))
 
 
