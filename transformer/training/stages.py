@@ -1,7 +1,7 @@
 """A run as stages: a typed plan, and the function that runs it in order.
 
     plan = plan_stages(Stage(options, preset))  # the first stage, then the preset's fine-tuning one
-    code = run_stages(plan, train_stage)      # each stage fresh, resumed, or done already
+    code = run_stages(plan, train_stage)        # each stage fresh, resumed, or done already
 
 A preset with a second stage (``Preset.fine_tune``) trains its first stage in OUT, then
 fine-tunes OUT/best in OUT/fine-tune on the pairs the first stage names
