@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from transformer.core.beam import translate_beam
+from transformer.core.checkpoint import write_file_atomic
 from transformer.core.translator import Translator
 
 # sentences handed to ``translate_beam`` at a time (it batches them by length, 64 at a
@@ -73,15 +74,19 @@ def read_cache(cache: Path, header: dict, sources: Sequence[str]) -> list[str]:
     return hyps if len(hyps) == len(sources) else hyps[: len(hyps) // CHUNK * CHUNK]
 
 
+def _lines(sources: Sequence[str], hyps: Sequence[str]) -> str:
+    return "".join(json.dumps({"src": s, "hyp": h}, ensure_ascii=False) + "\n" for s, h in zip(sources, hyps))
+
+
 def _write_cache(cache: Path, header: dict, sources: Sequence[str], hyps: list[str]) -> None:
-    """Rewrite ``cache`` with ``header`` and the translations kept so far (before appending)."""
-    lines = [json.dumps(header), *(json.dumps({"src": s, "hyp": h}, ensure_ascii=False) for s, h in zip(sources, hyps))]
-    cache.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    """Rewrite ``cache`` with ``header`` and the translations kept so far (before appending),
+    atomically: a kill now leaves the file as it was."""
+    write_file_atomic(cache, json.dumps(header) + "\n" + _lines(sources, hyps))
 
 
 def _append(cache: Path, sources: Sequence[str], hyps: Sequence[str]) -> None:
     """One chunk's lines in one write, on disk before the next chunk starts."""
-    text = "".join(json.dumps({"src": s, "hyp": h}, ensure_ascii=False) + "\n" for s, h in zip(sources, hyps))
+    text = _lines(sources, hyps)
     with open(cache, "a", encoding="utf-8") as f:
         f.write(text)
         f.flush()
