@@ -145,3 +145,27 @@ def test_a_run_recorded_before_second_stages_resumes_without_one(data_dir, long_
     (out / "run.json").write_text(json.dumps(record))
     assert train.main(["--out", str(out), "--resume", "--epochs", "2"]) == 0
     assert not (out / "fine-tune").exists()
+
+
+def test_resuming_a_finished_run_with_more_epochs_trains_the_first_stage_on_and_fine_tunes_again(
+    capfd, data_dir, long_pairs, tmp_path
+):
+    out = tmp_path / "run"
+    assert tiny_main(data_dir, out, "--epochs", "1", "--snapshots", "none", "--fine-tune-train", str(long_pairs)) == 0
+    first_history = json.loads((out / "history.json").read_text())
+    tuned_history = out / "fine-tune" / "history.json"
+    tuned = tuned_history.read_text()
+    capfd.readouterr()
+    # a bare --resume of a finished run has nothing left to train in either stage
+    assert train.main(["--out", str(out), "--resume"]) == 0
+    assert json.loads((out / "history.json").read_text()) == first_history
+    assert tuned_history.read_text() == tuned
+    assert train.main(["--out", str(out), "--resume", "--epochs", "2"]) == 0
+    err = capfd.readouterr().err
+    assert f"stage 2 of 2 (fine-tune): from {out / 'best'} in {out / 'fine-tune'}" in err
+    assert len(json.loads((out / "history.json").read_text())) > len(first_history)
+    # the fine-tune was made again, from the first stage's best after its second epoch
+    assert tuned_history.read_text() != tuned
+    start = json.loads((out / "best" / "metrics.json").read_text())
+    start_epoch = start.get("epoch") or int(start["averaged"][-1].split("-")[1])
+    assert json.loads((out / "fine-tune" / "best" / "metrics.json").read_text())["epochs_before"] == start_epoch
