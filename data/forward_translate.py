@@ -12,10 +12,12 @@ sentence a line, JSONL files (gzipped or not) give the ``--src`` side of each pa
 distinct sentences are sorted, then shuffled with a fixed seed, so the first N lines of the
 output are a random sample of N sentences. The work is long (hours on a CPU), so it appends one
 JSON object a line to ``--out`` in chunks and starts again after the last chunk written: run
-the same command after a stop and it continues. ``--finish DIR`` writes the folder that
+the same command after a stop and it continues (a file another ``--mono``, ``--seed``,
+``--skip`` or ``--src`` wrote is refused, not appended to). ``--finish DIR`` writes the folder that
 training reads: the pairs with no held-out, validation or test sentence on either side and a
 non-empty model-written side, gzip-compressed, in the corpus's schema with ``origin: ft:beam``
-(the model wrote the Italian) or ``bt:beam`` (it wrote the English).
+(the model wrote the Italian) or ``bt:beam`` (it wrote the English). Bad paths, flags or files:
+one line and exit code 2, before the model loads.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import torch
 from _repo import ROOT  # the clone, first on sys.path
 
 from transformer import load_translator  # noqa: E402
+from transformer.core.checkpoint import CheckpointError  # noqa: E402
 from transformer.training.synthetic import fingerprint, normalize, read_fingerprints  # noqa: E402
 
 MONO_EN = ROOT / "data" / "mono-en" / "en.txt.gz"
@@ -65,25 +68,64 @@ def work(args) -> list[str]:
     return sentences[: args.limit or None]
 
 
-def done_count(out: Path) -> int:
-    """Whole lines already written (a line cut by a stop is dropped and redone)."""
+class InputError(Exception):
+    """Bad input, said in one line before any slow work."""
+
+
+def written_sources(out: Path, src: str) -> list[str]:
+    """The ``src`` side of each whole line already in ``out``; a line cut by a stop is dropped
+    from the file, to be translated again."""
     if not out.exists():
-        return 0
+        return []
     data = out.read_bytes()
     keep = data[: data.rfind(b"\n") + 1]
     if len(keep) != len(data):
         out.write_bytes(keep)
-    return keep.count(b"\n")
+    try:
+        return [json.loads(line)[src] for line in keep.decode("utf-8").splitlines()]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"--out {out}: not this script's pairs ({type(exc).__name__}: {exc})") from None
+
+
+def check_resume(out: Path, written: list[str], sentences: list[str]) -> None:
+    """A resumed ``--out`` must be this run's work so far, line for line: appending to a file that
+    another ``--mono``, ``--seed``, ``--skip`` or ``--src`` wrote would mix two orders silently."""
+    for i, text in enumerate(written):
+        if i >= len(sentences) or text != sentences[i]:
+            expected = repr(sentences[i]) if i < len(sentences) else "past the end of this run's sentences"
+            raise InputError(
+                f"--out {out}: line {i + 1} translates {text!r}, but this run's sentence {i + 1} is {expected}; "
+                "another --mono, --seed, --skip or --src wrote it: give a new --out"
+            )
+
+
+def read_work(args) -> list[str]:
+    """``work(args)``, with a missing or unreadable ``--mono`` file said in one line."""
+    for path in args.mono:
+        if not Path(path).is_file():
+            raise InputError(f"--mono {path}: no such file")
+    try:
+        return work(args)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--mono: {exc}") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        what = f"{type(exc).__name__}: {exc}"
+        raise InputError(f"--mono: a JSONL file is not pairs with a '{args.src}' side ({what})") from None
 
 
 def translate(args) -> None:
-    torch.set_num_threads(args.threads)
-    sentences = work(args)
+    sentences = read_work(args)
     tgt = other(args.src)
     out = Path(args.out)
+    written = written_sources(out, args.src)
+    check_resume(out, written, sentences)
+    start = len(written)
+    try:
+        tr = load_translator(args.checkpoint)
+    except (CheckpointError, OSError) as exc:
+        raise InputError(f"--checkpoint {args.checkpoint}: {exc}") from None
+    torch.set_num_threads(args.threads)
     out.parent.mkdir(parents=True, exist_ok=True)
-    start = done_count(out)
-    tr = load_translator(args.checkpoint)
     t0 = time.monotonic()
     with out.open("a", encoding="utf-8") as f:
         for i in range(start, len(sentences), CHUNK):
@@ -117,6 +159,20 @@ def evaluation_sentences() -> set[str]:
     return sentences
 
 
+def read_pairs(out: Path) -> list[dict]:
+    """The (en, it) lines of ``--out``, normalised; a missing file or a bad line in one line."""
+    if not out.is_file():
+        raise InputError(f"--out {out}: no such file (translate into it first)")
+    pairs = []
+    for n, line in enumerate(out.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            pair = json.loads(line)
+            pairs.append({lang: normalize(pair[lang]) for lang in LANGUAGES})
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"--out {out}: line {n} is not an (en, it) pair ({type(exc).__name__}: {exc})") from None
+    return pairs
+
+
 def finish(args) -> None:
     """The training folder from ``--out``: held-out and evaluation sentences dropped, and pairs
     whose model-written side (the one ``--src`` is not) came out empty."""
@@ -125,8 +181,7 @@ def finish(args) -> None:
     written = other(args.src)
     origin = "ft:beam" if written == "it" else "bt:beam"
     rows, dropped = [], 0
-    for line in Path(args.out).read_text(encoding="utf-8").splitlines():
-        pair = {lang: normalize(text) for lang, text in json.loads(line).items()}
+    for pair in read_pairs(Path(args.out)):
         if not pair[written] or any(s in evaluation or fingerprint(s) in blocked for s in pair.values()):
             dropped += 1
             continue
@@ -168,9 +223,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def check_flags(args) -> None:
+    for name in ("beam_size", "batch_size", "threads"):
+        if getattr(args, name) < 1:
+            raise InputError(f"--{name.replace('_', '-')} {getattr(args, name)}: a positive number is needed")
+    for name in ("skip", "limit"):
+        if getattr(args, name) < 0:
+            raise InputError(f"--{name} {getattr(args, name)}: a number of sentences (0 or more) is needed")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    finish(args) if args.finish else translate(args)
+    try:
+        check_flags(args)
+        finish(args) if args.finish else translate(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

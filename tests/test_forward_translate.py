@@ -1,7 +1,8 @@
 """data/forward_translate.py: the monolingual text it reads, and --finish: the training folder
 keeps the model's pairs and drops every pair with a side that is a sentence of an evaluation file
 under data/ (the corpus's test and validation splits and the everyday set alike), or whose
-model-written side is empty; the origin says which side the model wrote."""
+model-written side is empty; the origin says which side the model wrote. A stopped translation
+continues where it stopped, a file of another run is refused, and bad input is one line."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import gzip
 import json
 import random
 from pathlib import Path
+
+import pytest
 
 from tests.helpers import ROOT, load_script
 
@@ -93,3 +96,70 @@ def test_skip_and_limit_take_a_slice_of_the_same_shuffle(tmp_path):
     assert len(first) == 4 and len(second) == 3 and not set(first) & set(second)
     whole = script.shuffled_sentences([text], "en", seed=0)
     assert first + second == whole[:7]
+
+
+class Upper:
+    """A stand-in translator: the resume logic is about files, not about a model."""
+
+    def translate(self, sentences, beam_size, batch_size):
+        return [s.upper() for s in sentences]
+
+
+def test_a_stopped_translation_continues_and_another_shuffles_file_is_refused(tmp_path, capsys, monkeypatch):
+    text = tmp_path / "en.txt"
+    text.write_text("".join(f"Sentence {i}.\n" for i in range(5)), encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    script = load_script("data/forward_translate.py")
+    monkeypatch.setattr(script, "load_translator", lambda *a: Upper())
+    monkeypatch.setattr(script, "CHUNK", 2)
+    base = ["--mono", str(text), "--out", str(out), "--checkpoint", "x"]
+    assert script.main([*base, "--limit", "3"]) == 0
+    with out.open("a", encoding="utf-8") as f:
+        f.write('{"en": "Sentence')  # a line cut by a stop
+    assert script.main(base) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["en"] for r in rows] == script.shuffled_sentences([text], "en", seed=0)
+    assert all(r["it"] == r["en"].upper() for r in rows)
+    capsys.readouterr()
+    before = out.read_bytes()
+    assert script.main([*base, "--seed", "1"]) == 2  # another order: nothing appended
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --out {out}: line ") and err.endswith("give a new --out\n") and err.count("\n") == 1
+    assert out.read_bytes() == before
+
+
+def test_bad_input_is_one_line_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    script = load_script("data/forward_translate.py")
+    monkeypatch.setattr(script, "load_translator", lambda *a: pytest.fail("the model loaded"))
+    text = tmp_path / "en.txt"
+    text.write_text("Hello.\n", encoding="utf-8")
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text('{"translation": {"it": "Ciao."}}\n', encoding="utf-8")
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text('{"en": "Hello.", "it": "Ciao."}\nnot json\n', encoding="utf-8")
+    out, ft = str(tmp_path / "o.jsonl"), str(tmp_path / "ft")
+    cases = (
+        (["--mono", str(tmp_path / "none.txt"), "--out", out], f"error: --mono {tmp_path / 'none.txt'}: no such file"),
+        (["--mono", str(pairs), "--out", out], "error: --mono: a JSONL file is not pairs with a 'en' side (KeyError"),
+        (["--mono", str(text), "--out", out, "--beam-size", "0"], "error: --beam-size 0: a positive number is needed"),
+        (["--mono", str(text), "--out", out, "--skip", "-1"], "error: --skip -1: a number of sentences (0 or more)"),
+        (["--mono", str(text), "--out", str(junk)], f"error: --out {junk}: not this script's pairs (JSONDecodeError"),
+        (["--out", out, "--finish", ft], f"error: --out {out}: no such file (translate into it first)"),
+        (["--out", str(junk), "--finish", ft], f"error: --out {junk}: line 2 is not an (en, it) pair"),
+    )
+    for args, line in cases:
+        assert script.main(args) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(line) and err.count("\n") == 1, (args, err)
+    assert not (tmp_path / "ft").exists() and not Path(out).exists()
+
+
+def test_a_missing_checkpoint_is_one_line(tmp_path, capsys):
+    text = tmp_path / "en.txt"
+    text.write_text("Hello.\n", encoding="utf-8")
+    script = load_script("data/forward_translate.py")
+    missing = tmp_path / "no-model"
+    assert script.main(["--mono", str(text), "--out", str(tmp_path / "o.jsonl"), "--checkpoint", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: --checkpoint {missing}: ") and err.count("\n") == 1
+    assert not (tmp_path / "o.jsonl").exists()
