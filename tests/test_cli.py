@@ -24,7 +24,7 @@ from transformer.cli import training_run as cli_train
 from tests.helpers import PAIRS, ROOT, exit_2, lines_of, load_script, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
-from transformer.cli import evaluate
+from transformer.cli import compare, evaluate
 from transformer.core import tokenizer
 from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
 
@@ -48,12 +48,14 @@ def not_called(what: str):
 # ------------------------------------------------------------------ one parser for every CLI
 
 BT = ["--testsets", "t", "--checkpoint", "c", "--out", "o"]
+CMP = ["--old", "a", "--new", "b", "--data", "d"]
 CLIS = {  # name: (parse_args, prog)
     "train": (train.parse_args, "python train.py"),
     "app": (app_module.parse_args, "python app.py"),
     "evaluate": (evaluate.parse_args, "python -m transformer.cli.evaluate"),
     "analyze": (analyze.parse_args, "python -m transformer.cli.head_stats"),
     "backtranslate": (backtranslate.parse_args, "python -m transformer.cli.backtranslate"),
+    "compare": (compare.parse_args, "python -m transformer.cli.compare"),
 }
 
 
@@ -76,6 +78,9 @@ CLIS = {  # name: (parse_args, prog)
         ("analyze", ["--data", "x", "--limit", "0"], "argument --limit: expected a whole number ≥ 1, got '0'"),
         ("backtranslate", [*BT, "--top-k", "-1"], "argument --top-k: expected a whole number ≥ 0, got '-1'"),
         ("backtranslate", [*BT, "--seed", "1e3"], "argument --seed: expected a whole number, got '1e3'"),
+        ("compare", ["--old", "a", "--new", "b"], "the following arguments are required: --data"),
+        ("compare", [*CMP, "--samples", "0"], "argument --samples: expected a whole number ≥ 1, got '0'"),
+        ("compare", [*CMP, "--alpha", "2"], "argument --alpha: expected a number in [0, 1), got '2'"),
     ],
 )
 def test_a_bad_flag_is_one_line_that_names_the_type_as_a_person_would(capfd, cli, argv, message):

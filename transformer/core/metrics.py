@@ -27,6 +27,24 @@ def word_count(text: str) -> int:
     return len(text.split())
 
 
+def paired_bootstrap(old: list[str], new: list[str], references: list[str], samples: int = 1000) -> dict:
+    """sacrebleu's paired bootstrap (Koehn 2004, its ``--paired-bs``) of ``new`` against ``old``
+    on the same references: for BLEU and chrF, each system's corpus score and the two-sided p
+    of their difference (the chance of a gap this large between two systems that are the same).
+    Seeded as sacrebleu seeds it (``SACREBLEU_SEED``, 12345 by default), so a rerun agrees."""
+    from sacrebleu.metrics import BLEU, CHRF
+    from sacrebleu.significance import PairedTest
+
+    metrics = {"bleu": BLEU(references=[references]), "chrf": CHRF(references=[references])}
+    test = PairedTest([("old", old), ("new", new)], metrics, references=None, test_type="bs", n_samples=samples)
+    _, results = test()
+    names = {"BLEU": "bleu", "chrF2": "chrf"}
+    out = {}
+    for key, (old_result, new_result) in ((k, v) for k, v in results.items() if k in names):
+        out[names[key]] = {"old": old_result.score, "new": new_result.score, "p": new_result.p_value}
+    return out
+
+
 def long_slice_scores(
     sources: list[str], hypotheses: list[str], references: list[str], min_words: int = LONG_SENTENCE_WORDS
 ) -> dict | None:
