@@ -6,6 +6,7 @@ en->it checkpoint (forward translation, self-training), or Italian with an it->e
     python data/forward_translate.py ... --finish data/tatoeba-en-it-ft   # the committed folder
     python data/forward_translate.py --src it --checkpoint runs/rev/best \
         --mono data/mono-it/it.txt.gz data/tatoeba-en-it-bt/train.jsonl --out ftwork/mono-it.en.jsonl
+    python data/forward_translate.py --checkpoint checkpoints/en-it runs/big/fine-tune/best --out ...  # an ensemble
 
 The text comes from ``--mono`` (default ``data/mono-en/en.txt.gz``): plain-text files hold one
 sentence a line, JSONL files (gzipped or not) give the ``--src`` side of each pair. The
@@ -16,7 +17,9 @@ the same command after a stop and it continues (a file another ``--mono``, ``--s
 ``--skip`` or ``--src`` wrote is refused, not appended to). ``--finish DIR`` writes the folder that
 training reads: the pairs with no held-out, validation or test sentence on either side and a
 non-empty model-written side, gzip-compressed, in the corpus's schema with ``origin: ft:beam``
-(the model wrote the Italian) or ``bt:beam`` (it wrote the English). Bad paths, flags or files:
+(the model wrote the Italian) or ``bt:beam`` (it wrote the English). Several ``--checkpoint``
+translate together: each one's beam, reranked by all of them (``transformer.core.rerank``), so
+models with vocabularies of their own make one teacher. Bad paths, flags or files:
 one line and exit code 2, before the model loads.
 """
 
@@ -36,6 +39,7 @@ from _repo import ROOT  # the clone, first on sys.path
 
 from transformer import load_translator  # noqa: E402
 from transformer.core.checkpoint import CheckpointError  # noqa: E402
+from transformer.core.rerank import ensemble_translate  # noqa: E402
 from transformer.training.synthetic import fingerprint, normalize, read_fingerprints  # noqa: E402
 
 MONO_EN = ROOT / "data" / "mono-en" / "en.txt.gz"
@@ -113,6 +117,13 @@ def read_work(args) -> list[str]:
         raise InputError(f"--mono: a JSONL file is not pairs with a '{args.src}' side ({what})") from None
 
 
+def load(checkpoint: str):
+    try:
+        return load_translator(checkpoint)
+    except (CheckpointError, OSError) as exc:
+        raise InputError(f"--checkpoint {checkpoint}: {exc}") from None
+
+
 def translate(args) -> None:
     sentences = read_work(args)
     tgt = other(args.src)
@@ -120,17 +131,17 @@ def translate(args) -> None:
     written = written_sources(out, args.src)
     check_resume(out, written, sentences)
     start = len(written)
-    try:
-        tr = load_translator(args.checkpoint)
-    except (CheckpointError, OSError) as exc:
-        raise InputError(f"--checkpoint {args.checkpoint}: {exc}") from None
+    translators = [load(checkpoint) for checkpoint in args.checkpoint]
     torch.set_num_threads(args.threads)
     out.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     with out.open("a", encoding="utf-8") as f:
         for i in range(start, len(sentences), CHUNK):
             chunk = sentences[i : i + CHUNK]
-            hyps = tr.translate(chunk, beam_size=args.beam_size, batch_size=args.batch_size)
+            if len(translators) == 1:
+                hyps = translators[0].translate(chunk, beam_size=args.beam_size, batch_size=args.batch_size)
+            else:
+                hyps = ensemble_translate(translators, chunk, args.beam_size, args.batch_size)
             f.writelines(
                 json.dumps({args.src: text, tgt: hyp}, ensure_ascii=False) + "\n" for text, hyp in zip(chunk, hyps)
             )
@@ -204,7 +215,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         default=[str(MONO_EN)],
         help="monolingual text: .txt(.gz) files of one sentence a line, or .jsonl(.gz) pair files (their --src side)",
     )
-    p.add_argument("--checkpoint", default="checkpoints/en-it", help="the model that translates, --src to the other")
+    p.add_argument(
+        "--checkpoint",
+        nargs="+",
+        default=["checkpoints/en-it"],
+        help="the model that translates, --src to the other; several: an ensemble that reranks their beams",
+    )
     p.add_argument("--out", required=True, help="JSONL of (en, it) written chunk by chunk; resumed when it exists")
     p.add_argument("--beam-size", type=int, default=4, help="beam width (1: greedy)")
     p.add_argument("--batch-size", type=int, default=64, help="sentences decoded together")

@@ -103,6 +103,15 @@ def tiny_checkpoint(tmp_path_factory, tokenizers_pair) -> Path:
 
 
 @pytest.fixture(scope="session")
+def other_checkpoint(tmp_path_factory, tokenizers_pair) -> Path:
+    """A second tiny model of the same vocabularies, initialised apart: it translates otherwise."""
+    src_tok, tgt_tok = tokenizers_pair
+    torch.manual_seed(1)
+    model = build_model(tiny_config(src_tok, tgt_tok))
+    return save_checkpoint(tmp_path_factory.mktemp("other") / "tiny", model, src_tok, tgt_tok)
+
+
+@pytest.fixture(scope="session")
 def translator(tiny_checkpoint):
     from transformer import load_translator
 

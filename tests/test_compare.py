@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
-from tests.helpers import PAIRS, tiny_config, write_jsonl
+from tests.helpers import PAIRS, write_jsonl
 from transformer import load_translator
 from transformer.cli import compare
-from transformer.core.checkpoint import save_checkpoint
 from transformer.core.metrics import corpus_scores, paired_bootstrap
-from transformer.core.model import build_model
 
 REFS = [it for _, it in PAIRS] * 4
 
@@ -42,16 +39,6 @@ def test_the_slices_are_the_short_and_the_long_sentences():
     sources = ["One two.", "One two three four five six seven.", "a b c d e f g h", " ".join("w" * 15)]
     assert compare.slices(sources, 8, 15) == {"all": [0, 1, 2, 3], "< 8 words": [0, 1], ">= 15 words": [3]}
     assert compare.slices(sources[:1], 8, 15) == {"all": [0], "< 8 words": [0]}
-
-
-@pytest.fixture(scope="module")
-def other_checkpoint(tmp_path_factory, tokenizers_pair):
-    """A second tiny model of the same vocabulary, initialised apart: it translates otherwise."""
-    src_tok, tgt_tok = tokenizers_pair
-    torch.manual_seed(1)
-    return save_checkpoint(
-        tmp_path_factory.mktemp("other") / "tiny", build_model(tiny_config(src_tok, tgt_tok)), src_tok, tgt_tok
-    )
 
 
 def test_two_models_on_two_files(tiny_checkpoint, other_checkpoint, data_dir, tmp_path, capsys):

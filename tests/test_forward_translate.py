@@ -163,3 +163,20 @@ def test_a_missing_checkpoint_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith(f"error: --checkpoint {missing}: ") and err.count("\n") == 1
     assert not (tmp_path / "o.jsonl").exists()
+
+
+def test_several_checkpoints_translate_together(tiny_checkpoint, other_checkpoint, tmp_path):
+    from transformer import load_translator
+    from transformer.core.rerank import ensemble_translate
+
+    text = tmp_path / "en.txt"
+    text.write_text("the cat sleeps.\ni see the dog.\nwe see a house.\n", encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    script = load_script("data/forward_translate.py")
+    argv = ["--mono", str(text), "--out", str(out), "--beam-size", "2", "--checkpoint"]
+    assert script.main([*argv, str(tiny_checkpoint), str(other_checkpoint)]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    models = [load_translator(tiny_checkpoint), load_translator(other_checkpoint)]
+    assert [r["it"] for r in rows] == ensemble_translate(models, [r["en"] for r in rows], beam_size=2)
+    # the second model had a say: the ensemble is not the first model's beam alone
+    assert [r["it"] for r in rows] != models[0].translate([r["en"] for r in rows], beam_size=2)

@@ -437,16 +437,33 @@ def translate_beam(
 ) -> list[str]:
     """Batched beam-search translation, results in input order (``Translator.translate``
     calls this when ``beam_size > 1``). Empty sentences raise ``ValueError``."""
+    kw = dict(length_penalty=length_penalty, early_stopping=early_stopping, src_lang=src_lang, tgt_lang=tgt_lang)
+    return [texts[0] for texts in translate_nbest(translator, sentences, beam_size, batch_size, **kw)]
+
+
+@torch.no_grad()
+def translate_nbest(
+    translator,
+    sentences: list[str],
+    beam_size: int,
+    batch_size: int = 64,
+    length_penalty: float = 0.6,
+    early_stopping: bool = True,
+    src_lang: str | None = None,
+    tgt_lang: str | None = None,
+) -> list[list[str]]:
+    """Each sentence's beam, as text: its up to ``beam_size`` hypotheses, best first, in input
+    order (the first of each is :func:`translate_beam`'s translation, in the same batches)."""
     if isinstance(sentences, str):
         sentences = [sentences]
     k = check_beam_size(beam_size)
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    results = [""] * len(sentences)
+    results: list[list[str]] = [[] for _ in sentences]
     for idx, src in _batches(translator, list(sentences), batch_size, src_lang):
         out = beam_search(
             translator.model, src, k, length_penalty=length_penalty, early_stopping=early_stopping, tgt_lang=tgt_lang
         )
         for row, i in enumerate(idx):
-            results[i] = translator._decode_text(out.ids[row])
+            results[i] = [translator._decode_text(h.ids) for h in out.hypotheses[row]]
     return results
