@@ -94,21 +94,22 @@ def tokenizers_pair():
     return src, tgt
 
 
+def saved_tiny_model(folder: Path, tokenizers_pair, seed: int) -> Path:
+    """A tiny model of the fixture vocabularies, initialised from ``seed`` and saved in ``folder``."""
+    src_tok, tgt_tok = tokenizers_pair
+    torch.manual_seed(seed)
+    return save_checkpoint(folder, build_model(tiny_config(src_tok, tgt_tok)), src_tok, tgt_tok)
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory, tokenizers_pair) -> Path:
-    src_tok, tgt_tok = tokenizers_pair
-    torch.manual_seed(0)
-    model = build_model(tiny_config(src_tok, tgt_tok))
-    return save_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny", model, src_tok, tgt_tok)
+    return saved_tiny_model(tmp_path_factory.mktemp("ckpt") / "tiny", tokenizers_pair, seed=0)
 
 
 @pytest.fixture(scope="session")
 def other_checkpoint(tmp_path_factory, tokenizers_pair) -> Path:
     """A second tiny model of the same vocabularies, initialised apart: it translates otherwise."""
-    src_tok, tgt_tok = tokenizers_pair
-    torch.manual_seed(1)
-    model = build_model(tiny_config(src_tok, tgt_tok))
-    return save_checkpoint(tmp_path_factory.mktemp("other") / "tiny", model, src_tok, tgt_tok)
+    return saved_tiny_model(tmp_path_factory.mktemp("other") / "tiny", tokenizers_pair, seed=1)
 
 
 @pytest.fixture(scope="session")
