@@ -136,6 +136,20 @@ def write_outputs(folder: Path, name: str, pairs, old, new) -> None:
     (folder / f"{stem}.tsv").write_text("source\treference\told\tnew\n" + "".join(rows), encoding="utf-8")
 
 
+def output_folder(output_dir: str | None) -> Path | None:
+    """``--output-dir``, made before any model loads, so that a bad path costs a second."""
+    if output_dir is None:
+        return None
+    folder = Path(output_dir).expanduser()
+    if folder.exists() and not folder.is_dir():
+        fail(f"--output-dir {output_dir}: is a file; give a folder")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"--output-dir {output_dir}: cannot make it ({exc})")
+    return folder
+
+
 def translations(tr, sets: dict, who: str, batch_size: int) -> dict[str, list[str]]:
     total = sum(len(p) for p in sets.values())
     with tqdm(total=total, desc=f"translating ({who})", unit="sent", file=sys.stderr) as bar:
@@ -150,9 +164,7 @@ def translations(tr, sets: dict, who: str, batch_size: int) -> dict[str, list[st
 def main(argv=None) -> int:
     args = parse_args(argv)
     files = check_data(args)
-    folder = Path(args.output_dir).expanduser() if args.output_dir else None
-    if folder is not None and folder.exists() and not folder.is_dir():
-        fail(f"--output-dir {args.output_dir}: is a file; give a folder")
+    folder = output_folder(args.output_dir)
     old_tr = load_translator_or_exit(args.old, "--old")
     new_tr = load_translator_or_exit(args.new, "--new")
     src, tgt = old_tr.cfg.src_lang, old_tr.cfg.tgt_lang
@@ -163,12 +175,14 @@ def main(argv=None) -> int:
     sets = read_sets(files, src, tgt)
     old, new = translations(old_tr, sets, "old", args.batch_size), translations(new_tr, sets, "new", args.batch_size)
     rows = [row for name, pairs in sets.items() for row in compare_set(name, pairs, old[name], new[name], args)]
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, pairs in sets.items():
-            write_outputs(folder, name, pairs, old[name], new[name])
     print(table(rows))
     print(json.dumps({"old": str(args.old), "new": str(args.new), "samples": args.samples, "rows": rows}))
+    if folder is not None:
+        try:
+            for name, pairs in sets.items():
+                write_outputs(folder, name, pairs, old[name], new[name])
+        except OSError as exc:  # made at the start; the disk can still fill up
+            fail(f"--output-dir {args.output_dir}: could not write the translations ({exc})")
     return 0
 
 
