@@ -24,7 +24,7 @@ from transformer.cli import training_run as cli_train
 from tests.helpers import PAIRS, ROOT, exit_2, lines_of, load_script, tiny_main, write_jsonl
 from transformer.cli import head_stats as analyze
 from transformer.cli import backtranslate
-from transformer.cli import compare, evaluate
+from transformer.cli import compare, evaluate, judge
 from transformer.core import tokenizer
 from transformer.core.tokenizer import SPECIAL_TOKENS, SYNTHETIC_TAG, train_tokenizer
 
@@ -56,6 +56,7 @@ CLIS = {  # name: (parse_args, prog)
     "analyze": (analyze.parse_args, "python -m transformer.cli.head_stats"),
     "backtranslate": (backtranslate.parse_args, "python -m transformer.cli.backtranslate"),
     "compare": (compare.parse_args, "python -m transformer.cli.compare"),
+    "judge": (judge.parse_args, "python -m transformer.cli.judge"),
 }
 
 
@@ -81,6 +82,7 @@ CLIS = {  # name: (parse_args, prog)
         ("compare", ["--old", "a", "--new", "b"], "the following arguments are required: --data"),
         ("compare", [*CMP, "--samples", "0"], "argument --samples: expected a whole number ≥ 1, got '0'"),
         ("compare", [*CMP, "--alpha", "2"], "argument --alpha: expected a number in [0, 1), got '2'"),
+        ("judge", ["--judgements", "j.json"], "the following arguments are required: --tsv"),
     ],
 )
 def test_a_bad_flag_is_one_line_that_names_the_type_as_a_person_would(capfd, cli, argv, message):

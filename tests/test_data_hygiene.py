@@ -38,8 +38,9 @@ EVALUATION_STEMS = ("validation", "test")
 OWN_EVALUATION_SETS = ("everyday", "long")
 FINGERPRINTS = "heldout-fingerprints.txt"
 # files under data/ that are not data: the folders' descriptions, the held-out list, the rebuild
-# script (and the bytecode Python may leave beside it)
-NOT_DATA = re.compile(r"(README\.md|heldout-fingerprints\.txt|.*\.pyc?)$")
+# script (and the bytecode Python may leave beside it), an evaluation set's translations judged
+# by reading (transformer.core.judgements: never training material)
+NOT_DATA = re.compile(r"(README\.md|heldout-fingerprints\.txt|judgements\.json|.*\.pyc?)$")
 
 
 def kind(path: Path) -> str | None:

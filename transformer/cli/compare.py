@@ -11,7 +11,11 @@ least ``--long-words``. Its verdict for each metric is ``+`` (the new model is b
 though sacrebleu gives them its smallest p). The table goes to stdout, then one JSON line with
 every row. ``--output-dir DIR`` also writes each model's translations of each file
 (``NAME.old.txt``, ``NAME.new.txt``) and ``NAME.tsv`` (source, reference, old, new) to read one
-by one. Bad paths or flags: one line and exit code 2, before any model loads.
+by one. ``--judgements FILE`` (``transformer.core.judgements``) adds, for each file whose
+sentences it covers, how many of each model's translations a reader judged correct, and the
+TSV's two last columns: ``yes``, ``no``, or empty where a translation was never judged (fill
+them in, then ``python -m transformer.cli.judge`` records them). Bad paths or flags: one line
+and exit code 2, before any model loads.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from tqdm import tqdm
 
 from transformer.cli import ArgumentParser, data_split_or_exit, fail, fraction, load_translator_or_exit, whole_number
 from transformer.cli.evaluate import translate_all
+from transformer.core.judgements import Judgements, JudgementsError, load_judgements, tally
 from transformer.core.metrics import LONG_SENTENCE_WORDS, paired_bootstrap, word_count
 from transformer.training.data import DataError, load_split
 
@@ -54,6 +59,7 @@ def parse_args(argv=None):
     p.add_argument("--alpha", type=fraction, default=0.05, help="the p below which a difference counts")
     p.add_argument("--batch-size", type=whole_number(1), default=64, help="sentences per decoding batch")
     p.add_argument("--output-dir", default=None, help="write the translations and a side-by-side TSV of each file here")
+    p.add_argument("--judgements", default=None, help="a JSON file of translations judged by reading (count them)")
     return p.parse_args(argv)
 
 
@@ -128,12 +134,50 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_outputs(folder: Path, name: str, pairs, old, new) -> None:
+def write_outputs(folder: Path, name: str, pairs, old, new, judged: Judgements | None) -> None:
+    """``NAME.old.txt``, ``NAME.new.txt`` and ``NAME.tsv``; with judgements, the TSV says of each
+    translation whether it was judged correct (``yes``, ``no``, empty if never read)."""
     stem = name.replace("/", "-")
     (folder / f"{stem}.old.txt").write_text("".join(h + "\n" for h in old), encoding="utf-8")
     (folder / f"{stem}.new.txt").write_text("".join(h + "\n" for h in new), encoding="utf-8")
-    rows = ["\t".join(cell.replace("\t", " ") for cell in (s, t, o, n)) + "\n" for (s, t), o, n in zip(pairs, old, new)]
-    (folder / f"{stem}.tsv").write_text("source\treference\told\tnew\n" + "".join(rows), encoding="utf-8")
+    header = ["source", "reference", "old", "new"] + (["old correct", "new correct"] if judged else [])
+    rows = []
+    for (s, t), o, n in zip(pairs, old, new):
+        cells = [s, t, o, n]
+        if judged:
+            cells += [{True: "yes", False: "no", None: ""}[judged.verdict(s, h)] for h in (o, n)]
+        rows.append("\t".join(cell.replace("\t", " ") for cell in cells) + "\n")
+    (folder / f"{stem}.tsv").write_text("\t".join(header) + "\n" + "".join(rows), encoding="utf-8")
+
+
+def judged_counts(judged: Judgements, sets: dict, old: dict, new: dict) -> dict[str, dict]:
+    """For each file the judgements cover: each model's counts of correct, wrong and unjudged."""
+    counts = {}
+    for name, pairs in sets.items():
+        sources = [s for s, _ in pairs]
+        if judged.covers(sources):
+            counts[name] = {"old": tally(judged, sources, old[name]), "new": tally(judged, sources, new[name])}
+    return counts
+
+
+def judged_lines(counts: dict[str, dict]) -> list[str]:
+    lines = []
+    for name, both in counts.items():
+        o, n = both["old"], both["new"]
+        line = f"{name}: read one by one, old {o['correct']} correct, new {n['correct']} correct, of {o['n']}"
+        if o["unjudged"] or n["unjudged"]:
+            line += f" (not yet judged: old {o['unjudged']}, new {n['unjudged']})"
+        lines.append(line)
+    return lines
+
+
+def read_judgements(path: str | None) -> Judgements | None:
+    if path is None:
+        return None
+    try:
+        return load_judgements(path)
+    except JudgementsError as exc:
+        fail(f"--judgements {exc}")
 
 
 def output_folder(output_dir: str | None) -> Path | None:
@@ -165,6 +209,7 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     files = check_data(args)
     folder = output_folder(args.output_dir)
+    judged = read_judgements(args.judgements)
     old_tr = load_translator_or_exit(args.old, "--old")
     new_tr = load_translator_or_exit(args.new, "--new")
     src, tgt = old_tr.cfg.src_lang, old_tr.cfg.tgt_lang
@@ -175,12 +220,15 @@ def main(argv=None) -> int:
     sets = read_sets(files, src, tgt)
     old, new = translations(old_tr, sets, "old", args.batch_size), translations(new_tr, sets, "new", args.batch_size)
     rows = [row for name, pairs in sets.items() for row in compare_set(name, pairs, old[name], new[name], args)]
+    counts = judged_counts(judged, sets, old, new) if judged else {}
     print(table(rows))
-    print(json.dumps({"old": str(args.old), "new": str(args.new), "samples": args.samples, "rows": rows}))
+    print("\n".join(judged_lines(counts)), end="\n" if counts else "")
+    report = {"old": str(args.old), "new": str(args.new), "samples": args.samples, "rows": rows}
+    print(json.dumps(report | ({"judged": counts} if judged else {})))
     if folder is not None:
         try:
             for name, pairs in sets.items():
-                write_outputs(folder, name, pairs, old[name], new[name])
+                write_outputs(folder, name, pairs, old[name], new[name], judged)
         except OSError as exc:  # made at the start; the disk can still fill up
             fail(f"--output-dir {args.output_dir}: could not write the translations ({exc})")
     return 0
