@@ -554,12 +554,29 @@ def beam_tree_of(page, text: str):
     settled(page, "#beam-tree", "#beam-tree svg")
 
 
-def open_panel(page, elem_id: str):
-    """Open a panel's section (its gr.Accordion, e.g. "whatif-panel"): its view mounts when it first opens."""
+def open_panel(page, elem_id: str, tries: int = 3):
+    """Open a panel's section (its gr.Accordion, e.g. "whatif-panel"): its view mounts when it first opens.
+
+    A panel opened just before may still be growing as its content arrives; on a loaded machine
+    that can move this label between Playwright's check of what lies under the pointer and the
+    click itself, and the click lands on something else. So a click that leaves the panel closed
+    is made again, a few times at most: a panel that never opens still fails."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     label = page.locator(f"#{elem_id} > .label-wrap")
+    opened = f"#{elem_id} > .label-wrap.open"
+    for _ in range(tries - 1):
+        if "open" in (label.get_attribute("class") or "").split():
+            return
+        label.click()
+        try:
+            page.wait_for_selector(opened, timeout=15_000)
+            return
+        except PlaywrightTimeout:
+            continue
     if "open" not in (label.get_attribute("class") or "").split():
         label.click()
-    page.wait_for_selector(f"#{elem_id} > .label-wrap.open")
+    page.wait_for_selector(opened)
 
 
 def press(page, sel: str, **where):
