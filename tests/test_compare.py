@@ -5,10 +5,12 @@ model loads."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
-from tests.helpers import PAIRS, write_jsonl
+from tests.helpers import PAIRS, ROOT, write_jsonl
 from transformer import load_translator
 from transformer.cli import compare
 from transformer.core.metrics import corpus_scores, paired_bootstrap
@@ -80,3 +82,23 @@ def test_bad_input_is_one_line_before_a_model_loads(tiny_checkpoint, data_dir, t
             compare.main(argv)
         err = capsys.readouterr().err
         assert stop.value.code == 2 and line in err and err.count("\n") == 1, (argv, err)
+
+
+def test_a_reader_that_stops_early_costs_no_file(tiny_checkpoint, other_checkpoint, data_dir, tmp_path):
+    """``compare ... | head``: the pipe closes before the report is printed; the translations
+    and the TSV are still written, and the run ends cleanly."""
+    out = tmp_path / "out"
+    argv = ["--old", str(tiny_checkpoint), "--new", str(other_checkpoint), "--data", str(data_dir)]
+    p = subprocess.Popen(
+        [sys.executable, "-m", "transformer.cli.compare", *argv, "--samples", "20", "--output-dir", str(out)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    p.stdout.close()  # the reader has gone before the first line
+    with p.stderr:
+        err = p.stderr.read()
+    assert p.wait(timeout=300) == 0, err[-3000:]
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err[-3000:]
+    assert (out / f"{data_dir.name}-test.tsv").is_file() and (out / f"{data_dir.name}-test.new.txt").is_file()

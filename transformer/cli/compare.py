@@ -21,6 +21,7 @@ and exit code 2, before any model loads.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -205,6 +206,15 @@ def translations(tr, sets: dict, who: str, batch_size: int) -> dict[str, list[st
             fail(f"{who}: {exc}")
 
 
+def say(lines: list[str]) -> None:
+    """Print the report. A reader of stdout that stops early (``| head``) must not cost the
+    files still to be written: the rest of the output goes nowhere instead of raising."""
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     files = check_data(args)
@@ -221,10 +231,8 @@ def main(argv=None) -> int:
     old, new = translations(old_tr, sets, "old", args.batch_size), translations(new_tr, sets, "new", args.batch_size)
     rows = [row for name, pairs in sets.items() for row in compare_set(name, pairs, old[name], new[name], args)]
     counts = judged_counts(judged, sets, old, new) if judged else {}
-    print(table(rows))
-    print("\n".join(judged_lines(counts)), end="\n" if counts else "")
     report = {"old": str(args.old), "new": str(args.new), "samples": args.samples, "rows": rows}
-    print(json.dumps(report | ({"judged": counts} if judged else {})))
+    say([table(rows), *judged_lines(counts), json.dumps(report | ({"judged": counts} if judged else {}))])
     if folder is not None:
         try:
             for name, pairs in sets.items():
