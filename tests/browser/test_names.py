@@ -86,11 +86,13 @@ def test_every_label_names_the_models_own_languages_and_tokens(browser, german_a
         page.wait_for_function("() => document.querySelector('#translation').innerText.includes('beam hypothesis')")
         assert "German translation (beam hypothesis 1 of" in page.inner_text("#translation")
         # the diagnostics' measures and the reference box
+        # a panel's view is built when it first opens, and names its words once it has drawn
+        # this trace: a frame or more later on a loaded machine
         open_panel(page, "analysis-panel")
-        options = page.eval_on_selector_all("#diag-measure option", "os => os.map((o) => o.textContent)")
-        assert "sink share (<pad> </s> punct.)" in options, options
+        named = "[...document.querySelectorAll('#diag-measure option')].some((o) => o.textContent === t)"
+        page.wait_for_function(f"(t) => {named}", arg="sink share (<pad> </s> punct.)")
         open_panel(page, "sources-panel")
-        page.wait_for_selector("#src-ref", state="attached")
+        page.wait_for_function("() => (document.querySelector('#src-ref')?.placeholder || '').includes('German')")
         assert page.get_attribute("#src-ref", "aria-label") == "Your reference translation (German)"
         assert page.get_attribute("#src-ref", "placeholder") == "a German sentence"
         no_other_names(page.inner_text("body"), "the page")
