@@ -289,8 +289,14 @@ export class Tour {
     if (open.some((name) => before.opened.has(name))) {
       this.store.set({ open: open.filter((name) => !before.opened.has(name)) });
     }
-    // once the page has laid itself out without the tour's room and sections
-    nextFrame(() => window.scrollTo({ top: before.y, behavior: "instant" }));
+    // once the page has laid itself out without the tour's room and sections; a figure that
+    // redraws meanwhile can leave the page too short for a frame (the browser then clamps the
+    // scroll), so a scroll that did not hold is made again, a few frames at most
+    const restore = (frames) => nextFrame(() => {
+      window.scrollTo({ top: before.y, behavior: "instant" });
+      if (Math.abs(window.scrollY - before.y) > 1 && frames > 1) restore(frames - 1);
+    });
+    restore(10);
   }
 }
 
